@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Roomcast",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "roomcast", targets: ["Roomcast"]),
+        .executable(name: "roomcast-echo", targets: ["RoomcastEcho"]),
+        .executable(name: "roomcast-bench", targets: ["RoomcastBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+    ],
+    targets: [
+        // C: what Glibc does not export (epoll, eventfd, timerfd, accept4).
+        .target(name: "CShims"),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // Sockets, the syscall wrapper, the epoll loop, timers and write queues.
+        .target(name: "Reactor", dependencies: ["CShims"]),
+        // Pure codecs: bytes in, values out; no I/O, clocks or randomness.
+        .target(name: "HTTP1"),
+        .target(name: "WebSocket", dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]),
+        // Connection state machines, router, one loop per core.
+        .target(name: "Server", dependencies: [
+            "Reactor", "HTTP1", "WebSocket", .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .executableTarget(name: "Roomcast", dependencies: [
+            "Server", .product(name: "Logging", package: "swift-log"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "RoomcastEcho", dependencies: [
+            "Server", "WebSocket", .product(name: "Logging", package: "swift-log"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Load generator: only our Reactor/HTTP1/WebSocket, so it can measure us and our peers.
+        .executableTarget(name: "RoomcastBench", dependencies: [
+            "Reactor", "HTTP1", "WebSocket", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
+        .target(name: "TestKit", dependencies: ["WebSocket"]),
+
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Reactor", "HTTP1", "WebSocket", "TestKit"]),
+    ]
+)

@@ -1,0 +1,18 @@
+// Linux interfaces that Swift's Glibc module does not export (see SWIFT-NOTES.md §2):
+// epoll, eventfd, timerfd and accept4 (the last sits behind _GNU_SOURCE).
+#ifndef ROOMCAST_CSHIMS_H
+#define ROOMCAST_CSHIMS_H
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+int cshims_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+int cshims_set_thread_name(const char *name);
+
+#endif

@@ -1,0 +1,12 @@
+#define _GNU_SOURCE
+#include <sys/socket.h>
+#include "CShims.h"
+
+int cshims_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+    return accept4(fd, addr, len, flags);
+}
+
+#include <pthread.h>
+int cshims_set_thread_name(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}

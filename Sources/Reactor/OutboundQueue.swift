@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection's pending output: shared `ByteBlock`s written with one `writev` per flush.
+///
+/// The queue only counts bytes; the bound (and what happens past it, e.g. a slow-consumer close)
+/// is the owner's policy, checked against `pendingBytes` after each `append`.
+public struct OutboundQueue {
+    private var blocks: [ByteBlock] = []
+    private var head = 0
+    /// Bytes of `blocks[head]` already written.
+    private var headOffset = 0
+    public private(set) var pendingBytes = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { pendingBytes == 0 }
+    public var blockCount: Int { blocks.count - head }
+
+    public mutating func append(_ block: ByteBlock) {
+        guard block.count > 0 else { return }
+        blocks.append(block)
+        pendingBytes += block.count
+    }
+
+    public enum FlushResult: Equatable {
+        /// Everything was written.
+        case drained
+        /// The socket's buffer is full; wait for writability.
+        case pending
+    }
+
+    /// Writes as much as the socket takes with `writev`, `iovecs.count` blocks at a time.
+    public mutating func flush(fd: Int32, iovecs: UnsafeMutableBufferPointer<iovec>) throws(SyscallError) -> FlushResult {
+        while pendingBytes > 0 {
+            var n = 0
+            var i = head
+            while i < blocks.count && n < iovecs.count {
+                let block = blocks[i]
+                let skip = (i == head) ? headOffset : 0
+                iovecs[n] = iovec(iov_base: block.base + skip, iov_len: block.count - skip)
+                n += 1
+                i += 1
+            }
+            switch try Socket.writev(fd, iovecs.baseAddress!, count: Int32(n)) {
+            case .wouldBlock:
+                return .pending
+            case .processed(let written):
+                consume(written)
+                if written == 0 { return .pending }
+            }
+        }
+        return .drained
+    }
+
+    /// Drops `count` written bytes from the front.
+    mutating func consume(_ count: Int) {
+        var left = count
+        pendingBytes -= count
+        while left > 0 {
+            let remaining = blocks[head].count - headOffset
+            if left >= remaining {
+                left -= remaining
+                head += 1
+                headOffset = 0
+            } else {
+                headOffset += left
+                left = 0
+            }
+        }
+        if head == blocks.count {
+            blocks.removeAll(keepingCapacity: blocks.count <= 16)
+            head = 0
+        } else if head > 32 && head * 2 > blocks.count {
+            blocks.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Forgets everything (the connection is closing).
+    public mutating func removeAll() {
+        blocks = []
+        head = 0
+        headOffset = 0
+        pendingBytes = 0
+    }
+}

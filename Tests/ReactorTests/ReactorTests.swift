@@ -1,0 +1,167 @@
+import Synchronization
+import Testing
+@testable import Reactor
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a loop on its own thread for the duration of `body`.
+func withRunningLoop(_ body: (EventLoop) throws -> Void) throws {
+    let loop = try EventLoop(name: "test-loop")
+    let thread = PosixThread.start(name: "test-loop") { loop.run() }
+    defer {
+        loop.stop()
+        thread.join()
+    }
+    try body(loop)
+}
+
+func waitUntil(_ timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Instant.now() + .milliseconds(Int64(timeout * 1000))
+    while Instant.now() < deadline {
+        if condition() { return true }
+        usleep(1000)
+    }
+    return condition()
+}
+
+final class Recorder: @unchecked Sendable {
+    // Safety: guarded by the mutex.
+    let events = Mutex<[String]>([])
+    func add(_ s: String) { events.withLock { $0.append(s) } }
+    var all: [String] { events.withLock { $0 } }
+}
+
+final class ReadCounter: EventHandler {
+    let fd: Int32
+    let recorder: Recorder
+    let name: String
+    init(fd: Int32, recorder: Recorder, name: String) {
+        self.fd = fd
+        self.recorder = recorder
+        self.name = name
+    }
+    func handleEvent(_ events: UInt32) {
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 64) }
+        recorder.add("\(name):\(n)")
+    }
+}
+
+func socketPair() -> (Int32, Int32) {
+    var fds: [Int32] = [0, 0]
+    _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &fds)
+    return (fds[0], fds[1])
+}
+
+@Suite("Reactor", .serialized)
+struct ReactorTests {
+    @Test func executeRunsOnTheLoopInOrder() throws {
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            for i in 0..<100 {
+                loop.execute { recorder.add("\(i):\(loop.inEventLoop)") }
+            }
+            #expect(waitUntil { recorder.all.count == 100 })
+            #expect(recorder.all == (0..<100).map { "\($0):true" })
+            #expect(!loop.inEventLoop)
+        }
+    }
+
+    @Test func timersFireInDeadlineOrderAndCanBeCancelled() throws {
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            loop.execute {
+                loop.schedule(after: .milliseconds(60)) { recorder.add("c") }
+                loop.schedule(after: .milliseconds(20)) { recorder.add("a") }
+                let cancelled = loop.schedule(after: .milliseconds(30)) { recorder.add("x") }
+                loop.schedule(after: .milliseconds(40)) { recorder.add("b") }
+                loop.cancel(cancelled)
+            }
+            #expect(waitUntil { recorder.all.count == 3 })
+            usleep(50_000)
+            #expect(recorder.all == ["a", "b", "c"])
+        }
+    }
+
+    @Test func readinessEventsReachTheirHandler() throws {
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            let (a, b) = socketPair()
+            defer { closeDescriptor(a); closeDescriptor(b) }
+            loop.execute {
+                _ = try? loop.register(fd: a, events: EventLoop.readable, handler: ReadCounter(fd: a, recorder: recorder, name: "a"))
+            }
+            usleep(20_000)
+            _ = Glibc.write(b, "hello", 5)
+            #expect(waitUntil { recorder.all == ["a:5"] })
+        }
+    }
+
+    @Test func staleRegistrationGetsNoEvents() throws {
+        // A slot reused after deregistration has a new generation; the old id resolves to nothing.
+        let loop = try EventLoop(name: "t")
+        let recorder = Recorder()
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        let first = try loop.register(fd: a, events: EventLoop.readable, handler: ReadCounter(fd: a, recorder: recorder, name: "old"))
+        loop.deregister(first)
+        let second = try loop.register(fd: a, events: EventLoop.readable, handler: ReadCounter(fd: a, recorder: recorder, name: "new"))
+        #expect(first.slot == second.slot)
+        #expect(first.generation != second.generation)
+        #expect(loop.handler(for: first) == nil)
+        #expect(loop.handler(for: second) != nil)
+        loop.deregister(second)
+    }
+
+    @Test func outboundQueueWritesEverythingAcrossPartialWrites() throws {
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        Socket.setBufferSizes(a, receive: 4096, send: 4096)
+        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
+        defer { iov.deallocate() }
+        var queue = OutboundQueue()
+        var expected: [UInt8] = []
+        for i in 0..<50 {
+            let block = ByteBlock((0..<(1000 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
+            expected += block.array
+            queue.append(block)
+        }
+        #expect(queue.pendingBytes == expected.count)
+        var received: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        var sawPending = false
+        while !queue.isEmpty || received.count < expected.count {
+            if !queue.isEmpty {
+                if try queue.flush(fd: a, iovecs: iov) == .pending { sawPending = true }
+            }
+            let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+            if n > 0 { received += buf[0..<n] }
+        }
+        #expect(sawPending, "the small socket buffer must force partial writes")
+        #expect(received == expected)
+        #expect(queue.pendingBytes == 0)
+    }
+
+    @Test func syscallWrapperMapsErrno() throws {
+        // EAGAIN is "would block"; other errors name the call.
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        var buf = [UInt8](repeating: 0, count: 8)
+        let r = try buf.withUnsafeMutableBytes { try Socket.read(a, into: $0) }
+        #expect(r == .wouldBlock)
+        do {
+            _ = try buf.withUnsafeMutableBytes { try Socket.read(-1, into: $0) }
+            Issue.record("expected EBADF")
+        } catch let error as SyscallError {
+            #expect(error.errno == EBADF)
+            #expect(error.call == "read")
+        }
+    }
+
+    @Test func instantArithmetic() {
+        let t = Instant(nanoseconds: 5_000_000_000)
+        #expect((t + .milliseconds(1500)).nanoseconds == 6_500_000_000)
+        #expect((t + .seconds(2)) - t == .seconds(2))
+    }
+}
