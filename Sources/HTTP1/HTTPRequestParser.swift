@@ -1,0 +1,580 @@
+/// Why a request was refused. Each maps to one status; after any of them the connection is closed
+/// and nothing pipelined behind the request is answered.
+public enum HTTPParserError: Error, Equatable, Sendable, CustomStringConvertible {
+    case badRequest(String)
+    case uriTooLong
+    case headerFieldsTooLarge
+    case payloadTooLarge
+    case unsupportedTransferCoding(String)
+    case versionNotSupported
+    case expectationFailed
+
+    public var status: HTTPStatus {
+        switch self {
+        case .badRequest: return .badRequest
+        case .uriTooLong: return .uriTooLong
+        case .headerFieldsTooLarge: return .headerFieldsTooLarge
+        case .payloadTooLarge: return .payloadTooLarge
+        case .unsupportedTransferCoding: return .notImplemented
+        case .versionNotSupported: return .versionNotSupported
+        case .expectationFailed: return .expectationFailed
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .badRequest(let why): return "bad request: \(why)"
+        case .uriTooLong: return "request line too long"
+        case .headerFieldsTooLarge: return "header section too large"
+        case .payloadTooLarge: return "body too large"
+        case .unsupportedTransferCoding(let c): return "unsupported transfer coding: \(c)"
+        case .versionNotSupported: return "HTTP version not supported"
+        case .expectationFailed: return "unsupported expectation"
+        }
+    }
+}
+
+/// An incremental HTTP/1.1 request parser (RFC 9112): bytes in, events out, no I/O.
+///
+/// Feed it any split of the byte stream — one byte at a time or many requests at once. Each call to
+/// `parse` consumes a prefix of the buffer and reports one step: more data is needed, a head, a
+/// piece of body (a range of the buffer given), the end of a request, or an error. Every byte is
+/// validated as it arrives, and every limit is checked before the byte is buffered.
+public struct HTTPRequestParser {
+    public enum Event: Equatable, Sendable {
+        case head(HTTPRequestHead)
+        /// Body bytes: this range of the buffer passed to the call that returned it.
+        case body(Range<Int>)
+        case end
+    }
+
+    public enum Step: Equatable, Sendable {
+        /// Everything given was consumed; feed more.
+        case needMoreData
+        case event(Event)
+        case error(HTTPParserError)
+    }
+
+    private enum State: Equatable {
+        case lineStart            // before the request line; empty lines are skipped
+        case leadingLF            // CR of an empty line before the request line
+        case method
+        case target
+        case version
+        case requestLineLF        // CR after the version
+        case fieldLineStart       // start of a header line (or the empty line)
+        case fieldName
+        case fieldValueLeadingWS
+        case fieldValue
+        case fieldLineLF          // CR after a field value
+        case headEndLF            // CR of the empty line ending the head
+        case headComplete         // head built, not yet reported
+        case body(remaining: Int)
+        case bodyEnd
+        case chunkSize
+        case chunkExtension
+        case chunkSizeLF
+        case chunkData(remaining: Int)
+        case chunkDataCR
+        case chunkDataLF
+        case trailerLineStart
+        case trailerName
+        case trailerValue
+        case trailerLineLF
+        case trailerEndLF
+        case failed(HTTPParserError)
+    }
+
+    public let limits: HTTPLimits
+    private var state: State = .lineStart
+
+    // The head under construction: raw bytes plus the ranges that name its parts.
+    private var scratch: [UInt8] = []
+    private var methodEnd = 0
+    private var targetEnd = 0
+    private var versionStart = 0
+    private var fieldRanges: [(name: Range<Int>, value: Range<Int>)] = []
+    private var currentNameStart = 0
+    private var currentNameEnd = 0
+    private var currentValueStart = 0
+    private var valueLastNonWS = 0
+    private var requestLineBytes = 0
+    private var headerBytes = 0
+    private var emptyLines = 0
+    private var builtHead: HTTPRequestHead?
+
+    // Chunked body bookkeeping.
+    private var chunkValue = 0
+    private var chunkDigits = 0
+    private var chunkExtensionBytes = 0
+    private var bodyBytes = 0
+    private var trailerBytes = 0
+
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+        scratch.reserveCapacity(256)
+    }
+
+    /// True between requests: no byte of a next request has arrived yet.
+    public var isIdle: Bool { state == .lineStart && emptyLines == 0 }
+
+    /// True once the head has been completely received (the slowloris timer stops here).
+    public var isReadingBody: Bool {
+        switch state {
+        case .body, .bodyEnd, .chunkSize, .chunkExtension, .chunkSizeLF, .chunkData, .chunkDataCR, .chunkDataLF,
+             .trailerLineStart, .trailerName, .trailerValue, .trailerLineLF, .trailerEndLF, .headComplete:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Consumes a prefix of `buffer`; returns the step and how many bytes were consumed.
+    public mutating func parse(_ buffer: UnsafeRawBufferPointer) -> (step: Step, consumed: Int) {
+        var i = 0
+        let n = buffer.count
+        while true {
+            switch state {
+            case .failed(let error):
+                return (.error(error), i)
+
+            case .headComplete:
+                let head = builtHead!
+                builtHead = nil
+                switch head.framing {
+                case .none, .contentLength(0): state = .bodyEnd
+                case .contentLength(let length): state = .body(remaining: length)
+                case .chunked:
+                    state = .chunkSize
+                    chunkValue = 0
+                    chunkDigits = 0
+                    bodyBytes = 0
+                }
+                return (.event(.head(head)), i)
+
+            case .body(let remaining):
+                if i == n { return (.needMoreData, i) }
+                let take = min(remaining, n - i)
+                let range = i..<(i + take)
+                i += take
+                state = remaining - take == 0 ? .bodyEnd : .body(remaining: remaining - take)
+                return (.event(.body(range)), i)
+
+            case .bodyEnd:
+                resetForNextRequest()
+                return (.event(.end), i)
+
+            case .chunkData(let remaining):
+                if i == n { return (.needMoreData, i) }
+                let take = min(remaining, n - i)
+                let range = i..<(i + take)
+                i += take
+                state = remaining - take == 0 ? .chunkDataCR : .chunkData(remaining: remaining - take)
+                return (.event(.body(range)), i)
+
+            default:
+                if i == n { return (.needMoreData, i) }
+                let byte = buffer[i]
+                i += 1
+                if let error = step(byte) {
+                    state = .failed(error)
+                    return (.error(error), i)
+                }
+            }
+        }
+    }
+
+    private mutating func resetForNextRequest() {
+        state = .lineStart
+        scratch.removeAll(keepingCapacity: true)
+        fieldRanges.removeAll(keepingCapacity: true)
+        requestLineBytes = 0
+        headerBytes = 0
+        emptyLines = 0
+        trailerBytes = 0
+    }
+
+    /// Advances over one byte of the head or of chunk framing.
+    @inline(__always)
+    private mutating func step(_ byte: UInt8) -> HTTPParserError? {
+        switch state {
+        case .lineStart:
+            if byte == CR { state = .leadingLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in method") }
+            state = .method
+            requestLineBytes = 1
+            scratch.append(byte)
+            return nil
+
+        case .leadingLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            emptyLines += 1
+            if emptyLines > limits.maxLeadingEmptyLines { return .badRequest("too many empty lines") }
+            state = .lineStart
+            return nil
+
+        case .method:
+            if let e = countRequestLine() { return e }
+            if byte == SP {
+                methodEnd = scratch.count
+                state = .target
+                return nil
+            }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in method") }
+            scratch.append(byte)
+            return nil
+
+        case .target:
+            if let e = countRequestLine() { return e }
+            if byte == SP {
+                guard scratch.count > methodEnd else { return .badRequest("empty request target") }
+                targetEnd = scratch.count
+                versionStart = scratch.count
+                state = .version
+                return nil
+            }
+            guard byte > 0x20 && byte < 0x7F else {
+                return byte == CR || byte == LF ? .badRequest("missing HTTP version") : .badRequest("invalid character in request target")
+            }
+            scratch.append(byte)
+            return nil
+
+        case .version:
+            // The line ending is not part of the request line's length.
+            if byte == CR { state = .requestLineLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            if let e = countRequestLine() { return e }
+            guard scratch.count - versionStart < 8 else { return .badRequest("malformed HTTP version") }
+            scratch.append(byte)
+            return nil
+
+        case .requestLineLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            return checkVersion() ?? { state = .fieldLineStart; return nil }()
+
+        case .fieldLineStart:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == CR { state = .headEndLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            if byte == SP || byte == HTAB { return .badRequest("obsolete line folding") }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in field name") }
+            if fieldRanges.count >= limits.maxHeaderCount { return .headerFieldsTooLarge }
+            currentNameStart = scratch.count
+            scratch.append(lower(byte))
+            state = .fieldName
+            return nil
+
+        case .fieldName:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == COLON {
+                currentNameEnd = scratch.count
+                currentValueStart = scratch.count
+                valueLastNonWS = scratch.count
+                state = .fieldValueLeadingWS
+                return nil
+            }
+            if byte == SP || byte == HTAB { return .badRequest("whitespace before colon") }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in field name") }
+            scratch.append(lower(byte))
+            return nil
+
+        case .fieldValueLeadingWS:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == SP || byte == HTAB { return nil }
+            currentValueStart = scratch.count
+            valueLastNonWS = scratch.count
+            state = .fieldValue
+            return stepFieldValue(byte)
+
+        case .fieldValue:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            return stepFieldValue(byte)
+
+        case .fieldLineLF:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            guard byte == LF else { return .badRequest("bare CR") }
+            fieldRanges.append((name: currentNameStart..<currentNameEnd, value: currentValueStart..<valueLastNonWS))
+            state = .fieldLineStart
+            return nil
+
+        case .headEndLF:
+            headerBytes += 1
+            if headerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            guard byte == LF else { return .badRequest("bare CR") }
+            switch buildHead() {
+            case .success(let head):
+                builtHead = head
+                state = .headComplete
+                return nil
+            case .failure(let error):
+                return error
+            }
+
+        case .chunkSize:
+            if let digit = hexValue(byte) {
+                chunkDigits += 1
+                // 15 hex digits fit comfortably in Int; more is an overflow attempt.
+                guard chunkDigits <= 15 else { return .badRequest("chunk size overflows") }
+                chunkValue = chunkValue << 4 | digit
+                return nil
+            }
+            guard chunkDigits > 0 else { return .badRequest("invalid chunk size") }
+            if byte == CR { state = .chunkSizeLF; return nil }
+            if byte == SEMICOLON || byte == SP || byte == HTAB {
+                chunkExtensionBytes = 1
+                state = .chunkExtension
+                return nil
+            }
+            return byte == LF ? .badRequest("bare LF") : .badRequest("invalid chunk size")
+
+        case .chunkExtension:
+            if byte == CR { state = .chunkSizeLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            chunkExtensionBytes += 1
+            guard chunkExtensionBytes <= limits.maxChunkExtensionBytes else { return .badRequest("chunk extension too long") }
+            guard byte == HTAB || (byte >= 0x20 && byte != 0x7F) else { return .badRequest("invalid character in chunk extension") }
+            return nil
+
+        case .chunkSizeLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            if chunkValue == 0 {
+                state = .trailerLineStart
+                return nil
+            }
+            bodyBytes += chunkValue
+            guard bodyBytes <= limits.maxBodyBytes else { return .payloadTooLarge }
+            state = .chunkData(remaining: chunkValue)
+            chunkValue = 0
+            chunkDigits = 0
+            return nil
+
+        case .chunkDataCR:
+            guard byte == CR else { return .badRequest("chunk data longer than its size") }
+            state = .chunkDataLF
+            return nil
+
+        case .chunkDataLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            state = .chunkSize
+            return nil
+
+        case .trailerLineStart:
+            trailerBytes += 1
+            if trailerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == CR { state = .trailerEndLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            if byte == SP || byte == HTAB { return .badRequest("obsolete line folding") }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in trailer name") }
+            state = .trailerName
+            return nil
+
+        case .trailerName:
+            trailerBytes += 1
+            if trailerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == COLON { state = .trailerValue; return nil }
+            if byte == SP || byte == HTAB { return .badRequest("whitespace before colon") }
+            guard isTokenChar(byte) else { return .badRequest("invalid character in trailer name") }
+            return nil
+
+        case .trailerValue:
+            // Trailers are checked like header fields, then discarded.
+            trailerBytes += 1
+            if trailerBytes > limits.maxHeaderBytes { return .headerFieldsTooLarge }
+            if byte == CR { state = .trailerLineLF; return nil }
+            if byte == LF { return .badRequest("bare LF") }
+            guard byte == HTAB || (byte >= 0x20 && byte != 0x7F) else { return .badRequest("invalid character in trailer value") }
+            return nil
+
+        case .trailerLineLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            state = .trailerLineStart
+            return nil
+
+        case .trailerEndLF:
+            guard byte == LF else { return .badRequest("bare CR") }
+            state = .bodyEnd
+            return nil
+
+        case .headComplete, .body, .bodyEnd, .chunkData, .failed:
+            preconditionFailure("handled by parse()")
+        }
+    }
+
+    @inline(__always)
+    private mutating func countRequestLine() -> HTTPParserError? {
+        requestLineBytes += 1
+        return requestLineBytes > limits.maxRequestLineBytes ? .uriTooLong : nil
+    }
+
+    @inline(__always)
+    private mutating func stepFieldValue(_ byte: UInt8) -> HTTPParserError? {
+        if byte == CR {
+            state = .fieldLineLF
+            return nil
+        }
+        if byte == LF { return .badRequest("bare LF") }
+        if byte == SP || byte == HTAB {
+            scratch.append(byte)
+            return nil
+        }
+        // field-vchar = VCHAR / obs-text; every other control character is refused.
+        guard byte > 0x20 && byte != 0x7F else { return .badRequest("invalid character in field value") }
+        scratch.append(byte)
+        valueLastNonWS = scratch.count
+        return nil
+    }
+
+    private func checkVersion() -> HTTPParserError? {
+        let v = scratch[versionStart...]
+        // HTTP-version = "HTTP" "/" DIGIT "." DIGIT
+        guard v.count == 8, v.starts(with: [0x48, 0x54, 0x54, 0x50, 0x2F]),
+              isDigit(scratch[versionStart + 5]), scratch[versionStart + 6] == 0x2E, isDigit(scratch[versionStart + 7])
+        else { return .badRequest("malformed HTTP version") }
+        let major = scratch[versionStart + 5], minor = scratch[versionStart + 7]
+        guard major == 0x31, minor == 0x30 || minor == 0x31 else { return .versionNotSupported }
+        return nil
+    }
+
+    private func string(_ range: Range<Int>) -> String {
+        scratch.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
+
+    private func nameEquals(_ range: Range<Int>, _ lowercased: StaticString) -> Bool {
+        guard range.count == lowercased.utf8CodeUnitCount else { return false }
+        let p = lowercased.utf8Start
+        var k = 0
+        for idx in range {
+            if scratch[idx] != p[k] { return false }
+            k += 1
+        }
+        return true
+    }
+
+    /// Turns the buffered head into a request and applies the framing rules of RFC 9112 §6.
+    private func buildHead() -> Result<HTTPRequestHead, HTTPParserError> {
+        let version: HTTPVersion = scratch[versionStart + 7] == 0x31 ? .http1_1 : .http1_0
+        var headers = HTTPHeaders()
+        var hostCount = 0
+        var contentLength: Int?
+        var sawContentLength = false
+        var transferCodings: [Substring] = []
+        var sawTransferEncoding = false
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var expectContinue = false
+
+        for (nameRange, valueRange) in fieldRanges {
+            let name = string(nameRange)
+            let value = string(valueRange)
+            headers.add(name, value)
+            if nameEquals(nameRange, "host") {
+                hostCount += 1
+            } else if nameEquals(nameRange, "content-length") {
+                sawContentLength = true
+                // RFC 9110 §8.6: a list of identical values may be treated as one; anything else
+                // (differing values, non-digits, overflow) is a framing attack.
+                for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    let trimmed = element.trimmingOWS()
+                    guard !trimmed.isEmpty, trimmed.utf8.count <= 18, trimmed.utf8.allSatisfy(isDigit),
+                          let parsed = Int(trimmed) else {
+                        return .failure(.badRequest("invalid Content-Length"))
+                    }
+                    if let existing = contentLength, existing != parsed {
+                        return .failure(.badRequest("conflicting Content-Length values"))
+                    }
+                    contentLength = parsed
+                }
+            } else if nameEquals(nameRange, "transfer-encoding") {
+                sawTransferEncoding = true
+                for element in value.split(separator: ",", omittingEmptySubsequences: true) {
+                    let t = element.trimmingOWS()
+                    if !t.isEmpty { transferCodings.append(t) }
+                }
+            } else if nameEquals(nameRange, "connection") {
+                for element in value.split(separator: ",") {
+                    let t = element.trimmingOWS()
+                    if t.equalsIgnoringASCIICase("close") { connectionClose = true }
+                    if t.equalsIgnoringASCIICase("keep-alive") { connectionKeepAlive = true }
+                }
+            } else if nameEquals(nameRange, "expect") {
+                guard value.trimmingOWS().equalsIgnoringASCIICase("100-continue") else {
+                    return .failure(.expectationFailed)
+                }
+                expectContinue = true
+            }
+        }
+
+        // RFC 9112 §3.2: exactly one Host in HTTP/1.1; never more than one.
+        if hostCount > 1 { return .failure(.badRequest("more than one Host")) }
+        if hostCount == 0 && version == .http1_1 { return .failure(.badRequest("missing Host")) }
+
+        var framing: HTTPBodyFraming = .none
+        if sawTransferEncoding {
+            // RFC 9112 §6.1–6.3: TE with CL is a smuggling vector; refuse the message.
+            if sawContentLength { return .failure(.badRequest("both Content-Length and Transfer-Encoding")) }
+            if version == .http1_0 { return .failure(.badRequest("Transfer-Encoding in HTTP/1.0")) }
+            if let unknown = transferCodings.first(where: { !$0.equalsIgnoringASCIICase("chunked") }) {
+                return .failure(.unsupportedTransferCoding(String(unknown)))
+            }
+            guard transferCodings.count == 1 else { return .failure(.badRequest("invalid Transfer-Encoding")) }
+            framing = .chunked
+        } else if let length = contentLength {
+            if length > limits.maxBodyBytes { return .failure(.payloadTooLarge) }
+            framing = .contentLength(length)
+        } else if sawContentLength {
+            return .failure(.badRequest("invalid Content-Length"))
+        }
+
+        let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        return .success(HTTPRequestHead(
+            method: HTTPMethod(string(0..<methodEnd)),
+            target: string(methodEnd..<targetEnd),
+            version: version,
+            headers: headers,
+            framing: framing,
+            keepAlive: keepAlive,
+            expectContinue: expectContinue))
+    }
+}
+
+// MARK: Byte classes
+
+@usableFromInline let CR: UInt8 = 0x0D
+@usableFromInline let LF: UInt8 = 0x0A
+@usableFromInline let SP: UInt8 = 0x20
+@usableFromInline let HTAB: UInt8 = 0x09
+@usableFromInline let COLON: UInt8 = 0x3A
+@usableFromInline let SEMICOLON: UInt8 = 0x3B
+
+/// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+private let tokenTable: [Bool] = {
+    var t = [Bool](repeating: false, count: 256)
+    for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
+    for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
+    for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
+    for c in "!#$%&'*+-.^_`|~".utf8 { t[Int(c)] = true }
+    return t
+}()
+
+@inline(__always) func isTokenChar(_ b: UInt8) -> Bool { tokenTable[Int(b)] }
+@inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+@inline(__always) func lower(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
+@inline(__always) func hexValue(_ b: UInt8) -> Int? {
+    switch b {
+    case 0x30...0x39: return Int(b - 0x30)
+    case 0x41...0x46: return Int(b - 0x41 + 10)
+    case 0x61...0x66: return Int(b - 0x61 + 10)
+    default: return nil
+    }
+}
+
+/// True if `token` is a valid RFC 9110 token.
+public func isHTTPToken<S: StringProtocol>(_ token: S) -> Bool {
+    !token.isEmpty && token.utf8.allSatisfy(isTokenChar)
+}

@@ -1,0 +1,253 @@
+/// The limits of the HTTP/1.1 codec: one typed value with documented defaults, checked while bytes
+/// arrive, before they are buffered (ARCHITECTURE §7.2).
+public struct HTTPLimits: Sendable, Equatable {
+    /// Request line (method, target, version) longer than this → 414.
+    public var maxRequestLineBytes: Int = 8 * 1024
+    /// Header section (after the request line, up to the empty line) larger than this → 431.
+    public var maxHeaderBytes: Int = 32 * 1024
+    /// More header fields than this → 431.
+    public var maxHeaderCount: Int = 100
+    /// A request body larger than this → 413 (for Content-Length, before any body byte is read).
+    public var maxBodyBytes: Int = 1 << 20
+    /// Longest chunk extension accepted on one chunk-size line → 400.
+    public var maxChunkExtensionBytes: Int = 1024
+    /// Empty lines tolerated before a request line (RFC 9112 §2.2).
+    public var maxLeadingEmptyLines: Int = 8
+
+    public init() {}
+}
+
+/// A request method. Any token is representable; well-known ones have names.
+public struct HTTPMethod: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+
+    public static let GET: HTTPMethod = "GET"
+    public static let HEAD: HTTPMethod = "HEAD"
+    public static let POST: HTTPMethod = "POST"
+    public static let PUT: HTTPMethod = "PUT"
+    public static let PATCH: HTTPMethod = "PATCH"
+    public static let DELETE: HTTPMethod = "DELETE"
+    public static let OPTIONS: HTTPMethod = "OPTIONS"
+}
+
+public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
+    public var major: Int
+    public var minor: Int
+    public init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    public var description: String { "HTTP/\(major).\(minor)" }
+}
+
+/// Header fields in arrival order. Request header names are stored lower-cased by the parser, so
+/// look-ups compare against lower-case names.
+public struct HTTPHeaders: Sendable, Equatable, Sequence {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    }
+
+    public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {
+        a.fields.count == b.fields.count && zip(a.fields, b.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append((name: name, value: value))
+    }
+
+    /// Replaces every field named `name` (case-insensitive) with one field.
+    public mutating func replace(_ name: String, _ value: String) {
+        fields.removeAll { Self.equalsIgnoringCase($0.name, name) }
+        fields.append((name: name, value: value))
+    }
+
+    /// The first value of `name` (case-insensitive).
+    public subscript(_ name: String) -> String? {
+        for f in fields where Self.equalsIgnoringCase(f.name, name) { return f.value }
+        return nil
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.equalsIgnoringCase($0.name, name) }.map(\.value)
+    }
+
+    /// The comma-separated list elements of every `name` field, trimmed, empty ones dropped
+    /// (RFC 9110 §5.6.1).
+    public func listElements(_ name: String) -> [Substring] {
+        var out: [Substring] = []
+        for v in values(name) {
+            for part in v.split(separator: ",", omittingEmptySubsequences: true) {
+                let t = part.trimmingOWS()
+                if !t.isEmpty { out.append(t) }
+            }
+        }
+        return out
+    }
+
+    /// True if the list header `name` has the token `token` (case-insensitive).
+    public func hasToken(_ name: String, _ token: String) -> Bool {
+        listElements(name).contains { Self.equalsIgnoringCase($0, token) }
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+
+    public var count: Int { fields.count }
+
+    static func equalsIgnoringCase<A: StringProtocol, B: StringProtocol>(_ a: A, _ b: B) -> Bool {
+        let au = a.utf8, bu = b.utf8
+        guard au.count == bu.count else { return false }
+        for (x, y) in zip(au, bu) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}
+
+extension StringProtocol {
+    /// Drops leading and trailing SP/HTAB (RFC 9110 OWS).
+    func trimmingOWS() -> Substring {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return s
+    }
+
+    public func equalsIgnoringASCIICase<S: StringProtocol>(_ other: S) -> Bool {
+        HTTPHeaders.equalsIgnoringCase(self, other)
+    }
+}
+
+/// How the request body is framed (RFC 9112 §6).
+public enum HTTPBodyFraming: Equatable, Sendable {
+    case none
+    case contentLength(Int)
+    case chunked
+}
+
+/// A parsed request line and header section, already checked for framing ambiguities.
+public struct HTTPRequestHead: Sendable, Equatable {
+    public var method: HTTPMethod
+    /// The request target exactly as sent (origin-form: path and query).
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    public var framing: HTTPBodyFraming
+    /// Whether the connection may carry another request after this one (RFC 9112 §9.3).
+    public var keepAlive: Bool
+    /// `Expect: 100-continue` was sent.
+    public var expectContinue: Bool
+
+    public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(),
+                framing: HTTPBodyFraming = .none, keepAlive: Bool = true, expectContinue: Bool = false) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.framing = framing
+        self.keepAlive = keepAlive
+        self.expectContinue = expectContinue
+    }
+
+    /// The path part of the target (before `?`).
+    public var path: Substring {
+        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        return target[...]
+    }
+
+    /// The query part of the target (after `?`), if any.
+    public var query: Substring? {
+        guard let q = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: q)...]
+    }
+}
+
+/// A response status with its reason phrase.
+public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
+    public let code: Int
+    public let reason: String
+    public init(code: Int, reason: String? = nil) {
+        self.code = code
+        self.reason = reason ?? HTTPStatus.defaultReason(code)
+    }
+    public var description: String { "\(code) \(reason)" }
+
+    public static let `continue` = HTTPStatus(code: 100)
+    public static let switchingProtocols = HTTPStatus(code: 101)
+    public static let ok = HTTPStatus(code: 200)
+    public static let created = HTTPStatus(code: 201)
+    public static let accepted = HTTPStatus(code: 202)
+    public static let noContent = HTTPStatus(code: 204)
+    public static let badRequest = HTTPStatus(code: 400)
+    public static let unauthorized = HTTPStatus(code: 401)
+    public static let forbidden = HTTPStatus(code: 403)
+    public static let notFound = HTTPStatus(code: 404)
+    public static let methodNotAllowed = HTTPStatus(code: 405)
+    public static let requestTimeout = HTTPStatus(code: 408)
+    public static let conflict = HTTPStatus(code: 409)
+    public static let gone = HTTPStatus(code: 410)
+    public static let payloadTooLarge = HTTPStatus(code: 413)
+    public static let uriTooLong = HTTPStatus(code: 414)
+    public static let unsupportedMediaType = HTTPStatus(code: 415)
+    public static let expectationFailed = HTTPStatus(code: 417)
+    public static let unprocessableContent = HTTPStatus(code: 422)
+    public static let upgradeRequired = HTTPStatus(code: 426)
+    public static let tooManyRequests = HTTPStatus(code: 429)
+    public static let headerFieldsTooLarge = HTTPStatus(code: 431)
+    public static let internalServerError = HTTPStatus(code: 500)
+    public static let notImplemented = HTTPStatus(code: 501)
+    public static let serviceUnavailable = HTTPStatus(code: 503)
+    public static let versionNotSupported = HTTPStatus(code: 505)
+
+    static func defaultReason(_ code: Int) -> String {
+        switch code {
+        case 100: return "Continue"
+        case 101: return "Switching Protocols"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 417: return "Expectation Failed"
+        case 422: return "Unprocessable Content"
+        case 426: return "Upgrade Required"
+        case 429: return "Too Many Requests"
+        case 430: return "Service Not Enabled"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status \(code)"
+        }
+    }
+}

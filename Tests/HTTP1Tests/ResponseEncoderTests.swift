@@ -1,0 +1,40 @@
+import Testing
+@testable import HTTP1
+
+@Suite struct ResponseEncoderTests {
+    @Test func encodesStatusHeadersAndBody() {
+        var head = HTTPResponseHead(status: .ok)
+        head.headers.add("Content-Type", "application/json")
+        var out: [UInt8] = []
+        HTTPResponseEncoder.encode(head, body: Array("{}".utf8), date: "Sun, 06 Nov 1994 08:49:37 GMT", close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) ==
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\n\r\n{}")
+    }
+
+    @Test func headResponseKeepsLengthButNoBody() {
+        var out: [UInt8] = []
+        HTTPResponseEncoder.encode(HTTPResponseHead(status: .ok), body: Array("hello".utf8), date: nil, close: true, headRequest: true, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n")
+    }
+
+    @Test func noContentHasNoLength() {
+        var out: [UInt8] = []
+        HTTPResponseEncoder.encode(HTTPResponseHead(status: .noContent), body: [], date: nil, close: false, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 204 No Content\r\n\r\n")
+    }
+
+    @Test func headerValuesCannotInjectLines() {
+        var head = HTTPResponseHead(status: .ok)
+        head.headers.add("X-Evil", "a\r\nSet-Cookie: x")
+        var out: [UInt8] = []
+        HTTPResponseEncoder.encodeHead(head, contentLength: 0, date: nil, close: false, into: &out)
+        #expect(!String(decoding: out, as: UTF8.self).contains("\r\nSet-Cookie"))
+    }
+
+    @Test func imfFixdate() {
+        #expect(httpDate(secondsSince1970: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT") // RFC 9110 §5.6.7
+        #expect(httpDate(secondsSince1970: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(httpDate(secondsSince1970: 951_782_400) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(httpDate(secondsSince1970: 1_795_260_000) == "Sat, 21 Nov 2026 11:20:00 GMT")
+    }
+}
