@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTP1
+import Reactor
+import WebSocket
+
+/// Everything the server layer can be tuned with, in one value with documented defaults.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on.
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free port (see `HTTPServer.port`).
+    public var port: UInt16 = 8080
+    /// Event loops (threads), each with its own SO_REUSEPORT listener. Default: one per core.
+    public var eventLoops = max(1, systemCoreCount())
+    public var http = HTTPConnectionConfiguration()
+    public var webSocket = WebSocketConfiguration()
+    /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
+    public var drainTimeout: Duration = .seconds(10)
+
+    public init() {}
+}
+
+/// Per-connection HTTP rules: codec limits and timers.
+public struct HTTPConnectionConfiguration: Sendable {
+    public var limits = HTTPLimits()
+    /// A request head not complete this long after its first byte → 408 and close (slowloris).
+    public var headerTimeout: Duration = .seconds(10)
+    /// A request body not complete this long after its head → 408 and close.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// An idle keep-alive connection is closed after this long.
+    public var keepAliveTimeout: Duration = .seconds(75)
+    /// After this many requests a connection answers with `Connection: close`.
+    public var maxRequestsPerConnection = 10_000
+    /// Pipelined bytes buffered while a response is pending; past this, reading pauses.
+    public var maxBufferedInput = 64 * 1024
+    /// How long a closing connection keeps draining input after sending its last bytes (so the
+    /// peer reads our final response instead of getting a reset; nginx's lingering close).
+    public var lingerTimeout: Duration = .seconds(2)
+
+    public init() {}
+}
+
+public struct WebSocketConfiguration: Sendable {
+    /// Path that upgrades to WebSocket; nil disables WebSocket.
+    public var path: String? = "/ws"
+    /// Largest message accepted (also after inflation); larger → close 1009.
+    public var maxMessageBytes = 1 << 20
+    /// Allowed `Origin` values (exact, `*`, or `https://*.example.com`); nil allows any.
+    public var allowedOrigins: [String]?
+    public var deflate = PerMessageDeflateConfiguration()
+    /// A ping is sent after this long without inbound traffic.
+    public var pingInterval: Duration = .seconds(25)
+    /// No pong (or other traffic) this long after a ping → close.
+    public var pongTimeout: Duration = .seconds(10)
+    /// After sending a close frame, wait this long for the peer's close before dropping TCP.
+    public var closeTimeout: Duration = .seconds(5)
+    /// Outbound bytes a connection may have queued; beyond it the consumer is closed as slow.
+    public var maxOutboundBytes = 4 << 20
+    /// Close code sent to a slow consumer.
+    public var slowConsumerCloseCode = WebSocketCloseCode(4008)
+
+    public init() {}
+}
+
+func systemCoreCount() -> Int {
+    Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+}

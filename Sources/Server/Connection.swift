@@ -1,0 +1,551 @@
+import HTTP1
+import Logging
+import Reactor
+import WebSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Receives a WebSocket connection's events, on the connection's event loop.
+public protocol WebSocketHandler: AnyObject {
+    func webSocketDidOpen(_ connection: Connection)
+    func webSocket(_ connection: Connection, didReceive message: WebSocketMessage)
+    /// Called once when the connection is gone; `code` is the close code we or the peer sent.
+    func webSocketDidClose(_ connection: Connection, code: WebSocketCloseCode?)
+}
+
+/// The application's answer to a valid WebSocket handshake.
+public enum UpgradeDecision {
+    case accept(WebSocketHandler)
+    case reject(Response)
+}
+
+/// Where a connection lives, usable from any thread to reach it on its loop.
+public struct ConnectionAddress: Hashable, Sendable, CustomStringConvertible {
+    public let loopIndex: Int
+    public let registration: RegistrationID
+    public var description: String { "\(loopIndex)/\(registration)" }
+}
+
+/// One accepted TCP connection: the shell that performs the I/O its state machines ask for.
+/// Confined to its event loop.
+public final class Connection: EventHandler {
+    enum Mode {
+        case http(HTTPConnectionStateMachine)
+        case webSocket(WebSocketConnectionStateMachine)
+        /// Output done (or abandoned); draining input until EOF or the deadline, then close.
+        case lingering(deadline: Instant)
+        case closed
+    }
+
+    let context: LoopContext
+    let fd: Int32
+    public let peer: Socket.Address
+    private(set) var registration: RegistrationID?
+    var mode: Mode
+    var index = -1 // position in context.connections
+    private var output = OutboundQueue()
+    private var interest: UInt32 = 0
+    var isDirty = false
+    /// Close (gracefully) once the output queue is empty.
+    private var closeWhenFlushed = false
+    private var peerSentEOF = false
+
+    // HTTP request in progress. Actions are run from a queue, so a response completed while a
+    // request is being dispatched continues the pipeline iteratively, not by recursion.
+    private var httpActions: [HTTPConnectionAction] = []
+    private var runningHTTPActions = false
+    private var dispatching = false
+    private var requestSequence: UInt64 = 0
+    private var syncResponse: Response?
+    private var currentHead: HTTPRequestHead?
+    private var pendingLeftover: [UInt8] = []
+
+    // WebSocket.
+    private var wsHandler: WebSocketHandler?
+    private var deflater: MessageDeflater?
+    private var deflateParameters: PerMessageDeflateParameters?
+    private var closeCode: WebSocketCloseCode?
+    /// Set when our close frame is queued: nothing may be sent after it. (Not the state
+    /// machine's state: messages received before a protocol error are still delivered, and the
+    /// application's replies to them must go out before the close frame.)
+    private var closeFrameQueued = false
+    /// Application data attached to a WebSocket connection (e.g. the session).
+    public var userInfo: AnyObject?
+
+    init(context: LoopContext, fd: Int32, peer: Socket.Address, now: Instant) {
+        self.context = context
+        self.fd = fd
+        self.peer = peer
+        self.mode = .http(HTTPConnectionStateMachine(
+            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now))
+    }
+
+    func start() throws(SyscallError) {
+        interest = EventLoop.readable | EventLoop.hangup
+        registration = try context.loop.register(fd: fd, events: interest, handler: self)
+    }
+
+    public var address: ConnectionAddress? {
+        registration.map { ConnectionAddress(loopIndex: context.index, registration: $0) }
+    }
+
+    public var loop: EventLoop { context.loop }
+    public var isWebSocket: Bool {
+        if case .webSocket = mode { return true }
+        return false
+    }
+    public var queuedBytes: Int { output.pendingBytes }
+
+    // MARK: Events
+
+    public func handleEvent(_ events: UInt32) {
+        if events & EventLoop.writable != 0 { flush() }
+        if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
+            if case .closed = mode { return }
+            readAvailable()
+        }
+    }
+
+    private func readAvailable() {
+        let buffer = context.loop.readBuffer
+        let result: IOResult<Int>
+        do {
+            result = try Socket.read(fd, into: buffer)
+        } catch {
+            if !error.isDisconnect { context.logger.debug("read failed", metadata: ["connection.peer": "\(peer)", "error": "\(error)"]) }
+            closeNow()
+            return
+        }
+        switch result {
+        case .wouldBlock:
+            return
+        case .processed(0):
+            peerSentEOF = true
+            handleEOF()
+        case .processed(let n):
+            received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+    }
+
+    private func received(_ bytes: UnsafeMutableRawBufferPointer) {
+        let now = context.now
+        switch mode {
+        case .http(var sm):
+            sm.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
+            mode = .http(sm)
+            runHTTPActions()
+            updateReadInterest()
+        case .webSocket(var sm):
+            var actions: [WebSocketConnectionAction] = []
+            sm.read(bytes, now: now, into: &actions)
+            mode = .webSocket(sm)
+            perform(actions)
+        case .lingering:
+            return // discard
+        case .closed:
+            return
+        }
+    }
+
+    private func handleEOF() {
+        switch mode {
+        case .http(var sm):
+            sm.peerClosed(into: &httpActions)
+            mode = .http(sm)
+            runHTTPActions()
+            // A request still being answered keeps the connection until its response is written.
+            if case .http(let s) = mode, s.isAwaitingResponse {
+                setInterest(interest & ~EventLoop.readable & ~EventLoop.hangup)
+            }
+        case .webSocket(var sm):
+            var actions: [WebSocketConnectionAction] = []
+            sm.peerClosed(into: &actions)
+            mode = .webSocket(sm)
+            perform(actions)
+        case .lingering:
+            closeNow()
+        case .closed:
+            break
+        }
+    }
+
+    func tick(now: Instant) {
+        switch mode {
+        case .http(var sm):
+            sm.tick(now: now, into: &httpActions)
+            mode = .http(sm)
+            if !httpActions.isEmpty { runHTTPActions() }
+        case .webSocket(var sm):
+            var actions: [WebSocketConnectionAction] = []
+            sm.tick(now: now, into: &actions)
+            mode = .webSocket(sm)
+            if !actions.isEmpty { perform(actions) }
+        case .lingering(let deadline):
+            if now >= deadline { closeNow() }
+        case .closed:
+            break
+        }
+    }
+
+    // MARK: HTTP
+
+    private func runHTTPActions() {
+        guard !runningHTTPActions else { return }
+        runningHTTPActions = true
+        var i = 0
+        while i < httpActions.count {
+            let action = httpActions[i]
+            i += 1
+            run(action)
+        }
+        httpActions.removeAll(keepingCapacity: !isWebSocket)
+        runningHTTPActions = false
+    }
+
+    private func run(_ action: HTTPConnectionAction) {
+            switch action {
+            case .request(let head, let body):
+                dispatch(head, body)
+            case .sendContinue:
+                enqueue(Self.continueBlock)
+            case .reject(let status, let reason):
+                context.logger.debug("request refused", metadata: ["connection.peer": "\(peer)", "status": "\(status.code)", "reason": "\(reason)"])
+                var response = Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(reason))}")
+                response.closeConnection = true
+                write(response, head: nil, close: true)
+                beginClose()
+            case .upgrade(let head, let leftover):
+                upgrade(head, leftover: leftover)
+            case .close:
+                beginClose()
+            }
+    }
+
+    private static let continueBlock = ByteBlock(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+
+    private func dispatch(_ head: HTTPRequestHead, _ body: [UInt8]) {
+        requestSequence &+= 1
+        let sequence = requestSequence
+        currentHead = head
+        context.metrics.requests.add(1, ordering: .relaxed)
+        let request = Request(head: head, body: body, peer: peer)
+        switch context.router.match(method: head.method, path: head.path) {
+        case .notFound:
+            complete(sequence, Response.json(.notFound, "{\"code\":404,\"message\":\"no such path\"}"))
+        case .methodNotAllowed(let allowed):
+            var h = HTTPHeaders()
+            h.add("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+            complete(sequence, Response.json(.methodNotAllowed, "{\"code\":405,\"message\":\"method not allowed\"}", headers: h))
+        case .handler(let handler, let parameters):
+            var routed = request
+            routed.pathParameters = parameters
+            let writer = context.responseWriter(for: self, sequence: sequence)
+            dispatching = true
+            handler(routed, writer)
+            dispatching = false
+            if let response = syncResponse {
+                syncResponse = nil
+                complete(sequence, response)
+            }
+        }
+    }
+
+    /// A handler's response arrives (on the loop). Out-of-date or duplicate ones are ignored.
+    func complete(_ sequence: UInt64, _ response: Response) {
+        guard sequence == requestSequence, let head = currentHead, case .http(var sm) = mode else { return }
+        if dispatching {
+            if syncResponse == nil { syncResponse = response }
+            return
+        }
+        currentHead = nil
+        let keepAlive = head.keepAlive && sm.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
+        write(response, head: head, close: !keepAlive)
+        sm.responseSent(keepAlive: keepAlive, now: context.now, into: &httpActions)
+        mode = .http(sm)
+        runHTTPActions()
+        updateReadInterest()
+    }
+
+    private func write(_ response: Response, head: HTTPRequestHead?, close: Bool) {
+        var scratch = context.takeResponseScratch()
+        var responseHead = HTTPResponseHead(status: response.status, headers: response.headers)
+        if let head, head.version == .http1_0, !close { responseHead.headers.add("Connection", "keep-alive") }
+        HTTPResponseEncoder.encode(responseHead, body: response.body, date: context.dateString, close: close,
+                                   headRequest: head?.method == .HEAD, into: &scratch)
+        enqueue(scratch.withUnsafeBytes { ByteBlock(copying: $0) })
+        context.returnResponseScratch(scratch)
+    }
+
+    private func updateReadInterest() {
+        guard case .http(let sm) = mode else { return }
+        let wanted = sm.wantsInput && !peerSentEOF
+        let hasRead = interest & EventLoop.readable != 0
+        if wanted != hasRead {
+            setInterest(wanted ? interest | EventLoop.readable | EventLoop.hangup : interest & ~EventLoop.readable & ~EventLoop.hangup)
+        }
+    }
+
+    // MARK: WebSocket
+
+    private func upgrade(_ head: HTTPRequestHead, leftover: [UInt8]) {
+        let ws = context.configuration.webSocket
+        let result = WebSocketHandshake.validate(
+            method: head.method.rawValue, isHTTP11: head.version == .http1_1,
+            hasBody: head.framing != .none && head.framing != .contentLength(0),
+            header: { head.headers.values($0) }, allowedOrigins: ws.allowedOrigins, deflate: ws.deflate)
+        let acceptance: WebSocketHandshake.Acceptance
+        switch result {
+        case .failure(let rejection):
+            var headers = HTTPHeaders()
+            if case .unsupportedVersion = rejection { headers.add("Sec-WebSocket-Version", "13") }
+            let message: String
+            switch rejection {
+            case .badRequest(let why): message = why
+            case .unsupportedVersion: message = "unsupported WebSocket version"
+            case .forbiddenOrigin(let origin): message = "origin not allowed: \(origin)"
+            }
+            let status = HTTPStatus(code: rejection.statusCode)
+            write(Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(message))}", headers: headers), head: head, close: true)
+            beginClose()
+            return
+        case .success(let a):
+            acceptance = a
+        }
+        let decision = context.upgradeHandler(head, peer, context.index)
+        guard case .accept(let handler) = decision else {
+            if case .reject(let response) = decision { write(response, head: head, close: true) }
+            beginClose()
+            return
+        }
+        var inflater: MessageInflater?
+        if let p = acceptance.deflate {
+            do {
+                inflater = try MessageInflater(windowBits: 15, noContextTakeover: p.clientNoContextTakeover,
+                                               maxOutputBytes: min(ws.deflate.maxInflatedBytes, ws.maxMessageBytes))
+                deflateParameters = p
+            } catch {
+                inflater = nil
+            }
+        }
+        var responseHead = HTTPResponseHead(status: .switchingProtocols)
+        for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflateParameters).responseHeaders {
+            responseHead.headers.add(h.name, h.value)
+        }
+        var scratch = context.takeResponseScratch()
+        HTTPResponseEncoder.encodeHead(responseHead, contentLength: nil, date: nil, close: false, into: &scratch)
+        enqueue(scratch.withUnsafeBytes { ByteBlock(copying: $0) })
+        context.returnResponseScratch(scratch)
+
+        mode = .webSocket(WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now))
+        wsHandler = handler
+        context.metrics.webSockets.add(1, ordering: .relaxed)
+        context.webSocketCount += 1
+        handler.webSocketDidOpen(self)
+        if !leftover.isEmpty {
+            var copy = leftover
+            copy.withUnsafeMutableBytes { received($0) }
+        }
+    }
+
+    private func perform(_ actions: [WebSocketConnectionAction]) {
+        for action in actions {
+            switch action {
+            case .deliver(let message):
+                wsHandler?.webSocket(self, didReceive: message)
+            case .write(let bytes):
+                if bytes.count >= 2, bytes[0] & 0x0F == 0x08 {
+                    if closeFrameQueued { continue }
+                    closeFrameQueued = true
+                    closeCode = bytes.count >= 4 ? WebSocketCloseCode(UInt16(bytes[2]) << 8 | UInt16(bytes[3])) : .noStatus
+                }
+                enqueue(ByteBlock(bytes))
+            case .closeAfterFlush:
+                beginClose()
+            case .closeNow:
+                closeNow()
+            }
+        }
+    }
+
+    /// Sends a text or binary message (compressed when permessage-deflate was negotiated).
+    public func send(_ message: WebSocketMessage) {
+        guard isWebSocket, !closeFrameQueued else { return }
+        let opcode: WebSocketOpcode
+        switch message {
+        case .text: opcode = .text
+        case .binary: opcode = .binary
+        }
+        var payload = message.bytes
+        var rsv1 = false
+        if let p = deflateParameters, payload.count >= context.configuration.webSocket.deflate.minimumSizeToCompress {
+            do {
+                if deflater == nil {
+                    deflater = try MessageDeflater(windowBits: p.serverMaxWindowBits, noContextTakeover: p.serverNoContextTakeover,
+                                                   level: context.configuration.webSocket.deflate.compressionLevel,
+                                                   memoryLevel: context.configuration.webSocket.deflate.memoryLevel)
+                }
+                payload = try deflater!.compress(payload)
+                rsv1 = true
+            } catch {
+                context.logger.error("deflate failed; sending uncompressed", metadata: ["error": "\(error)"])
+            }
+        }
+        let count = payload.count
+        let block = ByteBlock(count: WebSocketFrameEncoder.headerLength(payloadLength: count, masked: false) + count) { out in
+            let h = WebSocketFrameEncoder.writeHeader(rsv1: rsv1, opcode: opcode, payloadLength: count, to: out.baseAddress!)
+            payload.withUnsafeBytes { src in
+                if count > 0 { (out.baseAddress! + h).copyMemory(from: src.baseAddress!, byteCount: count) }
+            }
+        }
+        sendFrame(block)
+    }
+
+    /// Queues an already-encoded frame (fan-out: the same block goes to many connections).
+    /// A consumer whose queue passes the bound is closed as slow.
+    public func sendFrame(_ frame: ByteBlock) {
+        guard isWebSocket, !closeFrameQueued else { return }
+        enqueue(frame)
+        if output.pendingBytes > context.configuration.webSocket.maxOutboundBytes {
+            closeSlowConsumer()
+        }
+    }
+
+    private func closeSlowConsumer() {
+        context.metrics.slowConsumers.add(1, ordering: .relaxed)
+        context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.pendingBytes)"])
+        // The queue is dropped; the close frame is best effort (the peer is not reading).
+        output.removeAll()
+        close(code: context.configuration.webSocket.slowConsumerCloseCode, reason: "slow consumer")
+        if case .webSocket(var sm) = mode {
+            var actions: [WebSocketConnectionAction] = []
+            sm.peerClosed(into: &actions)
+            mode = .webSocket(sm)
+        }
+        beginClose()
+    }
+
+    /// Starts the closing handshake (e.g. 1001 on shutdown).
+    public func close(code: WebSocketCloseCode, reason: String) {
+        guard case .webSocket(var sm) = mode else { return }
+        var actions: [WebSocketConnectionAction] = []
+        sm.close(code: code, reason: reason, now: context.now, into: &actions)
+        mode = .webSocket(sm)
+        perform(actions)
+    }
+
+    // MARK: Output and closing
+
+    func enqueue(_ block: ByteBlock) {
+        output.append(block)
+        if !isDirty {
+            isDirty = true
+            context.dirty.append(self)
+        }
+    }
+
+    /// Writes what is queued (called before the loop sleeps, and on writability).
+    func flush() {
+        isDirty = false
+        if case .closed = mode { return }
+        if !output.isEmpty {
+            let result: OutboundQueue.FlushResult
+            do {
+                result = try output.flush(fd: fd, iovecs: context.loop.iovecs)
+            } catch {
+                closeNow()
+                return
+            }
+            if result == .pending {
+                if interest & EventLoop.writable == 0 { setInterest(interest | EventLoop.writable) }
+                return
+            }
+        }
+        if interest & EventLoop.writable != 0 { setInterest(interest & ~EventLoop.writable) }
+        if closeWhenFlushed { finishClose() }
+    }
+
+    /// Close once everything queued has been written.
+    func beginClose() {
+        closeWhenFlushed = true
+        if case .lingering = mode { return }
+        if case .closed = mode { return }
+        if !isDirty {
+            isDirty = true
+            context.dirty.append(self)
+        }
+    }
+
+    private func finishClose() {
+        if case .lingering = mode { return }
+        if peerSentEOF {
+            closeNow()
+            return
+        }
+        // Send FIN, then drain what the peer still sends so our last bytes are not lost to a reset.
+        Socket.shutdownWrite(fd)
+        notifyClosed()
+        mode = .lingering(deadline: context.now + context.configuration.http.lingerTimeout)
+        setInterest(EventLoop.readable | EventLoop.hangup)
+    }
+
+    func closeNow() {
+        if case .closed = mode { return }
+        notifyClosed()
+        mode = .closed
+        output.removeAll()
+        if let registration { context.loop.deregister(registration) }
+        registration = nil
+        closeDescriptor(fd)
+        context.remove(self)
+    }
+
+    private func notifyClosed() {
+        if let handler = wsHandler {
+            wsHandler = nil
+            context.webSocketCount -= 1
+            handler.webSocketDidClose(self, code: closeCode)
+        }
+        userInfo = nil
+    }
+
+    private func setInterest(_ events: UInt32) {
+        interest = events
+        if let registration { context.loop.modify(registration, events: events) }
+    }
+
+    /// Shutdown: idle HTTP connections close now, busy ones after their response, WebSockets
+    /// get a 1001 close frame.
+    func drain() {
+        switch mode {
+        case .http(let sm):
+            if sm.isIdle { beginClose() }
+        case .webSocket:
+            close(code: .goingAway, reason: "server shutting down")
+        case .lingering, .closed:
+            break
+        }
+    }
+}
+
+/// A JSON string literal for `s` (quotes and escapes included).
+public func jsonQuote(_ s: String) -> String {
+    var out = "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if scalar.value < 0x20 {
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return out + "\""
+}

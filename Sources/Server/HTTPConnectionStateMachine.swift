@@ -1,0 +1,182 @@
+import HTTP1
+import Reactor
+
+/// What the connection shell must do next.
+public enum HTTPConnectionAction: Equatable, Sendable {
+    /// A complete request: route it. No further request is parsed until `responseSent`.
+    case request(HTTPRequestHead, body: [UInt8])
+    /// Write `HTTP/1.1 100 Continue` (the client waits for it before sending the body).
+    case sendContinue
+    /// Answer with this status and close; nothing behind the request is answered.
+    case reject(HTTPStatus, reason: String)
+    /// The request asks for the WebSocket path: validate the handshake; `leftover` are bytes that
+    /// arrived after the head (the first frames).
+    case upgrade(HTTPRequestHead, leftover: [UInt8])
+    /// Close the connection (after any queued bytes are written).
+    case close
+}
+
+/// One HTTP/1.1 connection as a pure state machine: bytes and clock ticks in, actions out.
+///
+/// Requests are handled one at a time in arrival order; bytes of pipelined requests wait in
+/// `pending` until the current response has been written, so responses leave in request order.
+public struct HTTPConnectionStateMachine {
+    enum State: Equatable {
+        /// Between requests, since this instant.
+        case waiting(since: Instant)
+        case readingHead(since: Instant)
+        case readingBody(since: Instant)
+        case awaitingResponse
+        case upgraded
+        case closed
+    }
+
+    public let configuration: HTTPConnectionConfiguration
+    public let upgradePath: String?
+    private(set) var state: State
+    private var parser: HTTPRequestParser
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var pending: [UInt8] = []
+    public private(set) var requestsStarted = 0
+
+    public init(configuration: HTTPConnectionConfiguration, upgradePath: String?, now: Instant) {
+        self.configuration = configuration
+        self.upgradePath = upgradePath
+        self.parser = HTTPRequestParser(limits: configuration.limits)
+        self.state = .waiting(since: now)
+    }
+
+    /// False while enough pipelined input is buffered: stop reading the socket until a response
+    /// has been sent.
+    public var wantsInput: Bool {
+        switch state {
+        case .awaitingResponse: return pending.count < configuration.maxBufferedInput
+        case .closed, .upgraded: return false
+        default: return true
+        }
+    }
+
+    public var isAwaitingResponse: Bool { state == .awaitingResponse }
+
+    /// True between requests with nothing buffered: closing now loses nothing.
+    public var isIdle: Bool {
+        if case .waiting = state { return pending.isEmpty }
+        return false
+    }
+
+    /// Whether another request may follow the current one on this connection.
+    public var mayKeepAlive: Bool { requestsStarted < configuration.maxRequestsPerConnection }
+
+    public mutating func read(_ bytes: UnsafeRawBufferPointer, now: Instant, into actions: inout [HTTPConnectionAction]) {
+        switch state {
+        case .awaitingResponse:
+            pending.append(contentsOf: bytes)
+        case .closed, .upgraded:
+            return
+        case .waiting, .readingHead, .readingBody:
+            process(bytes, now: now, into: &actions)
+        }
+    }
+
+    /// The response to the current request has been queued. With `keepAlive` false the connection
+    /// closes; otherwise buffered pipelined bytes are parsed now.
+    public mutating func responseSent(keepAlive: Bool, now: Instant, into actions: inout [HTTPConnectionAction]) {
+        guard state == .awaitingResponse else { return }
+        guard keepAlive else {
+            state = .closed
+            pending = []
+            actions.append(.close)
+            return
+        }
+        state = .waiting(since: now)
+        if !pending.isEmpty {
+            let buffered = pending
+            pending = []
+            buffered.withUnsafeBytes { process($0, now: now, into: &actions) }
+        }
+    }
+
+    /// Checks the timers: slowloris (head), slow body, idle keep-alive.
+    public mutating func tick(now: Instant, into actions: inout [HTTPConnectionAction]) {
+        switch state {
+        case .waiting(let since):
+            if now - since >= configuration.keepAliveTimeout {
+                state = .closed
+                actions.append(.close)
+            }
+        case .readingHead(let since):
+            if now - since >= configuration.headerTimeout {
+                state = .closed
+                actions.append(.reject(.requestTimeout, reason: "request head not received in time"))
+            }
+        case .readingBody(let since):
+            if now - since >= configuration.bodyTimeout {
+                state = .closed
+                actions.append(.reject(.requestTimeout, reason: "request body not received in time"))
+            }
+        case .awaitingResponse, .upgraded, .closed:
+            break
+        }
+    }
+
+    /// The peer sent EOF. A request in flight is still answered; otherwise the connection closes.
+    public mutating func peerClosed(into actions: inout [HTTPConnectionAction]) {
+        switch state {
+        case .awaitingResponse, .closed, .upgraded:
+            return
+        default:
+            state = .closed
+            actions.append(.close)
+        }
+    }
+
+    private mutating func process(_ bytes: UnsafeRawBufferPointer, now: Instant, into actions: inout [HTTPConnectionAction]) {
+        var offset = 0
+        while true {
+            let (step, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            let base = offset
+            offset += used
+            switch step {
+            case .needMoreData:
+                switch state {
+                case .waiting:
+                    if !parser.isIdle { state = .readingHead(since: now) }
+                case .readingHead:
+                    if parser.isReadingBody { state = .readingBody(since: now) }
+                default:
+                    break
+                }
+                return
+            case .error(let error):
+                state = .closed
+                actions.append(.reject(error.status, reason: error.description))
+                return
+            case .event(.head(let h)):
+                requestsStarted += 1
+                if let upgradePath, h.path == upgradePath {
+                    state = .upgraded
+                    actions.append(.upgrade(h, leftover: Array(bytes[offset...])))
+                    return
+                }
+                head = h
+                body = []
+                if h.framing != .none && h.framing != .contentLength(0) {
+                    state = .readingBody(since: now)
+                    if h.expectContinue { actions.append(.sendContinue) }
+                }
+            case .event(.body(let range)):
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(base + range.lowerBound)..<(base + range.upperBound)]))
+            case .event(.end):
+                state = .awaitingResponse
+                let request = head!
+                head = nil
+                let requestBody = body
+                body = []
+                if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
+                actions.append(.request(request, body: requestBody))
+                return
+            }
+        }
+    }
+}

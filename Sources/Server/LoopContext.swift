@@ -1,0 +1,196 @@
+import HTTP1
+import Logging
+import Reactor
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public typealias UpgradeHandler = @Sendable (HTTPRequestHead, Socket.Address, _ loopIndex: Int) -> UpgradeDecision
+
+/// Counters shared by every loop (read by /metrics and the tests).
+public final class ServerMetrics: Sendable {
+    public let accepted = Atomic<Int>(0)
+    public let open = Atomic<Int>(0)
+    public let requests = Atomic<Int>(0)
+    public let webSockets = Atomic<Int>(0)
+    public let slowConsumers = Atomic<Int>(0)
+    public init() {}
+}
+
+/// The server's state on one event loop: its listener, its connections, the writes to flush before
+/// sleeping, and the cached `Date` value. Confined to that loop.
+final class LoopContext {
+    let index: Int
+    let loop: EventLoop
+    let configuration: ServerConfiguration
+    let router: Router
+    let upgradeHandler: UpgradeHandler
+    let logger: Logger
+    let metrics: ServerMetrics
+    private(set) var connections: [Connection] = []
+    var dirty: [Connection] = []
+    private(set) var dateString = ""
+    private var dateSecond: Int64 = -1
+    var draining = false
+    var webSocketCount = 0
+    private var listener: Listener?
+    private var responseScratch: [UInt8] = []
+
+    init(index: Int, loop: EventLoop, configuration: ServerConfiguration, router: Router, upgradeHandler: @escaping UpgradeHandler,
+         logger: Logger, metrics: ServerMetrics) {
+        self.index = index
+        self.loop = loop
+        self.configuration = configuration
+        self.router = router
+        self.upgradeHandler = upgradeHandler
+        self.logger = logger
+        self.metrics = metrics
+        refreshDate()
+    }
+
+    var now: Instant { Instant.now() }
+
+    func start(listenerFD: Int32) throws {
+        let listener = Listener(fd: listenerFD, context: self)
+        listener.registration = try loop.register(fd: listenerFD, events: EventLoop.readable, handler: listener)
+        self.listener = listener
+        loop.addBeforeSleepHook { [unowned self] in self.flushDirty() }
+        loop.scheduleRepeating(every: .seconds(1)) { [unowned self] in self.sweep() }
+    }
+
+    func accepted(fd: Int32, peer: Socket.Address) {
+        if draining {
+            closeDescriptor(fd)
+            return
+        }
+        Socket.setNoDelay(fd)
+        let connection = Connection(context: self, fd: fd, peer: peer, now: now)
+        do {
+            try connection.start()
+        } catch {
+            logger.error("cannot register connection", metadata: ["error": "\(error)"])
+            closeDescriptor(fd)
+            return
+        }
+        connection.index = connections.count
+        connections.append(connection)
+        metrics.accepted.add(1, ordering: .relaxed)
+        metrics.open.add(1, ordering: .relaxed)
+    }
+
+    func remove(_ connection: Connection) {
+        let i = connection.index
+        guard i >= 0, i < connections.count, connections[i] === connection else { return }
+        let last = connections.removeLast()
+        if last !== connection {
+            connections[i] = last
+            last.index = i
+        }
+        connection.index = -1
+        metrics.open.subtract(1, ordering: .relaxed)
+    }
+
+    /// Writes every connection's queued output: one writev per connection per loop iteration,
+    /// however many responses or events were queued during it.
+    func flushDirty() {
+        while !dirty.isEmpty {
+            let batch = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for connection in batch { connection.flush() }
+        }
+    }
+
+    /// Once a second: the Date header and every connection's timers.
+    func sweep() {
+        refreshDate()
+        let t = now
+        var i = 0
+        while i < connections.count {
+            let c = connections[i]
+            c.tick(now: t)
+            // tick may have removed c (swapping the last connection into slot i)
+            if i < connections.count && connections[i] === c { i += 1 }
+        }
+    }
+
+    private func refreshDate() {
+        let seconds = wallClockMilliseconds() / 1000
+        if seconds != dateSecond {
+            dateSecond = seconds
+            dateString = httpDate(secondsSince1970: seconds)
+        }
+    }
+
+    func takeResponseScratch() -> [UInt8] {
+        var s = responseScratch
+        responseScratch = []
+        s.removeAll(keepingCapacity: true)
+        return s
+    }
+
+    func returnResponseScratch(_ s: [UInt8]) {
+        if s.capacity <= 64 * 1024 { responseScratch = s }
+    }
+
+    func responseWriter(for connection: Connection, sequence: UInt64) -> ResponseWriter {
+        let target = LoopBound(connection, loop: loop)
+        let loop = self.loop
+        return ResponseWriter { response in
+            if loop.inEventLoop {
+                target.value.complete(sequence, response)
+            } else {
+                loop.execute { target.value.complete(sequence, response) }
+            }
+        }
+    }
+
+    /// Stops accepting and starts closing connections gracefully.
+    func beginDrain() {
+        draining = true
+        if let listener {
+            if let r = listener.registration { loop.deregister(r) }
+            closeDescriptor(listener.fd)
+            self.listener = nil
+        }
+        for connection in connections { connection.drain() }
+    }
+
+    /// Drops whatever is still open (the drain deadline passed).
+    func closeAll() {
+        while let c = connections.last { c.closeNow() }
+    }
+}
+
+/// Accepts connections on one loop's SO_REUSEPORT listening socket.
+final class Listener: EventHandler {
+    let fd: Int32
+    unowned let context: LoopContext
+    var registration: RegistrationID?
+
+    init(fd: Int32, context: LoopContext) {
+        self.fd = fd
+        self.context = context
+    }
+
+    func handleEvent(_ events: UInt32) {
+        // Bounded, so one busy listener cannot starve the loop's other connections.
+        for _ in 0..<256 {
+            do {
+                guard let (fd, peer) = try Socket.accept(fd) else { return }
+                context.accepted(fd: fd, peer: peer)
+            } catch {
+                // EMFILE/ENFILE: out of descriptors. The socket stays readable, so pause accepting
+                // for a moment instead of spinning.
+                context.logger.warning("accept failed; pausing accepts for 100 ms", metadata: ["error": "\(error)"])
+                guard let registration else { return }
+                context.loop.modify(registration, events: 0)
+                context.loop.schedule(after: .milliseconds(100)) { [weak self] in
+                    guard let self, let r = self.registration else { return }
+                    self.context.loop.modify(r, events: EventLoop.readable)
+                }
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import HTTP1
+import Reactor
+
+/// A complete request as handed to a route handler.
+public struct Request: Sendable {
+    public var head: HTTPRequestHead
+    public var body: [UInt8]
+    /// Values of `{name}` segments of the matched route, percent-decoded.
+    public var pathParameters: [String: String]
+    public var peer: Socket.Address
+
+    public init(head: HTTPRequestHead, body: [UInt8], pathParameters: [String: String] = [:],
+                peer: Socket.Address = Socket.Address(host: "127.0.0.1", port: 0)) {
+        self.head = head
+        self.body = body
+        self.pathParameters = pathParameters
+        self.peer = peer
+    }
+
+    public var method: HTTPMethod { head.method }
+    public var path: Substring { head.path }
+
+    /// Query parameters, percent-decoded (`+` is a space), in order.
+    public var queryItems: [(name: String, value: String)] {
+        guard let query = head.query else { return [] }
+        return parseFormEncoded(query)
+    }
+
+    public func query(_ name: String) -> String? {
+        queryItems.first { $0.name == name }?.value
+    }
+}
+
+/// A response: status, header fields and a body.
+public struct Response: Sendable, Equatable {
+    public var status: HTTPStatus
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// Close the connection after this response.
+    public var closeConnection = false
+
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public static func json(_ status: HTTPStatus = .ok, _ body: [UInt8], headers: HTTPHeaders = HTTPHeaders()) -> Response {
+        var h = headers
+        h.add("Content-Type", "application/json")
+        return Response(status: status, headers: h, body: body)
+    }
+
+    public static func json(_ status: HTTPStatus = .ok, _ body: String, headers: HTTPHeaders = HTTPHeaders()) -> Response {
+        json(status, Array(body.utf8), headers: headers)
+    }
+
+    public static func text(_ status: HTTPStatus, _ body: String) -> Response {
+        var h = HTTPHeaders()
+        h.add("Content-Type", "text/plain; charset=utf-8")
+        return Response(status: status, headers: h, body: Array(body.utf8))
+    }
+}
+
+/// Completes a request, from any thread, exactly once. Later calls are ignored, and a response for
+/// a connection that has gone is dropped.
+public struct ResponseWriter: Sendable {
+    let complete: @Sendable (Response) -> Void
+    public init(_ complete: @escaping @Sendable (Response) -> Void) {
+        self.complete = complete
+    }
+    public func send(_ response: Response) { complete(response) }
+}
+
+public typealias RouteHandler = @Sendable (Request, ResponseWriter) -> Void
+
+/// Maps method and path to a handler. Paths are literal segments or `{name}` parameters.
+/// A known path with another method gets 405 and `Allow`; HEAD falls back to GET.
+public final class Router: Sendable {
+    private struct Route: Sendable {
+        let method: HTTPMethod
+        let segments: [Segment]
+        let handler: RouteHandler
+    }
+    private enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    private let exact: [String: [HTTPMethod: RouteHandler]]
+    private let patterns: [Route]
+
+    public enum Match {
+        case handler(RouteHandler, parameters: [String: String])
+        case methodNotAllowed(allowed: [HTTPMethod])
+        case notFound
+    }
+
+    /// Build with `Router.Builder`.
+    init(exact: [String: [HTTPMethod: RouteHandler]], patterns: [(HTTPMethod, String, RouteHandler)]) {
+        self.exact = exact
+        self.patterns = patterns.map { method, path, handler in
+            Route(method: method, segments: Router.split(path).map { seg in
+                seg.hasPrefix("{") && seg.hasSuffix("}") ? .parameter(String(seg.dropFirst().dropLast())) : .literal(String(seg))
+            }, handler: handler)
+        }
+    }
+
+    public struct Builder {
+        private var exact: [String: [HTTPMethod: RouteHandler]] = [:]
+        private var patterns: [(HTTPMethod, String, RouteHandler)] = []
+        public init() {}
+
+        public mutating func add(_ method: HTTPMethod, _ path: String, _ handler: @escaping RouteHandler) {
+            if path.contains("{") {
+                patterns.append((method, path, handler))
+            } else {
+                exact[path, default: [:]][method] = handler
+            }
+        }
+
+        /// A handler that answers synchronously.
+        public mutating func add(_ method: HTTPMethod, _ path: String, sync handler: @escaping @Sendable (Request) -> Response) {
+            add(method, path) { request, writer in writer.send(handler(request)) }
+        }
+
+        public func build() -> Router { Router(exact: exact, patterns: patterns) }
+    }
+
+    public func match(method: HTTPMethod, path: Substring) -> Match {
+        let key = String(path)
+        if let byMethod = exact[key] {
+            if let h = byMethod[method] ?? (method == .HEAD ? byMethod[.GET] : nil) {
+                return .handler(h, parameters: [:])
+            }
+            return .methodNotAllowed(allowed: Self.allowList(Array(byMethod.keys)))
+        }
+        let segments = Self.split(key)
+        var allowed: [HTTPMethod] = []
+        var getFallback: (RouteHandler, [String: String])?
+        for route in patterns {
+            guard let params = Self.bind(route.segments, segments) else { continue }
+            if route.method == method { return .handler(route.handler, parameters: params) }
+            if method == .HEAD && route.method == .GET { getFallback = (route.handler, params) }
+            allowed.append(route.method)
+        }
+        if let (h, p) = getFallback { return .handler(h, parameters: p) }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowList(allowed))
+    }
+
+    private static func allowList(_ methods: [HTTPMethod]) -> [HTTPMethod] {
+        var set = Set(methods)
+        if set.contains(.GET) { set.insert(.HEAD) }
+        return set.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    private static func bind(_ pattern: [Segment], _ path: [Substring]) -> [String: String]? {
+        guard pattern.count == path.count else { return nil }
+        var params: [String: String] = [:]
+        for (p, s) in zip(pattern, path) {
+            switch p {
+            case .literal(let l): if l != s { return nil }
+            case .parameter(let name):
+                guard let decoded = percentDecode(s, plusAsSpace: false), !decoded.isEmpty else { return nil }
+                params[name] = decoded
+            }
+        }
+        return params
+    }
+
+    static func split(_ path: String) -> [Substring] {
+        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { $0 }
+    }
+}
+
+/// Decodes `%XX` escapes (and `+` as space when asked); nil if an escape is malformed or the
+/// result is not UTF-8.
+public func percentDecode<S: StringProtocol>(_ s: S, plusAsSpace: Bool) -> String? {
+    var out: [UInt8] = []
+    out.reserveCapacity(s.utf8.count)
+    var it = Array(s.utf8)[...]
+    while let b = it.popFirst() {
+        if b == 0x25 { // %
+            guard it.count >= 2, let hi = hexDigit(it.popFirst()!), let lo = hexDigit(it.popFirst()!) else { return nil }
+            out.append(hi << 4 | lo)
+        } else if b == 0x2B && plusAsSpace {
+            out.append(0x20)
+        } else {
+            out.append(b)
+        }
+    }
+    return String(validating: out, as: UTF8.self)
+}
+
+private func hexDigit(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 0x30...0x39: return b - 0x30
+    case 0x41...0x46: return b - 0x41 + 10
+    case 0x61...0x66: return b - 0x61 + 10
+    default: return nil
+    }
+}
+
+/// Parses `a=1&b=x%20y` (application/x-www-form-urlencoded). Malformed escapes keep the raw text.
+public func parseFormEncoded<S: StringProtocol>(_ s: S) -> [(name: String, value: String)] {
+    var out: [(name: String, value: String)] = []
+    for pair in s.split(separator: "&", omittingEmptySubsequences: true) {
+        let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = percentDecode(kv[0], plusAsSpace: true) ?? String(kv[0])
+        let value = kv.count > 1 ? (percentDecode(kv[1], plusAsSpace: true) ?? String(kv[1])) : ""
+        out.append((name: name, value: value))
+    }
+    return out
+}

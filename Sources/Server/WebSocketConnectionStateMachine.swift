@@ -1,0 +1,137 @@
+import Reactor
+import WebSocket
+
+/// A message received from a WebSocket peer.
+public enum WebSocketMessage: Equatable, Sendable {
+    case text([UInt8])
+    case binary([UInt8])
+
+    public var bytes: [UInt8] {
+        switch self {
+        case .text(let b), .binary(let b): return b
+        }
+    }
+}
+
+public enum WebSocketConnectionAction: Equatable, Sendable {
+    /// Hand a message to the application.
+    case deliver(WebSocketMessage)
+    /// Write these frame bytes (pong, ping, close).
+    case write([UInt8])
+    /// Stop reading; close TCP once queued bytes are written (the peer has seen our close).
+    case closeAfterFlush
+    /// Drop the TCP connection now.
+    case closeNow
+}
+
+/// One WebSocket connection's protocol state (RFC 6455 §5.5, §7): frames in, actions out.
+/// Keep-alive pings and the close handshake are driven by `tick(now:)` with the time given.
+public struct WebSocketConnectionStateMachine {
+    enum State: Equatable {
+        case open
+        /// We sent a close frame at this instant and wait for the peer's.
+        case closeSent(at: Instant)
+        case closed
+    }
+
+    public let configuration: WebSocketConfiguration
+    private(set) var state: State = .open
+    private var assembler: WebSocketMessageAssembler
+    private var lastInbound: Instant
+    private var pingSentAt: Instant?
+
+    public init(configuration: WebSocketConfiguration, inflater: MessageInflater?, now: Instant) {
+        self.configuration = configuration
+        self.assembler = WebSocketMessageAssembler(role: .server, maxMessageBytes: configuration.maxMessageBytes, inflater: inflater)
+        self.lastInbound = now
+    }
+
+    public var isOpen: Bool { state == .open }
+
+    public mutating func read(_ buffer: UnsafeMutableRawBufferPointer, now: Instant, into actions: inout [WebSocketConnectionAction]) {
+        guard state != .closed else { return }
+        lastInbound = now
+        pingSentAt = nil
+        var offset = 0
+        while offset <= buffer.count {
+            let (step, used) = assembler.parse(UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
+            offset += used
+            switch step {
+            case .needMoreData:
+                return
+            case .error(let error):
+                fail(error.code, error.reason, into: &actions)
+                return
+            case .event(let event):
+                handle(event, now: now, into: &actions)
+                if state == .closed { return }
+            }
+        }
+    }
+
+    private mutating func handle(_ event: WebSocketMessageAssembler.Event, now: Instant, into actions: inout [WebSocketConnectionAction]) {
+        switch event {
+        case .text(let bytes):
+            if state == .open { actions.append(.deliver(.text(bytes))) }
+        case .binary(let bytes):
+            if state == .open { actions.append(.deliver(.binary(bytes))) }
+        case .ping(let payload):
+            if state == .open { actions.append(.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))) }
+        case .pong:
+            break
+        case .close(let code, _):
+            if state == .open {
+                // Echo the peer's code (§5.5.1); an empty close is answered with an empty close.
+                let payload = code.map { WebSocketFrameEncoder.closePayload(code: $0) } ?? []
+                actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: payload)))
+            }
+            state = .closed
+            actions.append(.closeAfterFlush)
+        }
+    }
+
+    /// Fails the connection (§7.1.7): send a close frame with the code, then close.
+    private mutating func fail(_ code: WebSocketCloseCode, _ reason: String, into actions: inout [WebSocketConnectionAction]) {
+        if state == .open {
+            actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))
+        }
+        state = .closed
+        actions.append(.closeAfterFlush)
+    }
+
+    /// Starts the closing handshake from our side (shutdown 1001, policy closes, slow consumers).
+    public mutating func close(code: WebSocketCloseCode, reason: String, now: Instant, into actions: inout [WebSocketConnectionAction]) {
+        guard state == .open else { return }
+        actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))
+        state = .closeSent(at: now)
+    }
+
+    /// Keep-alive and close timers.
+    public mutating func tick(now: Instant, into actions: inout [WebSocketConnectionAction]) {
+        switch state {
+        case .open:
+            if let sent = pingSentAt {
+                if now - sent >= configuration.pongTimeout {
+                    fail(.goingAway, "no pong", into: &actions)
+                }
+            } else if now - lastInbound >= configuration.pingInterval {
+                pingSentAt = now
+                actions.append(.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]())))
+            }
+        case .closeSent(let at):
+            if now - at >= configuration.closeTimeout {
+                state = .closed
+                actions.append(.closeNow)
+            }
+        case .closed:
+            break
+        }
+    }
+
+    /// The peer closed TCP without a close handshake.
+    public mutating func peerClosed(into actions: inout [WebSocketConnectionAction]) {
+        guard state != .closed else { return }
+        state = .closed
+        actions.append(.closeNow)
+    }
+}

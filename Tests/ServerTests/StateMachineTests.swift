@@ -1,0 +1,230 @@
+import HTTP1
+import Reactor
+import Testing
+import WebSocket
+@testable import Server
+
+private let t0 = Instant(nanoseconds: 1_000_000_000_000)
+private func at(_ seconds: Double) -> Instant { t0 + .milliseconds(Int64(seconds * 1000)) }
+
+private func feed(_ sm: inout HTTPConnectionStateMachine, _ s: String, at now: Instant = t0) -> [HTTPConnectionAction] {
+    var actions: [HTTPConnectionAction] = []
+    Array(s.utf8).withUnsafeBytes { sm.read($0, now: now, into: &actions) }
+    return actions
+}
+
+private func targets(_ actions: [HTTPConnectionAction]) -> [String] {
+    actions.compactMap { if case .request(let h, _) = $0 { return h.target } else { return nil } }
+}
+
+@Suite("HTTP connection state machine")
+struct HTTPConnectionStateMachineTests {
+    let config = HTTPConnectionConfiguration()
+
+    @Test func pipelinedRequestsWaitForEachResponse() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: "/ws", now: t0)
+        let a = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n")
+        // Only the first request is released; the others wait in order.
+        #expect(targets(a) == ["/1"])
+        #expect(sm.isAwaitingResponse)
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        #expect(targets(next) == ["/2"])
+        next = []
+        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        #expect(targets(next) == ["/3"])
+        next = []
+        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        #expect(next.isEmpty)
+        #expect(sm.isIdle)
+    }
+
+    @Test func bytesArrivingDuringAResponseAreKept() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        #expect(targets(feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HT")) == ["/1"])
+        #expect(feed(&sm, "TP/1.1\r\nHost: a\r\n\r\n").isEmpty)
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        #expect(targets(next) == ["/2"])
+    }
+
+    @Test func readingPausesWhenTooMuchIsBuffered() {
+        var c = config
+        c.maxBufferedInput = 64
+        var sm = HTTPConnectionStateMachine(configuration: c, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(sm.wantsInput)
+        _ = feed(&sm, String(repeating: "GET /x HTTP/1.1\r\nHost: a\r\n\r\n", count: 3))
+        #expect(!sm.wantsInput)
+    }
+
+    @Test func closeAfterResponseWhenNotKeepAlive() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: false, now: t0, into: &next)
+        // The second request is never answered.
+        #expect(next == [.close])
+    }
+
+    @Test func slowlorisHeadTimesOut() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET / HTTP/1.1\r\nHost:", at: at(1))
+        var actions: [HTTPConnectionAction] = []
+        sm.tick(now: at(10.9), into: &actions)
+        #expect(actions.isEmpty)
+        // Drip-feeding more bytes does not reset the head timer.
+        _ = feed(&sm, " a\r\nX-A: 1\r\n", at: at(10.95))
+        sm.tick(now: at(11.0), into: &actions)
+        #expect(actions == [.reject(.requestTimeout, reason: "request head not received in time")])
+    }
+
+    @Test func slowBodyTimesOut() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", at: at(0))
+        var actions: [HTTPConnectionAction] = []
+        sm.tick(now: at(29), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(30), into: &actions)
+        #expect(actions.first == .reject(.requestTimeout, reason: "request body not received in time"))
+    }
+
+    @Test func idleKeepAliveCloses() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        var actions: [HTTPConnectionAction] = []
+        sm.tick(now: at(74), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(75), into: &actions)
+        #expect(actions == [.close])
+    }
+
+    @Test func awaitingResponseHasNoTimer() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        var actions: [HTTPConnectionAction] = []
+        sm.tick(now: at(1000), into: &actions)
+        #expect(actions.isEmpty)
+    }
+
+    @Test func expectContinue() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        let a = feed(&sm, "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        #expect(a == [.sendContinue])
+        let b = feed(&sm, "ok")
+        guard case .request(_, let body) = b.first else { Issue.record("no request"); return }
+        #expect(body == Array("ok".utf8))
+    }
+
+    @Test func upgradeHandsOverTheRest() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: "/ws", now: t0)
+        let a = feed(&sm, "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n\u{81}\u{80}")
+        guard case .upgrade(let head, let leftover) = a.first else { Issue.record("no upgrade"); return }
+        #expect(head.path == "/ws")
+        #expect(leftover == Array("\u{81}\u{80}".utf8))
+        #expect(!sm.wantsInput)
+    }
+
+    @Test func malformedRequestRejectsAndStops() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        let a = feed(&sm, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\nGET /next HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(a.count == 1)
+        #expect(a.first.map { if case .reject(let s, _) = $0 { return s.code } else { return 0 } } == 400)
+        #expect(feed(&sm, "GET /again HTTP/1.1\r\nHost: a\r\n\r\n").isEmpty)
+    }
+
+    @Test func requestCap() {
+        var c = config
+        c.maxRequestsPerConnection = 2
+        var sm = HTTPConnectionStateMachine(configuration: c, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(sm.mayKeepAlive)
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        _ = feed(&sm, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(!sm.mayKeepAlive)
+    }
+}
+
+private func wsFeed(_ sm: inout WebSocketConnectionStateMachine, _ bytes: [UInt8], at now: Instant = t0) -> [WebSocketConnectionAction] {
+    var actions: [WebSocketConnectionAction] = []
+    var copy = bytes
+    copy.withUnsafeMutableBytes { sm.read($0, now: now, into: &actions) }
+    return actions
+}
+
+private func clientFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) -> [UInt8] {
+    WebSocketFrameEncoder.frame(opcode: opcode, payload: payload, fin: fin, maskKey: 0x0102_0304)
+}
+
+@Suite("WebSocket connection state machine")
+struct WebSocketConnectionStateMachineTests {
+    let config = WebSocketConfiguration()
+
+    @Test func deliversMessagesAndAnswersPings() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        let a = wsFeed(&sm, clientFrame(.text, Array("hi".utf8)) + clientFrame(.ping, [1, 2]))
+        #expect(a == [.deliver(.text(Array("hi".utf8))), .write(WebSocketFrameEncoder.frame(opcode: .pong, payload: [UInt8]([1, 2])))])
+    }
+
+    @Test func peerInitiatedCloseIsEchoed() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        let a = wsFeed(&sm, clientFrame(.close, [0x03, 0xE8]) + clientFrame(.text, Array("late".utf8)))
+        #expect(a == [.write(WebSocketFrameEncoder.frame(opcode: .close, payload: [UInt8]([0x03, 0xE8]))), .closeAfterFlush])
+    }
+
+    @Test func protocolErrorSendsCloseWithCode() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        let a = wsFeed(&sm, WebSocketFrameEncoder.frame(opcode: .text, payload: [UInt8]([0x61]))) // unmasked
+        guard case .write(let frame) = a.first else { Issue.record("no close"); return }
+        #expect(frame[0] == 0x88)
+        #expect(Array(frame[2...3]) == [0x03, 0xEA]) // 1002
+        #expect(a.last == .closeAfterFlush)
+    }
+
+    @Test func keepAlivePingThenCloseWhenPongsStop() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        var actions: [WebSocketConnectionAction] = []
+        sm.tick(now: at(24), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(25), into: &actions)
+        #expect(actions == [.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]()))])
+        actions = []
+        sm.tick(now: at(34), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(35), into: &actions)
+        #expect(actions.last == .closeAfterFlush)
+        guard case .write(let frame) = actions.first else { Issue.record("no close frame"); return }
+        #expect(Array(frame[2...3]) == [0x03, 0xE9]) // 1001
+    }
+
+    @Test func pongKeepsTheConnection() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        var actions: [WebSocketConnectionAction] = []
+        sm.tick(now: at(25), into: &actions)
+        _ = wsFeed(&sm, clientFrame(.pong, []), at: at(26))
+        actions = []
+        sm.tick(now: at(40), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(51), into: &actions) // 25 s after the pong: the next ping
+        #expect(actions == [.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]()))])
+    }
+
+    @Test func serverCloseWaitsForPeerThenTimesOut() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        var actions: [WebSocketConnectionAction] = []
+        sm.close(code: .goingAway, reason: "bye", now: at(0), into: &actions)
+        #expect(actions.count == 1)
+        // Data after our close is ignored; the peer's close completes the handshake.
+        #expect(wsFeed(&sm, clientFrame(.text, Array("x".utf8)), at: at(1)).isEmpty)
+        actions = []
+        sm.tick(now: at(4.9), into: &actions)
+        #expect(actions.isEmpty)
+        sm.tick(now: at(5), into: &actions)
+        #expect(actions == [.closeNow])
+
+        var sm2 = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        var ignore: [WebSocketConnectionAction] = []
+        sm2.close(code: .goingAway, reason: "bye", now: at(0), into: &ignore)
+        #expect(wsFeed(&sm2, clientFrame(.close, [0x03, 0xE9]), at: at(1)) == [.closeAfterFlush])
+    }
+}
