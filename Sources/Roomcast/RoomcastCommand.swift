@@ -1,0 +1,137 @@
+import ArgumentParser
+import HTTP1
+import Logging
+import Reactor
+import Server
+import Synchronization
+import WebSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func environment(_ name: String) -> String? {
+    guard let v = getenv(name) else { return nil }
+    return String(cString: v)
+}
+
+struct RoomcastCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "roomcast",
+        abstract: "Roomcast: a self-hosted chat-room gateway (REST for app servers, WebSocket for clients).",
+        discussion: """
+            Every option can also be set with an environment variable, shown in brackets. \
+            SIGTERM or SIGINT drains: listeners close, in-flight responses finish, WebSockets get close 1001, \
+            and the process exits 0.
+            """)
+
+    @Option(help: "Address to listen on [ROOMCAST_HOST].")
+    var host: String = environment("ROOMCAST_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one [ROOMCAST_PORT].")
+    var port: UInt16 = environment("ROOMCAST_PORT").flatMap(UInt16.init) ?? 8080
+
+    @Option(help: "Event-loop threads, each with its own SO_REUSEPORT listener [ROOMCAST_EVENT_LOOPS]. Default: one per core.")
+    var eventLoops: Int = environment("ROOMCAST_EVENT_LOOPS").flatMap(Int.init) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical [ROOMCAST_LOG_LEVEL].")
+    var logLevel: String = environment("ROOMCAST_LOG_LEVEL") ?? "info"
+
+    @Option(help: "Largest request body in bytes; larger gets 413 [ROOMCAST_MAX_BODY_BYTES].")
+    var maxBodyBytes: Int = environment("ROOMCAST_MAX_BODY_BYTES").flatMap(Int.init) ?? (1 << 20)
+
+    @Option(help: "Seconds a request head may take after its first byte before 408 [ROOMCAST_HEADER_TIMEOUT].")
+    var headerTimeout: Int = environment("ROOMCAST_HEADER_TIMEOUT").flatMap(Int.init) ?? 10
+
+    @Option(help: "Seconds an idle keep-alive connection is kept [ROOMCAST_KEEPALIVE_TIMEOUT].")
+    var keepAliveTimeout: Int = environment("ROOMCAST_KEEPALIVE_TIMEOUT").flatMap(Int.init) ?? 75
+
+    @Option(help: "Requests served on one connection before it is closed [ROOMCAST_MAX_REQUESTS_PER_CONNECTION].")
+    var maxRequestsPerConnection: Int = environment("ROOMCAST_MAX_REQUESTS_PER_CONNECTION").flatMap(Int.init) ?? 10_000
+
+    @Option(help: "Path that upgrades to WebSocket [ROOMCAST_WS_PATH].")
+    var wsPath: String = environment("ROOMCAST_WS_PATH") ?? "/ws"
+
+    @Option(help: "Largest WebSocket message in bytes; larger closes with 1009 [ROOMCAST_MAX_MESSAGE_BYTES].")
+    var maxMessageBytes: Int = environment("ROOMCAST_MAX_MESSAGE_BYTES").flatMap(Int.init) ?? (1 << 20)
+
+    @Option(help: "Seconds without inbound WebSocket traffic before a ping [ROOMCAST_PING_INTERVAL].")
+    var pingInterval: Int = environment("ROOMCAST_PING_INTERVAL").flatMap(Int.init) ?? 25
+
+    @Option(help: "Seconds to wait for a pong before closing [ROOMCAST_PONG_TIMEOUT].")
+    var pongTimeout: Int = environment("ROOMCAST_PONG_TIMEOUT").flatMap(Int.init) ?? 10
+
+    @Option(help: "Bytes a WebSocket may have queued before it is closed as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
+    var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
+
+    @Option(name: .customLong("allowed-origin"),
+            help: "Origin allowed to open WebSockets (repeatable; `*` or `https://*.example.com` patterns) [ROOMCAST_ALLOWED_ORIGINS, comma-separated]. Default: any.")
+    var allowedOrigins: [String] = environment("ROOMCAST_ALLOWED_ORIGINS").map { $0.split(separator: ",").map(String.init) } ?? []
+
+    @Flag(inversion: .prefixedNo, help: "Offer permessage-deflate to WebSocket clients [ROOMCAST_DEFLATE=0 disables].")
+    var deflate: Bool = environment("ROOMCAST_DEFLATE") != "0"
+
+    @Option(help: "Seconds a shutdown waits for connections to finish [ROOMCAST_DRAIN_TIMEOUT].")
+    var drainTimeout: Int = environment("ROOMCAST_DRAIN_TIMEOUT").flatMap(Int.init) ?? 10
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
+        guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
+        guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
+        for (name, v) in [("--header-timeout", headerTimeout), ("--keep-alive-timeout", keepAliveTimeout),
+                          ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout)] {
+            guard v > 0 else { throw ValidationError("\(name) must be positive") }
+        }
+    }
+
+    func serverConfiguration() -> ServerConfiguration {
+        var c = ServerConfiguration()
+        c.host = host
+        c.port = port
+        c.eventLoops = eventLoops
+        c.http.limits.maxBodyBytes = maxBodyBytes
+        c.http.headerTimeout = .seconds(headerTimeout)
+        c.http.keepAliveTimeout = .seconds(keepAliveTimeout)
+        c.http.maxRequestsPerConnection = maxRequestsPerConnection
+        c.webSocket.path = wsPath
+        c.webSocket.maxMessageBytes = maxMessageBytes
+        c.webSocket.pingInterval = .seconds(pingInterval)
+        c.webSocket.pongTimeout = .seconds(pongTimeout)
+        c.webSocket.maxOutboundBytes = maxOutboundBytes
+        c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins
+        c.webSocket.deflate.enabled = deflate
+        c.drainTimeout = .seconds(drainTimeout)
+        return c
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "roomcast")
+        // Signals are received by this thread only: block them before any thread starts.
+        blockSignals([SIGINT, SIGTERM])
+
+        let ready = Atomic<Bool>(false)
+        var routes = Router.Builder()
+        routes.add(.GET, "/healthz", sync: { _ in .json(.ok, "{\"status\":\"ok\"}") })
+        routes.add(.GET, "/readyz", sync: { _ in
+            ready.load(ordering: .relaxed) ? .json(.ok, "{\"status\":\"ready\"}") : .json(.serviceUnavailable, "{\"status\":\"draining\"}")
+        })
+        let server = try HTTPServer(configuration: serverConfiguration(), router: routes.build(), logger: logger)
+        try server.start()
+        ready.store(true, ordering: .relaxed)
+        // Machine-readable line for scripts and tests that start us on port 0.
+        print("roomcast listening on http://\(host):\(server.port)")
+        fflush(nil)
+
+        let signal = waitForSignal([SIGINT, SIGTERM])
+        logger.info("draining", metadata: ["signal": "\(signal == SIGTERM ? "SIGTERM" : "SIGINT")"])
+        ready.store(false, ordering: .relaxed)
+        server.shutdown()
+        logger.info("stopped")
+    }
+}

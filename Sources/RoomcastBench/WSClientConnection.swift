@@ -1,0 +1,186 @@
+import HTTP1
+import Reactor
+import WebSocket
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a benchmark client connection reports.
+protocol WSClientDelegate: AnyObject {
+    func clientDidOpen(_ client: WSClientConnection)
+    func client(_ client: WSClientConnection, didReceive message: WebSocketMessageAssembler.Event)
+    func clientDidFail(_ client: WSClientConnection, reason: String)
+}
+
+/// A non-blocking WebSocket client on our own reactor: connect, upgrade, then read frames.
+/// Used by roomcast-bench to hold thousands of connections from one thread.
+final class WSClientConnection: EventHandler {
+    enum State {
+        case connecting
+        case handshaking
+        case open
+        case closed
+    }
+
+    let loop: EventLoop
+    let id: Int
+    private(set) var fd: Int32 = -1
+    private var registration: RegistrationID?
+    private(set) var state: State = .connecting
+    private let request: [UInt8]
+    private var inbound: [UInt8] = []
+    private var assembler = WebSocketMessageAssembler(role: .client, maxMessageBytes: 16 << 20)
+    private var output = OutboundQueue()
+    weak var delegate: WSClientDelegate?
+    /// Opaque per-connection data for the benchmark (e.g. the room it joined).
+    var tag = 0
+
+    init(loop: EventLoop, id: Int, host: String, port: UInt16, path: String, headers: [(String, String)] = []) {
+        self.loop = loop
+        self.id = id
+        var r = "GET \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        r += "Sec-WebSocket-Key: \(base64Encode((0..<16).map { _ in UInt8.random(in: 0...255) }))\r\nSec-WebSocket-Version: 13\r\n"
+        for (k, v) in headers { r += "\(k): \(v)\r\n" }
+        r += "\r\n"
+        request = Array(r.utf8)
+    }
+
+    func start(address: Socket.Address, source: String? = nil) {
+        do {
+            let (fd, connected) = try Socket.connect(to: address, source: source)
+            self.fd = fd
+            Socket.setNoDelay(fd)
+            registration = try loop.register(fd: fd, events: EventLoop.writable | EventLoop.readable, handler: self)
+            if connected { sendHandshake() }
+        } catch {
+            fail("connect: \(error)")
+        }
+    }
+
+    func handleEvent(_ events: UInt32) {
+        if state == .connecting {
+            let err = Socket.pendingError(fd)
+            if err != 0 {
+                fail("connect: errno \(err)")
+                return
+            }
+            sendHandshake()
+            return
+        }
+        if events & EventLoop.writable != 0, !output.isEmpty {
+            do {
+                if try output.flush(fd: fd, iovecs: loop.iovecs) == .drained, let r = registration {
+                    loop.modify(r, events: EventLoop.readable)
+                }
+            } catch {
+                fail("write: \(error)")
+                return
+            }
+        }
+        if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 { readAvailable() }
+    }
+
+    private func sendHandshake() {
+        state = .handshaking
+        if let r = registration { loop.modify(r, events: EventLoop.readable) }
+        write(request)
+    }
+
+    func write(_ bytes: [UInt8]) {
+        guard state != .closed else { return }
+        if output.isEmpty {
+            let result = bytes.withUnsafeBytes { try? Socket.write(fd, $0) }
+            switch result {
+            case .processed(let n)? where n == bytes.count: return
+            case .processed(let n)?: output.append(ByteBlock(bytes[n...]))
+            case .wouldBlock?: output.append(ByteBlock(bytes))
+            case nil:
+                fail("write failed")
+                return
+            }
+            if let r = registration { loop.modify(r, events: EventLoop.readable | EventLoop.writable) }
+        } else {
+            output.append(ByteBlock(bytes))
+        }
+    }
+
+    /// Sends a masked text message.
+    func sendText(_ bytes: [UInt8]) {
+        write(WebSocketFrameEncoder.frame(opcode: .text, payload: bytes, maskKey: UInt32.random(in: 1...UInt32.max)))
+    }
+
+    private func readAvailable() {
+        let buffer = loop.readBuffer
+        let result: IOResult<Int>
+        do {
+            result = try Socket.read(fd, into: buffer)
+        } catch {
+            fail("read: \(error)")
+            return
+        }
+        switch result {
+        case .wouldBlock: return
+        case .processed(0): fail("server closed the connection")
+        case .processed(let n):
+            if state == .handshaking {
+                inbound.append(contentsOf: buffer[0..<n])
+                guard let end = headerEnd() else { return }
+                guard inbound.starts(with: Array("HTTP/1.1 101".utf8)) else {
+                    fail("upgrade refused: " + String(decoding: inbound.prefix(80), as: UTF8.self))
+                    return
+                }
+                var rest = Array(inbound[(end + 4)...])
+                inbound = []
+                state = .open
+                delegate?.clientDidOpen(self)
+                if !rest.isEmpty { rest.withUnsafeMutableBytes { frames($0) } }
+            } else {
+                frames(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
+            }
+        }
+    }
+
+    private func frames(_ bytes: UnsafeMutableRawBufferPointer) {
+        var offset = 0
+        while offset <= bytes.count, state == .open {
+            let (step, used) = assembler.parse(UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]))
+            offset += used
+            switch step {
+            case .needMoreData: return
+            case .error(let e):
+                fail("bad frame: \(e)")
+                return
+            case .event(.ping(let p)):
+                write(WebSocketFrameEncoder.frame(opcode: .pong, payload: p, maskKey: 0x0102_0304))
+            case .event(.close(let code, let reason)):
+                fail("closed by server: \(code?.rawValue ?? 0) \(reason)")
+                return
+            case .event(let event):
+                delegate?.client(self, didReceive: event)
+            }
+        }
+    }
+
+    private func headerEnd() -> Int? {
+        guard inbound.count >= 4 else { return nil }
+        for i in 0...(inbound.count - 4) where inbound[i] == 13 && inbound[i + 1] == 10 && inbound[i + 2] == 13 && inbound[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    func fail(_ reason: String) {
+        guard state != .closed else { return }
+        state = .closed
+        close()
+        delegate?.clientDidFail(self, reason: reason)
+    }
+
+    func close() {
+        if let r = registration { loop.deregister(r) }
+        registration = nil
+        if fd >= 0 { closeDescriptor(fd) }
+        fd = -1
+        state = .closed
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Opens N idle WebSocket connections (default 10,000) to the server and prints its RSS growth per
+# connection. Target: <= 8 KiB per connection.
+#
+#   scripts/bench-idle.sh [N] [server]    server: roomcast (default) or echo
+#
+# The client is roomcast-bench (a separate process: each process may hold ~20k descriptors).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-10000}
+target=${2:-roomcast}
+
+swift build -c release --product roomcast-bench >/dev/null
+swift build -c release --product "$([ "$target" = echo ] && echo roomcast-echo || echo roomcast)" >/dev/null
+bin=$(swift build -c release --show-bin-path)
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+log=$(mktemp)
+if [ "$target" = echo ]; then
+  "$bin/roomcast-echo" --port "$port" --no-deflate >"$log" 2>&1 &
+  path=/
+  hello=()
+else
+  "$bin/roomcast" --host 127.0.0.1 --port "$port" --event-loops 2 --log-level warning >"$log" 2>&1 &
+  path=/ws
+  hello=()
+fi
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
+sleep 1
+
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
+before=$(rss)
+out=$(mktemp)
+"$bin/roomcast-bench" idle --port "$port" --path "$path" --connections "$n" --hold 6 "${hello[@]}" >"$out" 2>&1 &
+client=$!
+for _ in $(seq 1 600); do grep -q "^idle: open=" "$out" && break; sleep 0.1; done
+sleep 3
+after=$(rss)
+wait $client || true
+cat "$out"
+open=$(sed -n 's/^idle: open=\([0-9]*\).*/\1/p' "$out")
+[ -n "$open" ] && [ "$open" -gt 0 ] || { echo "no connection opened"; exit 1; }
+python3 - "$before" "$after" "$open" "$target" <<'PY'
+import sys
+before, after, n, target = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+per = (after - before) * 1024 / n
+print(f"bench-idle: server={target} connections={n} rss_before={before} KiB rss_after={after} KiB growth_per_connection={per/1024:.2f} KiB (target <= 8 KiB)")
+PY
