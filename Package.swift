@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "roomcast", targets: ["Roomcast"]),
         .executable(name: "roomcast-echo", targets: ["RoomcastEcho"]),
         .executable(name: "roomcast-bench", targets: ["RoomcastBench"]),
+        .executable(name: "chat-bench", targets: ["ChatBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -25,6 +26,8 @@ let package = Package(
         // Pure codecs: bytes in, values out; no I/O, clocks or randomness.
         .target(name: "HTTP1"),
         .target(name: "WebSocket", dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]),
+        // The chat domain: pure, deterministic, no I/O (SPEC §3, §6, §7).
+        .target(name: "Chat"),
         // Connection state machines, router, one loop per core.
         .target(name: "Server", dependencies: [
             "Reactor", "HTTP1", "WebSocket", .product(name: "Logging", package: "swift-log"),
@@ -44,10 +47,14 @@ let package = Package(
             "Reactor", "HTTP1", "WebSocket", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Benchmark of the chat domain alone (commands per second on one thread).
+        .executableTarget(name: "ChatBench", dependencies: ["Chat"]),
+
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
         .target(name: "TestKit", dependencies: ["WebSocket"]),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Reactor", "HTTP1", "WebSocket", "TestKit"]),

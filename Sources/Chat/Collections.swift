@@ -1,0 +1,197 @@
+/// Keys in insertion order with O(1) append, remove and membership, and paging from an anchor in
+/// either direction. Member lists (join order), fixed members and the NIM queue use it so that
+/// entering or leaving a room never costs more in a larger room.
+struct OrderedIndex<Key: Hashable> {
+    private var slots: [Key: Int32] = [:]
+    private var keys: [Key?] = []
+    private var prev: [Int32] = []
+    private var next: [Int32] = []
+    private var free: [Int32] = []
+    private var head: Int32 = -1
+    private var tail: Int32 = -1
+
+    var count: Int { slots.count }
+    var isEmpty: Bool { slots.isEmpty }
+
+    func contains(_ key: Key) -> Bool { slots[key] != nil }
+
+    /// Appends `key` at the end; false if it was already present (order unchanged).
+    @discardableResult
+    mutating func append(_ key: Key) -> Bool {
+        // One hash for the common case (a new key): claim the slot, undo if the key was there.
+        let slot = free.last ?? Int32(keys.count)
+        if let existing = slots.updateValue(slot, forKey: key) {
+            slots[key] = existing
+            return false
+        }
+        if free.last != nil {
+            free.removeLast()
+            keys[Int(slot)] = key
+        } else {
+            keys.append(key)
+            prev.append(-1)
+            next.append(-1)
+        }
+        prev[Int(slot)] = tail
+        next[Int(slot)] = -1
+        if tail >= 0 { next[Int(tail)] = slot } else { head = slot }
+        tail = slot
+        return true
+    }
+
+    @discardableResult
+    mutating func remove(_ key: Key) -> Bool {
+        guard let slot = slots.removeValue(forKey: key) else { return false }
+        let p = prev[Int(slot)], n = next[Int(slot)]
+        if p >= 0 { next[Int(p)] = n } else { head = n }
+        if n >= 0 { prev[Int(n)] = p } else { tail = p }
+        keys[Int(slot)] = nil
+        if slots.isEmpty {
+            // Release the storage of an emptied index.
+            keys = []
+            prev = []
+            next = []
+            free = []
+            head = -1
+            tail = -1
+        } else {
+            free.append(slot)
+        }
+        return true
+    }
+
+    var first: Key? { head >= 0 ? keys[Int(head)] : nil }
+    var last: Key? { tail >= 0 ? keys[Int(tail)] : nil }
+
+    /// Up to `limit` keys after `anchor` (exclusive; from the start when nil), oldest first,
+    /// that pass `filter`.
+    func forward(after anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+        var out: [Key] = []
+        var s: Int32
+        if let anchor {
+            guard let a = slots[anchor] else { return [] }
+            s = next[Int(a)]
+        } else {
+            s = head
+        }
+        while s >= 0 && out.count < limit {
+            let k = keys[Int(s)]!
+            if filter(k) { out.append(k) }
+            s = next[Int(s)]
+        }
+        return out
+    }
+
+    /// Up to `limit` keys before `anchor` (exclusive; from the end when nil), newest first.
+    func backward(before anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+        var out: [Key] = []
+        var s: Int32
+        if let anchor {
+            guard let a = slots[anchor] else { return [] }
+            s = prev[Int(a)]
+        } else {
+            s = tail
+        }
+        while s >= 0 && out.count < limit {
+            let k = keys[Int(s)]!
+            if filter(k) { out.append(k) }
+            s = prev[Int(s)]
+        }
+        return out
+    }
+
+    /// All keys, oldest first.
+    var all: [Key] { forward(limit: Int.max) }
+}
+
+extension Dictionary {
+    /// Mutates the value for `key` in place (inserting `defaultValue` first if missing) with a
+    /// single hash look-up.
+    @inline(__always)
+    mutating func modify<R>(_ key: Key, default defaultValue: @autoclosure () -> Value, _ body: (inout Value) -> R) -> R {
+        body(&self[key, default: defaultValue()])
+    }
+}
+
+/// A min-heap of (deadline, key) with lazy deletion: callers push whenever a deadline is set and
+/// re-check the real state when an entry comes due, so moving or cancelling a deadline costs
+/// nothing. `tick(now:)` stays proportional to what expires.
+struct DeadlineQueue<Key: Hashable> {
+    private struct Entry {
+        var deadline: Int64
+        var key: Key
+    }
+    private var heap: [Entry] = []
+
+    var count: Int { heap.count }
+
+    mutating func push(_ deadline: Int64, _ key: Key) {
+        heap.append(Entry(deadline: deadline, key: key))
+        var c = heap.count - 1
+        while c > 0 {
+            let p = (c - 1) / 2
+            guard heap[c].deadline < heap[p].deadline else { break }
+            heap.swapAt(c, p)
+            c = p
+        }
+    }
+
+    /// Removes and returns every key whose deadline is <= now.
+    mutating func popDue(_ now: Int64) -> [Key] {
+        var out: [Key] = []
+        while let top = heap.first, top.deadline <= now {
+            out.append(top.key)
+            heap.swapAt(0, heap.count - 1)
+            heap.removeLast()
+            var p = 0
+            while true {
+                let l = 2 * p + 1, r = l + 1
+                var m = p
+                if l < heap.count && heap[l].deadline < heap[m].deadline { m = l }
+                if r < heap.count && heap[r].deadline < heap[m].deadline { m = r }
+                if m == p { break }
+                heap.swapAt(p, m)
+                p = m
+            }
+        }
+        return out
+    }
+
+    var nextDeadline: Int64? { heap.first?.deadline }
+}
+
+/// A bounded ring: appends overwrite the oldest element once full.
+struct Ring<Element> {
+    private var storage: [Element] = []
+    private var start = 0
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { storage.count }
+    var isEmpty: Bool { storage.isEmpty }
+
+    mutating func append(_ e: Element) {
+        if storage.count < capacity {
+            storage.append(e)
+        } else {
+            storage[start] = e
+            start = (start + 1) % capacity
+        }
+    }
+
+    subscript(i: Int) -> Element { storage[(start + i) % storage.count] }
+
+    /// Drops elements from the oldest end while `shouldDrop` holds.
+    mutating func dropOldest(while shouldDrop: (Element) -> Bool) {
+        guard !storage.isEmpty, shouldDrop(self[0]) else { return }
+        var n = 0
+        while n < storage.count && shouldDrop(self[n]) { n += 1 }
+        guard n > 0 else { return }
+        let kept = (n..<storage.count).map { self[$0] }
+        storage = kept
+        start = 0
+    }
+
+    var elements: [Element] { (0..<storage.count).map { self[$0] } }
+}

@@ -1,0 +1,204 @@
+/// Who performs an operation: the app server (REST, never restricted by roles) or a connected
+/// client's session (NIM-15 manager operations, queue and attribute changes, messages).
+public enum Actor: Equatable, Sendable {
+    case server
+    case session(SessionID)
+}
+
+/// RongCloud-style notification: `needNotify=true` with its `extra` (RC-5, RC-6, RC-8).
+public struct RCNotify: Equatable, Sendable {
+    public var extra: String
+    public init(extra: String = "") { self.extra = extra }
+}
+
+/// NIM-style notification message (NIM-9) with the caller's `notifyExt`.
+public struct NIMNotify: Equatable, Sendable {
+    public var notifyExt: String
+    public init(notifyExt: String = "") { self.notifyExt = notifyExt }
+}
+
+public enum MuteDuration: Equatable, Sendable {
+    /// RongCloud gag: 1…43200 minutes; a temporary mute.
+    case minutes(Int)
+    /// NIM temporary mute: 1…2592000 seconds.
+    case seconds(Int64)
+    /// NIM permanent mute: makes the user a fixed (limited) member.
+    case permanent
+}
+
+public enum UnmuteKind: String, Equatable, Sendable {
+    case all
+    case permanent
+    case temporary
+}
+
+/// NIM-2 enter request fields.
+public struct EnterProfile: Equatable, Sendable {
+    public var nickname: String
+    public var avatar: String
+    /// roomExt: attached to every message and notification this member causes.
+    public var ext: String
+    /// roomNotifyExt: attached to the enter notification.
+    public var notifyExt: String
+    public init(nickname: String = "", avatar: String = "", ext: String = "", notifyExt: String = "") {
+        self.nickname = nickname
+        self.avatar = avatar
+        self.ext = ext
+        self.notifyExt = notifyExt
+    }
+}
+
+public enum JoinMode: Equatable, Sendable {
+    /// RC join, NIM enter, ZIM joinRoom: the room must exist (ZIM-2).
+    case join
+    /// ZIM enterRoom: created with this configuration if missing (ZIM-3).
+    case enter(RoomConfig)
+    /// ZIM createRoom: fails if the room exists (ZIM-1).
+    case create(RoomConfig)
+}
+
+/// NIM-10 room update; nil fields are left alone.
+public struct RoomUpdate: Equatable, Sendable {
+    public var name: String?
+    public var announcement: String?
+    public var ext: String?
+    public var broadcastUrl: String?
+    public var queueModificationLevel: QueueModificationLevel?
+    public var destroyPolicy: DestroyPolicy?
+    public var keepAlive: Bool?
+    public var multiDevice: MultiDevicePolicy?
+    public var enterExitNotifications: Bool?
+    public var queueLimit: Int?
+    public init() {}
+}
+
+/// NIM-12 role grants.
+public enum RoleChange: Equatable, Sendable {
+    case setManager(Bool)
+    case setCommon(Bool)
+    /// The REST form: make the member a manager, a common member or a guest; resolved to the
+    /// grant above from the member's current role.
+    case assign(RoleTarget)
+}
+
+/// Role names accepted by the REST API.
+public enum RoleTarget: String, Equatable, Sendable, CaseIterable {
+    case manager
+    case common
+    case guest
+
+    /// Refuses unknown names with a clear error naming the field.
+    public static func parse(_ name: String, field: String = "role") throws(ChatError) -> RoleTarget {
+        guard let r = RoleTarget(rawValue: name) else {
+            throw ChatError(.invalidParameter, "unknown role '\(name)'; use manager, common or guest", field: field)
+        }
+        return r
+    }
+}
+
+/// Who sends a room message.
+public enum MessageSender: Equatable, Sendable {
+    case session(SessionID)
+    /// The app server, optionally in the name of a user.
+    case server(userId: String, nickname: String, avatar: String)
+}
+
+/// Anonymous independent-mode profile (NIM-3): nickname and avatar are required.
+public struct AnonymousProfile: Equatable, Sendable {
+    public var nickname: String
+    public var avatar: String
+    public init(nickname: String, avatar: String) {
+        self.nickname = nickname
+        self.avatar = avatar
+    }
+}
+
+/// Every state-changing operation of SPEC §3, §6 and §7.
+public enum Command: Sendable {
+    case configureApp(app: String, AppSettings)
+
+    // Sessions.
+    /// A client connected; `userId` nil means anonymous (NIM-3), with `anonymous` required.
+    case connect(SessionID, app: String, userId: String?, deviceId: String, anonymous: AnonymousProfile?)
+    case disconnect(SessionID)
+
+    // Presence (clients).
+    case join(SessionID, roomId: String, EnterProfile, JoinMode)
+    case leave(SessionID, roomId: String)
+    case leaveAll(SessionID)
+    case switchRoom(SessionID, from: String, to: RoomConfig, createIfMissing: Bool, EnterProfile)
+    /// NIM-14: a member updates its own room profile (→ 316).
+    case updateMyInfo(SessionID, roomId: String, nickname: String?, avatar: String?, ext: String?, notifyExt: String)
+
+    // Rooms (app server; NIM-1 close also by operator).
+    case createRoom(app: String, RoomConfig)
+    case destroyRooms(app: String, [String])
+    case updateRoom(app: String, roomId: String, RoomUpdate, Actor, nim: NIMNotify?)
+    case setRoomOpen(app: String, roomId: String, Bool, Actor, nim: NIMNotify?)
+
+    // Moderation (app server, or managers from a client).
+    case block(app: String, roomId: String, [String], minutes: Int?, Actor, rc: RCNotify?, nim: NIMNotify?)
+    case unblock(app: String, roomId: String, [String], Actor, rc: RCNotify?, nim: NIMNotify?)
+    case mute(app: String, roomId: String, [String], MuteDuration, Actor, rc: RCNotify?, nim: NIMNotify?)
+    case unmute(app: String, roomId: String, [String], UnmuteKind, Actor, rc: RCNotify?, nim: NIMNotify?)
+    case setRoomMuted(app: String, roomId: String, Bool, Actor, rc: RCNotify?, nim: NIMNotify?)
+    case addToAllowlist(app: String, roomId: String, [String], rc: RCNotify?)
+    case removeFromAllowlist(app: String, roomId: String, [String], rc: RCNotify?)
+    case globalMute(app: String, [String], minutes: Int, rc: RCNotify?)
+    case globalUnmute(app: String, [String], rc: RCNotify?)
+    case setRole(app: String, roomId: String, target: String, RoleChange, Actor, notifyExt: String)
+    case kick(app: String, roomId: String, target: String, Actor, notifyExt: String)
+
+    // Attributes (RC-10, ZIM-8).
+    case setAttributes(app: String, roomId: String, [(key: String, value: String)], owner: String?, autoDelete: Bool, Actor)
+    case removeAttributes(app: String, roomId: String, [String], Actor)
+
+    // Queue (NIM-16).
+    case queueOffer(app: String, roomId: String, key: String, value: String, transient: Bool, Actor)
+    case queueBatchUpdate(app: String, roomId: String, [(key: String, value: String)], Actor, notify: NIMNotify?)
+    case queuePoll(app: String, roomId: String, key: String?, Actor)
+    case queueDrop(app: String, roomId: String, Actor)
+
+    // Messages (NIM-8).
+    case sendMessage(app: String, roomId: String, MessageSender, ChatMessage.Kind, content: String)
+}
+
+/// NIM-13 member query types (RC-9 lists everyone present).
+public enum MemberFilter: String, Equatable, Sendable {
+    /// Everyone present, in join order (RC-9).
+    case present
+    /// Fixed members, online or not.
+    case regular
+    /// Guests and anonymous members online.
+    case temporary
+    /// Fixed members who are online.
+    case regularOnline
+    /// Non-fixed members, newest first.
+    case temporaryNewestFirst
+}
+
+public enum SortOrder: String, Equatable, Sendable {
+    case ascending
+    case descending
+}
+
+/// Read-only questions; they change nothing.
+public enum Query: Sendable {
+    case room(app: String, roomId: String)
+    case rooms(app: String, [String])
+    /// NIM-10: room info as a member sees it (members only).
+    case roomAsMember(SessionID, roomId: String)
+    case members(app: String, roomId: String, MemberFilter, SortOrder, limit: Int, after: String?)
+    case membersByIds(app: String, roomId: String, [String])
+    case isInRoom(app: String, roomId: String, [String])
+    case blocks(app: String, roomId: String)
+    case mutes(app: String, roomId: String)
+    case allowlist(app: String, roomId: String)
+    case globalMutes(app: String)
+    case attributes(app: String, roomId: String, keys: [String])
+    case queue(app: String, roomId: String)
+    case history(app: String, roomId: String, start: Int64, limit: Int, SortOrder, kinds: [ChatMessage.Kind])
+    /// Rooms a session is in (ZIM).
+    case roomsOfSession(SessionID)
+    case roomIds(app: String)
+}

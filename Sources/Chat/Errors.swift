@@ -1,0 +1,109 @@
+/// Every refusal of the domain: a stable code, a message, and the field it is about.
+///
+/// Codes follow the vendors where they define one for the same situation (SPEC §11): RongCloud's
+/// 1002/23406/23408/23409/23410/24406, NIM's 13002/13003. Situations no vendor names get
+/// Roomcast codes in the 4xxxx range. `ChatErrorCode.table` is the one table the docs print.
+public struct ChatError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let code: ChatErrorCode
+    public let message: String
+    /// The request field the error is about, when there is one.
+    public let field: String?
+
+    public init(_ code: ChatErrorCode, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String {
+        field.map { "\(code.rawValue) \($0): \(message)" } ?? "\(code.rawValue): \(message)"
+    }
+
+    static func invalid(_ field: String, _ message: String) -> ChatError {
+        ChatError(.invalidParameter, message, field: field)
+    }
+}
+
+public enum ChatErrorCode: Int, Sendable, CaseIterable {
+    /// A request field is missing, malformed or out of range (RongCloud 1002; NIM 414).
+    case invalidParameter = 1002
+    /// The app key is unknown (RongCloud 1001-style).
+    case unknownApp = 1001
+    /// The user is not in the room (RongCloud 23406).
+    case notInRoom = 23406
+    /// Sending is refused: user, room-wide or global mute (RongCloud 23408; NIM 13004).
+    case muted = 23408
+    /// The user is blocked from the room (RongCloud 23409; NIM 13003).
+    case blocked = 23409
+    /// The room does not exist (RongCloud 23410; NIM 404).
+    case roomNotFound = 23410
+    /// The room is closed (NIM 13002 "chat room state abnormal").
+    case roomClosed = 13002
+    /// The user is not a member of the ultra group (RongCloud 24406).
+    case notGroupMember = 24406
+    /// A room with this id already exists (ZIM createRoom).
+    case roomExists = 40901
+    /// The operator's role does not allow this action (NIM 403).
+    case permissionDenied = 40301
+    /// Anonymous members receive but cannot send (NIM-3).
+    case anonymousReadOnly = 40302
+    /// A count limit was reached: rooms per user, fixed members, queue size (NIM 419).
+    case limitExceeded = 41901
+    /// The server's room limit was reached (ZIM switch/create refusal).
+    case roomLimitReached = 41902
+    /// A named item does not exist (queue key, ultra group, channel, webhook).
+    case notFound = 40401
+    /// The session is unknown or not connected.
+    case unknownSession = 40101
+    /// A group or channel with this id already exists.
+    case alreadyExists = 40902
+
+    /// HTTP status for REST answers.
+    public var httpStatus: Int {
+        switch self {
+        case .invalidParameter: return 400
+        case .unknownApp, .unknownSession: return 401
+        case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
+        case .roomNotFound, .notFound: return 404
+        case .roomExists, .alreadyExists: return 409
+        case .limitExceeded, .roomLimitReached: return 422
+        }
+    }
+
+    /// The NIM status code for the same situation (used by the NIM adapter).
+    public var nimCode: Int {
+        switch self {
+        case .invalidParameter: return 414
+        case .unknownApp, .unknownSession: return 302
+        case .notInRoom: return 404
+        case .muted: return 13004
+        case .blocked: return 13003
+        case .roomNotFound, .notFound: return 404
+        case .roomClosed: return 13002
+        case .roomExists, .alreadyExists: return 417
+        case .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
+        case .limitExceeded, .roomLimitReached: return 419
+        }
+    }
+
+    public var summary: String {
+        switch self {
+        case .invalidParameter: return "a request field is missing, malformed or out of range"
+        case .unknownApp: return "unknown app"
+        case .notInRoom: return "the user is not in the room"
+        case .muted: return "sending refused: the user, the room or the user app-wide is muted"
+        case .blocked: return "the user is blocked from the room"
+        case .roomNotFound: return "the room does not exist"
+        case .roomClosed: return "the room is closed"
+        case .notGroupMember: return "the user is not a member of the ultra group"
+        case .roomExists: return "a room with this id already exists"
+        case .permissionDenied: return "the operator's role does not allow this"
+        case .anonymousReadOnly: return "anonymous members cannot send"
+        case .limitExceeded: return "a count limit was reached"
+        case .roomLimitReached: return "the server's room limit was reached"
+        case .notFound: return "no such item"
+        case .unknownSession: return "unknown session"
+        case .alreadyExists: return "already exists"
+        }
+    }
+}

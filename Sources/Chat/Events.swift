@@ -1,0 +1,317 @@
+/// Who must receive an event. Resolved by the gateway's I/O loops against their local indexes,
+/// so the engine never builds per-connection lists for a room.
+public enum Audience: Equatable, Sendable {
+    /// Every session in the room.
+    case room(RoomKey)
+    /// Every session in the room except those of these users.
+    case roomExceptUsers(RoomKey, [String])
+    /// Every session in the room except one (the sender of a message).
+    case roomExceptSession(RoomKey, SessionID)
+    /// Every online session of these users, wherever they are.
+    case users(app: String, [String])
+    /// Exactly these sessions (one connection; one user's other devices).
+    case sessions([SessionID])
+
+    /// The room whose ordered stream this event belongs to (BX-1), if any.
+    public var room: RoomKey? {
+        switch self {
+        case .room(let r), .roomExceptUsers(let r, _), .roomExceptSession(let r, _): return r
+        case .users, .sessions: return nil
+        }
+    }
+}
+
+/// A member as events and replies describe it (NIM-11).
+public struct MemberInfo: Equatable, Sendable {
+    public var userId: String
+    public var nickname: String
+    public var avatar: String
+    public var ext: String
+    public var type: MemberType
+    public var isMuted: Bool
+    public var isTempMuted: Bool
+    /// Remaining seconds of a temporary mute.
+    public var tempMuteRemainingSeconds: Int64
+    public var isBlocklisted: Bool
+    public var isOnline: Bool
+    public var enterTime: Int64
+}
+
+/// Room information (NIM-1, RC-9), as replies and the `joined` status carry it.
+public struct RoomInfo: Equatable, Sendable {
+    public var roomId: String
+    public var name: String
+    public var announcement: String
+    public var creator: String
+    public var ext: String
+    public var broadcastUrl: String
+    public var onlineUserCount: Int
+    public var queueModificationLevel: QueueModificationLevel
+    public var muted: Bool
+    public var open: Bool
+    public var createdAt: Int64
+    public var destroyPolicy: DestroyPolicy
+    public var keepAlive: Bool
+    public var multiDevice: MultiDevicePolicy
+    public var enterExitNotifications: Bool
+    public var epoch: String
+}
+
+/// RC-1 join response.
+public struct JoinInfo: Equatable, Sendable {
+    public var memberCount: Int
+    public var joinTime: Int64
+    public var room: RoomInfo
+}
+
+/// RC-1 statuses (NIM-5 states and ZIM-5 states are derived or given alongside).
+public enum RoomStatus: Equatable, Sendable {
+    case joining
+    case joined(JoinInfo)
+    case joinFailed(ChatErrorCode)
+    /// The room was destroyed and created again while the client was away (sent before `joined`).
+    case reset
+    case quit
+    case destroyed(DestroyType)
+}
+
+extension RoomStatus {
+    /// NIM-5 connection state: entering 0, entered 1, enterFailed 2. (3, connectionLost, is known
+    /// only to the client; it is not sent.)
+    public var nimState: Int? {
+        switch self {
+        case .joining: return 0
+        case .joined: return 1
+        case .joinFailed: return 2
+        default: return nil
+        }
+    }
+}
+
+/// RC-1 destroy types.
+public enum DestroyType: String, Equatable, Sendable {
+    case manual
+    case auto
+}
+
+/// ZIM room states and events (ZIM-5 table).
+public enum ZIMRoomState: String, Equatable, Sendable {
+    case connecting
+    case connected
+    case disconnected
+}
+
+public enum ZIMRoomEvent: String, Equatable, Sendable {
+    case success
+    case activeSwitch
+    case switchFailed
+    case kickedOut
+    case roomNotExist
+    case enterFailed
+}
+
+/// A room status change for one connection (RC-1, NIM-5, ZIM-5/6).
+public struct RoomStatusEvent: Equatable, Sendable {
+    public var roomId: String
+    public var status: RoomStatus
+    public var zimState: ZIMRoomState
+    public var zimEvent: ZIMRoomEvent
+    public var time: Int64
+}
+
+/// NIM-6 kick reasons.
+public enum KickReason: Int, Equatable, Sendable {
+    case roomClosed = 1
+    case byManager = 2
+    case conflictingLogin = 3
+    case blocklisted = 5
+}
+
+public struct KickedEvent: Equatable, Sendable {
+    public var roomId: String
+    public var reason: KickReason
+    public var ext: String
+    public var time: Int64
+}
+
+public enum MemberAction: String, Equatable, Sendable {
+    case join
+    case quit
+}
+
+public struct MemberChange: Equatable, Sendable {
+    public var userId: String
+    public var action: MemberAction
+    public var nickname: String
+    public var avatar: String
+}
+
+/// RC-2 `memberChanged` / ZIM-4 `roomMemberJoined`/`roomMemberLeft`.
+public struct MemberChangedEvent: Equatable, Sendable {
+    public var roomId: String
+    public var changes: [MemberChange]
+    public var memberCount: Int
+}
+
+/// RC-3 multi-device sync.
+public struct MultiLoginSyncEvent: Equatable, Sendable {
+    public var roomId: String
+    /// 1 joined, 0 left.
+    public var status: Int
+    /// For status 0: 1 voluntary, 2 kicked because the user joined another room (RC-4).
+    public var reason: Int
+    public var time: Int64
+    public var extra: String
+}
+
+/// RC-5 block event.
+public struct BlockEvent: Equatable, Sendable {
+    public var roomId: String
+    /// 1 block, 0 unblock.
+    public var operateType: Int
+    /// Milliseconds (0 when unblocking).
+    public var durationTime: Int64
+    public var operateTime: Int64
+    public var userIdList: [String]
+    public var extra: String
+}
+
+/// RC-6 ban types.
+public enum BanType: Int, Equatable, Sendable {
+    case unmuteUsers = 0
+    case muteUsers = 1
+    case roomMuteOff = 2
+    case roomMuteOn = 3
+    case allowlistRemove = 4
+    case allowlistAdd = 5
+    case globalUnmute = 6
+    case globalMute = 7
+}
+
+/// RC-6 mute event.
+public struct BanEvent: Equatable, Sendable {
+    /// Empty for app-wide (global) mutes.
+    public var roomId: String
+    public var banType: BanType
+    public var durationTime: Int64
+    public var operateTime: Int64
+    public var userIdList: [String]
+    public var extra: String
+}
+
+/// NIM-9 notification types.
+public enum NotificationType: Int, Equatable, Sendable, CaseIterable {
+    case enter = 301
+    case exit = 302
+    case blocklistAdd = 303
+    case blocklistRemove = 304
+    case muteAdd = 305
+    case muteRemove = 306
+    case managerAdd = 307
+    case managerRemove = 308
+    case commonAdd = 309
+    case commonRemove = 310
+    case closed = 311
+    case infoUpdated = 312
+    case kicked = 313
+    case tempMuteAdd = 314
+    case tempMuteRemove = 315
+    case memberInfoUpdated = 316
+    case queueChange = 317
+    case roomMuted = 318
+    case roomUnmuted = 319
+    case queueBatchChange = 320
+}
+
+/// NIM-16 queue change types (317) and batch change types (320).
+public enum QueueChangeType: String, Equatable, Sendable {
+    case offer
+    case poll
+    case drop
+    case update
+    case partialClear
+    case batchUpdate
+}
+
+/// The `ext` of a notification: what NIM carries besides source and targets.
+public enum NotificationExt: Equatable, Sendable {
+    case none
+    case tempMute(durationSeconds: Int64)
+    case queue(QueueChangeType, key: String, value: String)
+    case queueBatch(QueueChangeType, elements: [(key: String, value: String)])
+
+    public static func == (a: NotificationExt, b: NotificationExt) -> Bool {
+        switch (a, b) {
+        case (.none, .none): return true
+        case let (.tempMute(x), .tempMute(y)): return x == y
+        case let (.queue(t1, k1, v1), .queue(t2, k2, v2)): return t1 == t2 && k1 == k2 && v1 == v2
+        case let (.queueBatch(t1, e1), .queueBatch(t2, e2)):
+            return t1 == t2 && e1.count == e2.count && zip(e1, e2).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: return false
+        }
+    }
+}
+
+/// NIM-9 notification: operator (`source`), affected members (`targets`), the caller's
+/// `notifyExt`, and the type-specific `ext`.
+public struct NotificationEvent: Equatable, Sendable {
+    public var roomId: String
+    public var type: NotificationType
+    /// The operator; nil when the app server acted.
+    public var source: MemberInfo?
+    public var targets: [MemberInfo]
+    public var notifyExt: String
+    public var ext: NotificationExt
+    public var time: Int64
+}
+
+/// RC-10 / ZIM-8 attribute changes.
+public struct AttributesEvent: Equatable, Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var key: String
+        public var value: String
+        public var owner: String
+        public var autoDelete: Bool
+    }
+    public var roomId: String
+    public var updated: [Entry]
+    public var removed: [String]
+    /// Who changed them ("" for the app server, or the owner whose departure removed them).
+    public var operatorId: String
+    public var time: Int64
+}
+
+public enum ChatEvent: Equatable, Sendable {
+    case roomStatus(RoomStatusEvent)
+    case kicked(KickedEvent)
+    case memberChanged(MemberChangedEvent)
+    case multiLoginSync(MultiLoginSyncEvent)
+    case block(BlockEvent)
+    case ban(BanEvent)
+    case notification(NotificationEvent)
+    case message(ChatMessage)
+    case attributesChanged(AttributesEvent)
+
+    /// The event's wire name.
+    public var name: String {
+        switch self {
+        case .roomStatus: return "room.status"
+        case .kicked: return "room.kicked"
+        case .memberChanged: return "room.memberChanged"
+        case .multiLoginSync: return "room.multiLoginSync"
+        case .block: return "room.block"
+        case .ban: return "room.ban"
+        case .notification: return "room.notification"
+        case .message: return "room.message"
+        case .attributesChanged: return "room.attributes"
+        }
+    }
+}
+
+/// What an outcome does, in order. `joined`/`left` keep the gateway's room indexes in step with
+/// deliveries (e.g. blocked users receive the block event, then leave).
+public enum Effect: Equatable, Sendable {
+    case deliver(ChatEvent, Audience)
+    case joined(SessionID, RoomKey)
+    case left(SessionID, RoomKey)
+}

@@ -1,0 +1,253 @@
+/// A connection of one user on one device, as the gateway registers it. The domain tracks
+/// sessions because several rules depend on who is online where (RC-3, RC-4, NIM-4, NIM-16).
+public struct SessionID: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+    public let raw: UInt64
+    public init(_ raw: UInt64) { self.raw = raw }
+    public static func < (a: SessionID, b: SessionID) -> Bool { a.raw < b.raw }
+    public var description: String { "s\(raw)" }
+}
+
+/// A room's identity across apps.
+public struct RoomKey: Hashable, Sendable, CustomStringConvertible, Codable {
+    public let app: String
+    public let roomId: String
+    public init(app: String, roomId: String) {
+        self.app = app
+        self.roomId = roomId
+    }
+    public var description: String { "\(app)/\(roomId)" }
+}
+
+/// NIM-11 member types.
+public enum MemberType: String, Sendable, Equatable, Codable, CaseIterable {
+    case creator
+    case manager
+    case common
+    /// Fixed because blocklisted or permanently muted.
+    case limited
+    /// A visitor: a member only while online.
+    case guest
+    case anonymous
+
+    public var isFixed: Bool {
+        switch self {
+        case .creator, .manager, .common, .limited: return true
+        case .guest, .anonymous: return false
+        }
+    }
+
+    /// Rank for "who may act on whom" (NIM-12): creator > manager > everyone else.
+    var rank: Int {
+        switch self {
+        case .creator: return 2
+        case .manager: return 1
+        default: return 0
+        }
+    }
+}
+
+/// The role granted explicitly; `limited`, `guest` and `anonymous` are derived from state.
+public enum GrantedRole: String, Sendable, Equatable, Codable {
+    case none
+    case creator
+    case manager
+    case common
+}
+
+/// A user's presence and profile in a room (NIM-11).
+public struct Member: Equatable, Sendable {
+    public var userId: String
+    public var nickname: String = ""
+    public var avatar: String = ""
+    /// NIM-2 roomExt: attached to every message and notification this member causes.
+    public var ext: String = ""
+    public var role: GrantedRole = .none
+    public var anonymous = false
+    /// Sessions of this user in the room (usually one; several with multi-device rooms).
+    public var sessions: [SessionID] = []
+    /// When the user last entered (ms).
+    public var enterTime: Int64 = 0
+
+    public var isOnline: Bool { !sessions.isEmpty }
+
+    /// Removes a session; returns the updated member, or nil if the session was not there.
+    mutating func removeSession(_ sid: SessionID) -> Member? {
+        guard let i = sessions.firstIndex(of: sid) else { return nil }
+        sessions.remove(at: i)
+        return self
+    }
+}
+
+/// A room attribute (RC-10 entry, ZIM-8 room attribute).
+public struct Attribute: Equatable, Sendable, Codable {
+    public var value: String
+    public var owner: String
+    public var autoDelete: Bool
+    public var updatedAt: Int64
+}
+
+/// A NIM-16 queue element.
+public struct QueueElement: Equatable, Sendable, Codable {
+    public var value: String
+    /// The last writer.
+    public var owner: String
+    /// Removed when its owner leaves or drops.
+    public var transient: Bool
+}
+
+/// A room message (NIM-8).
+public struct ChatMessage: Equatable, Sendable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        case text
+        case custom
+        case notification
+    }
+    public var id: String
+    public var roomId: String
+    /// The sender's user id; empty for a server message without one.
+    public var sender: String
+    public var senderNickname: String
+    public var senderAvatar: String
+    /// The sender's roomExt (NIM-2).
+    public var senderExt: String
+    public var kind: Kind
+    public var content: String
+    public var time: Int64
+    public var fromServer: Bool
+}
+
+/// One room of one app: settings, members, moderation, attributes, queue and recent history.
+/// A class so the engine mutates it in place.
+///
+/// The engine is single-threaded and never holds overlapping accesses to these properties, so
+/// the hot ones opt out of dynamic exclusivity checks (`@exclusivity(unchecked)`), which cost
+/// about 8% of every command.
+final class Room {
+    let key: RoomKey
+    var name: String
+    var announcement: String
+    var ext: String
+    var broadcastUrl: String
+    var creator: String
+    var queueModificationLevel: QueueModificationLevel
+    var destroyPolicy: DestroyPolicy
+    var keepAlive: Bool
+    var multiDevice: MultiDevicePolicy
+    var muted: Bool
+    var open = true
+    var enterExitNotifications: Bool
+    var queueLimit: Int
+    let createdAt: Int64
+    /// Identifies this incarnation of the room: a room destroyed and created again gets a new
+    /// epoch, so a resuming client learns it must reset (RC-1, BX-1).
+    let epoch: String
+    @exclusivity(unchecked) var lastActivity: Int64
+    /// ZIM-7: when the room became empty (destroy delay counts from here).
+    @exclusivity(unchecked) var emptySince: Int64?
+
+    @exclusivity(unchecked) var members: [String: Member] = [:]
+    /// Users present (with at least one session), in join order.
+    @exclusivity(unchecked) var present = OrderedIndex<String>()
+    /// Fixed members (creator, managers, common, limited), in the order they became fixed.
+    @exclusivity(unchecked) var fixed = OrderedIndex<String>()
+    /// Blocked users and until when (ms; Int64.max = no expiry).
+    @exclusivity(unchecked) var blocks: [String: Int64] = [:]
+    @exclusivity(unchecked) var permanentMutes: Set<String> = []
+    /// Temporarily muted users and until when (ms).
+    @exclusivity(unchecked) var tempMutes: [String: Int64] = [:]
+    @exclusivity(unchecked) var muteAllowlist = OrderedIndex<String>()
+    @exclusivity(unchecked) var attributes: [String: Attribute] = [:]
+    @exclusivity(unchecked) var queueOrder = OrderedIndex<String>()
+    @exclusivity(unchecked) var queue: [String: QueueElement] = [:]
+    @exclusivity(unchecked) var history: Ring<ChatMessage>
+
+    init(key: RoomKey, config: RoomConfig, now: Int64, epoch: String, historyLimit: Int, defaultQueueLimit: Int) {
+        self.key = key
+        name = config.name
+        announcement = config.announcement
+        ext = config.ext
+        broadcastUrl = config.broadcastUrl
+        creator = config.creator ?? ""
+        queueModificationLevel = config.queueModificationLevel
+        destroyPolicy = config.destroyPolicy
+        keepAlive = config.keepAlive
+        multiDevice = config.multiDevice
+        muted = config.muted
+        enterExitNotifications = config.enterExitNotifications
+        queueLimit = config.queueLimit ?? defaultQueueLimit
+        createdAt = now
+        lastActivity = now
+        self.epoch = epoch
+        history = Ring(capacity: historyLimit)
+    }
+
+    func isBlocked(_ user: String, now: Int64) -> Bool {
+        guard !blocks.isEmpty, let until = blocks[user] else { return false }
+        return until > now
+    }
+
+    func isTempMuted(_ user: String, now: Int64) -> Bool {
+        guard !tempMutes.isEmpty, let until = tempMutes[user] else { return false }
+        return until > now
+    }
+
+    func isPermanentlyMuted(_ user: String) -> Bool {
+        !permanentMutes.isEmpty && permanentMutes.contains(user)
+    }
+
+    /// NIM-11 type of a user in this room.
+    func type(of user: String, now: Int64) -> MemberType {
+        type(of: user, member: members[user], now: now)
+    }
+
+    /// The same, when the caller already holds the member record.
+    func type(of user: String, member m: Member?, now: Int64) -> MemberType {
+        switch m?.role ?? .none {
+        case .creator: return .creator
+        case .manager: return .manager
+        case .common: return .common
+        case .none:
+            if isBlocked(user, now: now) || isPermanentlyMuted(user) { return .limited }
+            return m?.anonymous == true ? .anonymous : .guest
+        }
+    }
+
+    func isFixed(_ user: String, now: Int64) -> Bool { type(of: user, now: now).isFixed }
+
+    var memberCount: Int { present.count }
+}
+
+/// Per-session state kept by the domain.
+struct Session {
+    let id: SessionID
+    let app: String
+    let userId: String
+    let deviceId: String
+    let anonymous: Bool
+    var nickname: String
+    var avatar: String
+    /// Rooms this session is in, in join order.
+    var rooms: [String] = []
+}
+
+/// One app's state.
+/// (Single-threaded, like `Room`: hot properties skip dynamic exclusivity checks.)
+final class AppState {
+    let key: String
+    var settings: AppSettings
+    @exclusivity(unchecked) var rooms: [String: Room] = [:]
+    /// App-wide mutes (RC-6 6/7) and until when (ms).
+    @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
+    /// Online sessions of each user.
+    @exclusivity(unchecked) var userSessions: [String: [SessionID]] = [:]
+
+    init(key: String, settings: AppSettings) {
+        self.key = key
+        self.settings = settings
+    }
+
+    func isGloballyMuted(_ user: String, now: Int64) -> Bool {
+        guard !globalMutes.isEmpty, let until = globalMutes[user] else { return false }
+        return until > now
+    }
+}

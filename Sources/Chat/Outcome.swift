@@ -1,0 +1,181 @@
+/// A room's durable settings (one row of the store's `rooms` table).
+public struct RoomRecord: Equatable, Sendable {
+    public var key: RoomKey
+    public var name: String
+    public var announcement: String
+    public var ext: String
+    public var broadcastUrl: String
+    public var creator: String
+    public var queueModificationLevel: QueueModificationLevel
+    public var destroyPolicy: DestroyPolicy
+    public var keepAlive: Bool
+    public var multiDevice: MultiDevicePolicy
+    public var muted: Bool
+    public var open: Bool
+    public var enterExitNotifications: Bool
+    public var queueLimit: Int
+    public var createdAt: Int64
+    public var epoch: String
+    public var lastActivity: Int64
+}
+
+/// A fixed member's durable role and profile.
+public struct MemberRecord: Equatable, Sendable {
+    public var userId: String
+    public var role: GrantedRole
+    public var nickname: String
+    public var avatar: String
+    public var ext: String
+}
+
+/// A durable change for the store, produced with the outcome of the command that caused it.
+/// Applying these in order to an empty store reproduces the domain's durable state.
+public enum Mutation: Equatable, Sendable {
+    case putApp(String, AppSettings)
+    case putRoom(RoomRecord)
+    /// Removes the room and everything in it (members, moderation, attributes, queue, messages).
+    case deleteRoom(RoomKey)
+    case putMember(RoomKey, MemberRecord)
+    case deleteMember(RoomKey, String)
+    /// Until when (ms); Int64.max for no expiry.
+    case putBlock(RoomKey, String, until: Int64)
+    case deleteBlock(RoomKey, String)
+    case putPermanentMute(RoomKey, String)
+    case deletePermanentMute(RoomKey, String)
+    case putTempMute(RoomKey, String, until: Int64)
+    case deleteTempMute(RoomKey, String)
+    case putAllowlist(RoomKey, String)
+    case deleteAllowlist(RoomKey, String)
+    case putGlobalMute(app: String, String, until: Int64)
+    case deleteGlobalMute(app: String, String)
+    case putAttribute(RoomKey, String, Attribute)
+    case deleteAttribute(RoomKey, String)
+    /// `sequence` orders elements (insertion order survives restarts).
+    case putQueueElement(RoomKey, String, QueueElement, sequence: Int64)
+    case deleteQueueElement(RoomKey, String)
+    case clearQueue(RoomKey)
+    case appendMessage(RoomKey, ChatMessage)
+    /// Messages older than this (ms) may be deleted.
+    case pruneMessages(app: String, before: Int64)
+}
+
+/// Webhook event types (WH-2).
+public enum WebhookEventType: String, Equatable, Sendable, CaseIterable {
+    case roomCreated = "room.created"
+    case roomDestroyed = "room.destroyed"
+    case memberJoined = "member.joined"
+    case memberLeft = "member.left"
+    case memberKicked = "member.kicked"
+    case memberBlocked = "member.blocked"
+    case moderationChanged = "moderation.changed"
+    case messageSent = "message.sent"
+    case queueChanged = "queue.changed"
+    case channelChanged = "channel.changed"
+    case conversationStatusChanged = "conversation.status.changed"
+}
+
+/// Ordered string pairs, written as a dictionary literal; cheaper than a Dictionary (no hashing)
+/// and keeps a stable order for signed payloads.
+public struct KeyValueList: Equatable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
+    public struct Pair: Equatable, Sendable {
+        public var key: String
+        public var value: String
+    }
+    public var pairs: [Pair]
+    public init() { pairs = [] }
+    public init(dictionaryLiteral elements: (String, String)...) {
+        pairs = elements.map { Pair(key: $0.0, value: $0.1) }
+    }
+    public subscript(_ key: String) -> String? { pairs.first { $0.key == key }?.value }
+    public func makeIterator() -> IndexingIterator<[Pair]> { pairs.makeIterator() }
+}
+
+/// A fact for the app server, written to the outbox with the mutation that caused it.
+public struct WebhookRecord: Equatable, Sendable {
+    public var app: String
+    public var type: WebhookEventType
+    public var roomId: String
+    public var userIds: [String]
+    public var time: Int64
+    /// RongCloud status-sync `status`: 0 by an API call, 1 auto-exit, 2 blocked, 3 auto-destroy.
+    public var cause: Int
+    /// Type-specific details (ban type, message content, queue change ...), as ordered pairs.
+    public var details: KeyValueList
+
+    public init(app: String, type: WebhookEventType, roomId: String, userIds: [String] = [], time: Int64, cause: Int = 0,
+                details: KeyValueList = KeyValueList()) {
+        self.app = app
+        self.type = type
+        self.roomId = roomId
+        self.userIds = userIds
+        self.time = time
+        self.cause = cause
+        self.details = details
+    }
+}
+
+/// A successful command's answer.
+public enum Reply: Equatable, Sendable {
+    case done
+    case session(userId: String)
+    case joined(JoinInfo)
+    case room(RoomInfo)
+    case rooms([RoomInfo])
+    case members([MemberInfo], total: Int)
+    case presence([(userId: String, inRoom: Bool)])
+    case userIds([String])
+    case userExpiries([(userId: String, until: Int64?)])
+    case roomIds([String])
+    case attributes([AttributesEvent.Entry])
+    case queue([(key: String, value: String)])
+    case queueElement(key: String, value: String)
+    /// Keys of a batch update that did not exist (NIM-16).
+    case missingKeys([String])
+    case message(ChatMessage)
+    case messages([ChatMessage])
+
+    public static func == (a: Reply, b: Reply) -> Bool {
+        switch (a, b) {
+        case (.done, .done): return true
+        case let (.session(x), .session(y)): return x == y
+        case let (.joined(x), .joined(y)): return x == y
+        case let (.room(x), .room(y)): return x == y
+        case let (.rooms(x), .rooms(y)): return x == y
+        case let (.members(x, t1), .members(y, t2)): return x == y && t1 == t2
+        case let (.presence(x), .presence(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.inRoom == $1.inRoom }
+        case let (.userIds(x), .userIds(y)): return x == y
+        case let (.userExpiries(x), .userExpiries(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.until == $1.until }
+        case let (.roomIds(x), .roomIds(y)): return x == y
+        case let (.attributes(x), .attributes(y)): return x == y
+        case let (.queue(x), .queue(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case let (.queueElement(k1, v1), .queueElement(k2, v2)): return k1 == k2 && v1 == v2
+        case let (.missingKeys(x), .missingKeys(y)): return x == y
+        case let (.message(x), .message(y)): return x == y
+        case let (.messages(x), .messages(y)): return x == y
+        default: return false
+        }
+    }
+}
+
+/// Everything one command (or one tick) causes: the answer, the ordered effects for connections,
+/// the durable mutations and the webhook records. A refused command has no effects, mutations or
+/// webhooks (nothing changed).
+public struct Outcome: Sendable {
+    public var reply: Result<Reply, ChatError>
+    public var effects: [Effect] = []
+    public var mutations: [Mutation] = []
+    public var webhooks: [WebhookRecord] = []
+
+    public init(reply: Result<Reply, ChatError> = .success(.done)) {
+        self.reply = reply
+    }
+
+    public static func failure(_ error: ChatError) -> Outcome { Outcome(reply: .failure(error)) }
+
+    /// Deliveries only (tests).
+    public var deliveries: [(event: ChatEvent, audience: Audience)] {
+        effects.compactMap { if case .deliver(let e, let a) = $0 { return (e, a) } else { return nil } }
+    }
+
+    public var changesState: Bool { !mutations.isEmpty || !effects.isEmpty }
+}

@@ -1,0 +1,401 @@
+/// Why a session leaves a room; decides the events the departure causes.
+enum LeaveCause: Equatable {
+    /// The client left (RC-1 quit, NIM-7 exit, ZIM-6 leave).
+    case voluntary
+    /// The connection dropped.
+    case disconnected
+    /// Moved to another room (ZIM-5): like a voluntary leave.
+    case switched
+    /// Kicked (NIM-6); the kick notification is sent by the caller.
+    case kicked(KickReason, ext: String)
+    /// RC-4: the user joined another room and may only be in one.
+    case oneRoomRule
+    /// The room closed or was destroyed: everyone leaves, no per-user events.
+    case roomGone
+}
+
+extension ChatDomain {
+    // MARK: Sessions
+
+    func connect(_ id: SessionID, _ appKey: String, _ userId: String?, _ deviceId: String, _ anonymous: AnonymousProfile?,
+                 _ out: inout Outcome) throws(ChatError) -> Reply {
+        let app = try app(appKey)
+        guard sessions[id] == nil else { throw .invalid("session", "session \(id) is already connected") }
+        try Validate.maxBytes(deviceId, 64, field: "deviceId")
+        let user: String
+        var nickname = "", avatar = ""
+        if let userId {
+            try Validate.userId(userId)
+        }
+        if let anonymous {
+            // NIM-3: anonymous members must bring a nickname and an avatar.
+            guard !anonymous.nickname.isEmpty else { throw .invalid("anonymous.nickname", "anonymous members need a nickname") }
+            guard !anonymous.avatar.isEmpty else { throw .invalid("anonymous.avatar", "anonymous members need an avatar") }
+            try Validate.maxBytes(anonymous.nickname, Limits.maxNicknameBytes, field: "anonymous.nickname")
+            try Validate.maxBytes(anonymous.avatar, Limits.maxAvatarBytes, field: "anonymous.avatar")
+            nickname = anonymous.nickname
+            avatar = anonymous.avatar
+        }
+        if let userId {
+            user = userId
+        } else {
+            guard anonymous != nil else { throw .invalid("userId", "a userId or an anonymous profile is required") }
+            user = "anon-" + makeID()
+        }
+        sessions[id] = Session(id: id, app: appKey, userId: user, deviceId: deviceId, anonymous: userId == nil,
+                               nickname: nickname, avatar: avatar)
+        app.userSessions[user, default: []].append(id)
+        return .session(userId: user)
+    }
+
+    func disconnect(_ id: SessionID, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(id)
+        let app = try app(s.app)
+        for roomId in s.rooms {
+            if let room = app.rooms[roomId] { removeSession(room, app, id, cause: .disconnected, now: now, &out) }
+        }
+        sessions[id] = nil
+        app.userSessions[s.userId]?.removeAll { $0 == id }
+        if app.userSessions[s.userId]?.isEmpty == true { app.userSessions[s.userId] = nil }
+        return .done
+    }
+
+    /// The user's sessions other than `except`.
+    func otherSessions(_ app: AppState, _ user: String, except: SessionID) -> [SessionID] {
+        (app.userSessions[user] ?? []).filter { $0 != except }
+    }
+
+    // MARK: Join
+
+    func join(_ sid: SessionID, _ roomId: String, _ profile: EnterProfile, _ mode: JoinMode, _ now: Int64,
+              _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(sid)
+        let app = try app(s.app)
+        try Validate.roomId(roomId)
+        try Validate.profile(profile)
+        var created: RoomConfig?
+        let existing = app.rooms[roomId]
+        switch mode {
+        case .join:
+            guard existing != nil else { throw ChatError(.roomNotFound, "room \(roomId) does not exist", field: "roomId") }
+        case .enter(let config):
+            if existing == nil { created = config }
+        case .create(let config):
+            guard existing == nil else { throw ChatError(.roomExists, "room \(roomId) already exists", field: "roomId") }
+            created = config
+        }
+        if var config = created {
+            config.roomId = roomId
+            if config.creator == nil && !s.anonymous { config.creator = s.userId }
+            try validateCreation(app, config)
+        }
+        if let existing {
+            if existing.members[s.userId]?.sessions.contains(sid) == true {
+                // Already in: answer again without telling anyone.
+                let info = JoinInfo(memberCount: existing.memberCount, joinTime: existing.members[s.userId]!.enterTime, room: roomInfo(existing))
+                out.deliver(.roomStatus(RoomStatusEvent(roomId: roomId, status: .joining, zimState: .connecting, zimEvent: .success, time: now)),
+                            to: .sessions([sid]))
+                out.deliver(.roomStatus(RoomStatusEvent(roomId: roomId, status: .joined(info), zimState: .connected, zimEvent: .success, time: now)),
+                            to: .sessions([sid]))
+                return .joined(info)
+            }
+            try checkEntry(existing, app, s, now: now, joining: true)
+        } else {
+            try checkRoomCount(app, s, now: now)
+        }
+        out.deliver(.roomStatus(RoomStatusEvent(roomId: roomId, status: .joining, zimState: .connecting, zimEvent: .success, time: now)),
+                    to: .sessions([sid]))
+        let room: Room
+        if let config = created {
+            var c = config
+            c.roomId = roomId
+            if c.creator == nil && !s.anonymous { c.creator = s.userId }
+            room = createRoom(app, c, now: now, &out)
+        } else {
+            room = existing!
+        }
+        let info = addSession(room, app, sid, profile, now: now, oneRoomRule: true, &out)
+        out.deliver(.roomStatus(RoomStatusEvent(roomId: roomId, status: .joined(info), zimState: .connected, zimEvent: .success, time: now)),
+                    to: .sessions([sid]))
+        return .joined(info)
+    }
+
+    /// Refusals of an entry, checked before anything changes.
+    func checkEntry(_ room: Room, _ app: AppState, _ s: Session, now: Int64, joining: Bool) throws(ChatError) {
+        guard room.open else { throw ChatError(.roomClosed, "room \(room.key.roomId) is closed", field: "roomId") }
+        if room.isBlocked(s.userId, now: now) {
+            throw ChatError(.blocked, "you are blocked from room \(room.key.roomId)", field: "roomId")
+        }
+        try checkRoomCount(app, s, now: now, joining: room.key.roomId)
+    }
+
+    /// NIM-2: at most `maxRoomsPerUser` rooms at once (RC-4 instead moves the user when only one
+    /// room is allowed).
+    func checkRoomCount(_ app: AppState, _ s: Session, now: Int64, joining roomId: String? = nil) throws(ChatError) {
+        guard app.settings.multipleRoomsPerUser else { return }
+        let userSessions = app.userSessions[s.userId] ?? []
+        let count: Int
+        if userSessions.count <= 1 {
+            count = s.rooms.count - (roomId.map { s.rooms.contains($0) ? 1 : 0 } ?? 0)
+        } else {
+            var rooms = Set<String>()
+            for other in userSessions { rooms.formUnion(sessions[other]?.rooms ?? []) }
+            if let roomId { rooms.remove(roomId) }
+            count = rooms.count
+        }
+        if count >= app.settings.maxRoomsPerUser {
+            throw ChatError(.limitExceeded, "a user may be in at most \(app.settings.maxRoomsPerUser) rooms at once", field: "roomId")
+        }
+    }
+
+    /// Adds a session to a room and emits what the entry causes. Preconditions were checked.
+    @discardableResult
+    func addSession(_ room: Room, _ app: AppState, _ sid: SessionID, _ profile: EnterProfile, now: Int64, oneRoomRule: Bool,
+                    _ out: inout Outcome) -> JoinInfo {
+        let s = sessions[sid]!
+        let user = s.userId
+
+        // RC-4: only one room per user; the user leaves every other room (all devices).
+        if oneRoomRule && !app.settings.multipleRoomsPerUser {
+            var others: [String] = []
+            for other in app.userSessions[user] ?? [] {
+                for r in sessions[other]?.rooms ?? [] where r != room.key.roomId && !others.contains(r) { others.append(r) }
+            }
+            for r in others {
+                guard let previous = app.rooms[r] else { continue }
+                let sync = MultiLoginSyncEvent(roomId: r, status: 0, reason: 2, time: now, extra: "")
+                // The user and every member of the room left behind are told.
+                out.deliver(.multiLoginSync(sync), to: .room(previous.key))
+                let elsewhere = (app.userSessions[user] ?? []).filter { !(sessions[$0]?.rooms.contains(r) ?? false) }
+                if !elsewhere.isEmpty { out.deliver(.multiLoginSync(sync), to: .sessions(elsewhere)) }
+                for other in previous.members[user]?.sessions ?? [] {
+                    removeSession(previous, app, other, cause: .oneRoomRule, now: now, &out)
+                }
+            }
+        }
+
+        // One look-up: update the member record in place and keep a copy for the events.
+        let (newlyPresent, member) = room.members.modify(user, default: Member(userId: user)) { m -> (Bool, Member) in
+            let newly = !m.isOnline
+            m.anonymous = s.anonymous
+            m.nickname = profile.nickname.isEmpty ? (m.nickname.isEmpty ? s.nickname : m.nickname) : profile.nickname
+            m.avatar = profile.avatar.isEmpty ? (m.avatar.isEmpty ? s.avatar : m.avatar) : profile.avatar
+            if !profile.ext.isEmpty || newly { m.ext = profile.ext }
+            m.sessions.append(sid)
+            if newly { m.enterTime = now }
+            return (newly, m)
+        }
+        if newlyPresent { room.present.append(user) }
+        sessions[sid]!.rooms.append(room.key.roomId)
+        room.lastActivity = now
+        room.emptySince = nil
+        out.effects.append(.joined(sid, room.key))
+        // NIM-4: single-device rooms keep only the newest device (after the new one is in, so the
+        // user never counts as having left).
+        if room.multiDevice == .single {
+            for old in member.sessions where old != sid {
+                removeSession(room, app, old, cause: .kicked(.conflictingLogin, ext: ""), now: now, &out)
+            }
+        }
+        if member.role != .none || (!room.fixed.isEmpty && room.fixed.contains(user)) {
+            // Profile changes of fixed members are durable.
+            let m = member
+            out.mutations.append(.putMember(room.key, MemberRecord(userId: user, role: m.role, nickname: m.nickname, avatar: m.avatar, ext: m.ext)))
+        }
+
+        if newlyPresent {
+            if app.settings.memberChangeEvents {
+                let change = MemberChange(userId: user, action: .join, nickname: member.nickname, avatar: member.avatar)
+                out.deliver(.memberChanged(MemberChangedEvent(roomId: room.key.roomId, changes: [change], memberCount: room.memberCount)),
+                            to: .roomExceptUsers(room.key, [user]))
+            }
+            if app.settings.enterExitNotifications && room.enterExitNotifications {
+                let info = memberInfo(room, user, member: member, now: now)
+                out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .enter, source: info, targets: [info],
+                                                            notifyExt: profile.notifyExt, ext: .none, time: now)),
+                            to: .roomExceptUsers(room.key, [user]))
+            }
+            out.webhooks.append(WebhookRecord(app: app.key, type: .memberJoined, roomId: room.key.roomId, userIds: [user], time: now))
+        }
+        // RC-3: the user's other online devices learn about the join.
+        let others = otherSessions(app, user, except: sid)
+        if !others.isEmpty {
+            out.deliver(.multiLoginSync(MultiLoginSyncEvent(roomId: room.key.roomId, status: 1, reason: 0, time: now, extra: "")),
+                        to: .sessions(others))
+        }
+        return JoinInfo(memberCount: room.memberCount, joinTime: now, room: roomInfo(room))
+    }
+
+    // MARK: Leave
+
+    func leave(_ sid: SessionID, _ roomId: String, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(sid)
+        let app = try app(s.app)
+        let room = try room(app, roomId)
+        guard s.rooms.contains(roomId) else { throw ChatError(.notInRoom, "not in room \(roomId)", field: "roomId") }
+        removeSession(room, app, sid, cause: .voluntary, now: now, &out)
+        return .done
+    }
+
+    /// ZIM-6: leaves every room of this device only; returns the ids left.
+    func leaveAll(_ sid: SessionID, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(sid)
+        let app = try app(s.app)
+        let left = s.rooms
+        for roomId in left {
+            if let room = app.rooms[roomId] { removeSession(room, app, sid, cause: .voluntary, now: now, &out) }
+        }
+        return .roomIds(left)
+    }
+
+    /// ZIM-5 switchRoom, with the seed's event sequence.
+    func switchRoom(_ sid: SessionID, _ from: String, _ to: RoomConfig, _ createIfMissing: Bool, _ profile: EnterProfile,
+                    _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(sid)
+        let app = try app(s.app)
+        try Validate.roomId(from, field: "fromRoomId")
+        try Validate.roomId(to.roomId, field: "toRoomId")
+        try Validate.profile(profile)
+        let source = try room(app, from)
+        guard s.rooms.contains(from) else { throw ChatError(.notInRoom, "not in room \(from)", field: "fromRoomId") }
+        guard to.roomId != from else { throw .invalid("toRoomId", "cannot switch to the same room") }
+        var toCreate: RoomConfig?
+        if let target = app.rooms[to.roomId] {
+            try checkEntry(target, app, s, now: now, joining: true)
+        } else {
+            guard createIfMissing else { throw ChatError(.roomNotFound, "room \(to.roomId) does not exist", field: "toRoomId") }
+            var c = to
+            if c.creator == nil && !s.anonymous { c.creator = s.userId }
+            try validateCreation(app, c)
+            toCreate = c
+        }
+        out.deliver(.roomStatus(RoomStatusEvent(roomId: to.roomId, status: .joining, zimState: .connecting, zimEvent: .activeSwitch, time: now)),
+                    to: .sessions([sid]))
+        let target = toCreate.map { createRoom(app, $0, now: now, &out) } ?? app.rooms[to.roomId]!
+        let info: JoinInfo
+        if target.members[s.userId]?.sessions.contains(sid) == true {
+            info = JoinInfo(memberCount: target.memberCount, joinTime: now, room: roomInfo(target))
+        } else {
+            info = addSession(target, app, sid, profile, now: now, oneRoomRule: false, &out)
+        }
+        out.deliver(.roomStatus(RoomStatusEvent(roomId: to.roomId, status: .joined(info), zimState: .connected, zimEvent: .success, time: now)),
+                    to: .sessions([sid]))
+        removeSession(source, app, sid, cause: .switched, now: now, &out)
+        return .joined(info)
+    }
+
+    /// Removes a session from a room and emits what the departure causes.
+    func removeSession(_ room: Room, _ app: AppState, _ sid: SessionID, cause: LeaveCause, now: Int64, _ out: inout Outcome) {
+        guard let user = sessions[sid]?.userId else { return }
+        // One look-up: take the session out of the member record in place.
+        guard let member = room.members[user]?.removeSession(sid) else { return }
+        sessions[sid]?.rooms.removeAll { $0 == room.key.roomId }
+
+        // What the departing connection is told.
+        switch cause {
+        case .voluntary, .switched:
+            out.deliver(.roomStatus(RoomStatusEvent(roomId: room.key.roomId, status: .quit, zimState: .disconnected, zimEvent: .success, time: now)),
+                        to: .sessions([sid]))
+        case .kicked(let reason, let ext):
+            out.deliver(.kicked(KickedEvent(roomId: room.key.roomId, reason: reason, ext: ext, time: now)), to: .sessions([sid]))
+        case .disconnected, .oneRoomRule, .roomGone:
+            break
+        }
+        out.effects.append(.left(sid, room.key))
+
+        let fullyLeft = !member.isOnline
+        if fullyLeft && cause != .roomGone {
+            room.present.remove(user)
+            if app.settings.memberChangeEvents {
+                let change = MemberChange(userId: user, action: .quit, nickname: member.nickname, avatar: member.avatar)
+                out.deliver(.memberChanged(MemberChangedEvent(roomId: room.key.roomId, changes: [change], memberCount: room.memberCount)),
+                            to: .roomExceptUsers(room.key, [user]))
+            }
+            let exitNotice = cause == .voluntary || cause == .disconnected || cause == .switched
+            if exitNotice && app.settings.enterExitNotifications && room.enterExitNotifications {
+                let info = memberInfo(room, user, member: member, now: now)
+                out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .exit, source: info, targets: [info],
+                                                            notifyExt: "", ext: .none, time: now)),
+                            to: .roomExceptUsers(room.key, [user]))
+            }
+            ownerLeft(room, app, user, now: now, &out)
+            let (type, status): (WebhookEventType, Int)
+            switch cause {
+            case .kicked(.blocklisted, _): (type, status) = (.memberBlocked, 2)
+            case .kicked: (type, status) = (.memberKicked, 0)
+            case .disconnected: (type, status) = (.memberLeft, 1)
+            default: (type, status) = (.memberLeft, 0)
+            }
+            out.webhooks.append(WebhookRecord(app: app.key, type: type, roomId: room.key.roomId, userIds: [user], time: now, cause: status))
+            refresh(room, user, now: now, &out)
+            if room.present.isEmpty { roomBecameEmpty(room, app, now: now, &out) }
+        } else if fullyLeft {
+            // The room itself is going: no per-user changes are recorded.
+            room.present.remove(user)
+            if !room.fixed.contains(user) { room.members[user] = nil }
+        }
+        // RC-3: the user's other devices learn about a departure on this one.
+        if cause == .voluntary || cause == .disconnected || cause == .switched {
+            let others = otherSessions(app, user, except: sid)
+            if !others.isEmpty {
+                out.deliver(.multiLoginSync(MultiLoginSyncEvent(roomId: room.key.roomId, status: 0, reason: 1, time: now, extra: "")),
+                            to: .sessions(others))
+            }
+        }
+    }
+
+    /// The owner is gone from the room: its transient queue elements (NIM-16, one 320 partial
+    /// clear) and autoDelete attributes (RC-10) go too.
+    func ownerLeft(_ room: Room, _ app: AppState, _ user: String, now: Int64, _ out: inout Outcome) {
+        guard !room.queue.isEmpty || !room.attributes.isEmpty else { return }
+        let transient = room.queueOrder.all.filter { room.queue[$0]?.transient == true && room.queue[$0]?.owner == user }
+        if !transient.isEmpty {
+            var removed: [(key: String, value: String)] = []
+            for key in transient {
+                removed.append((key, room.queue[key]!.value))
+                room.queue[key] = nil
+                room.queueOrder.remove(key)
+            }
+            out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .queueBatchChange, source: nil,
+                                                        targets: [memberInfo(room, user, now: now)], notifyExt: "",
+                                                        ext: .queueBatch(.partialClear, elements: removed), time: now)),
+                        to: .room(room.key))
+            out.webhooks.append(WebhookRecord(app: app.key, type: .queueChanged, roomId: room.key.roomId, userIds: [user], time: now,
+                                              details: ["changeType": "partialClear", "keys": removed.map(\.key).joined(separator: ",")]))
+        }
+        let owned = room.attributes.filter { $0.value.autoDelete && $0.value.owner == user }.map(\.key).sorted()
+        if !owned.isEmpty {
+            for k in owned {
+                room.attributes[k] = nil
+                out.mutations.append(.deleteAttribute(room.key, k))
+            }
+            out.deliver(.attributesChanged(AttributesEvent(roomId: room.key.roomId, updated: [], removed: owned, operatorId: user, time: now)),
+                        to: .room(room.key))
+        }
+    }
+
+    // MARK: NIM-14
+
+    func updateMyInfo(_ sid: SessionID, _ roomId: String, _ nickname: String?, _ avatar: String?, _ ext: String?, _ notifyExt: String,
+                      _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let s = try session(sid)
+        let (_, room, user) = try resolve(s.app, roomId, .session(sid))
+        let u = user!
+        if let nickname { try Validate.maxBytes(nickname, Limits.maxNicknameBytes, field: "nickname") }
+        if let avatar { try Validate.maxBytes(avatar, Limits.maxAvatarBytes, field: "avatar") }
+        if let ext { try Validate.maxBytes(ext, Limits.maxExtBytes, field: "ext") }
+        try Validate.notifyExt(notifyExt)
+        guard nickname != nil || avatar != nil || ext != nil else { throw .invalid("nickname", "nothing to update") }
+        if let nickname { room.members[u]!.nickname = nickname }
+        if let avatar { room.members[u]!.avatar = avatar }
+        if let ext { room.members[u]!.ext = ext }
+        if room.fixed.contains(u) {
+            let m = room.members[u]!
+            out.mutations.append(.putMember(room.key, MemberRecord(userId: u, role: m.role, nickname: m.nickname, avatar: m.avatar, ext: m.ext)))
+        }
+        let info = memberInfo(room, u, now: now)
+        out.deliver(.notification(NotificationEvent(roomId: roomId, type: .memberInfoUpdated, source: info, targets: [info],
+                                                    notifyExt: notifyExt, ext: .none, time: now)), to: .room(room.key))
+        return .done
+    }
+}

@@ -1,0 +1,149 @@
+extension ChatDomain {
+    /// Answers a read-only question. Nothing changes.
+    public func query(_ q: Query, now: Int64) -> Result<Reply, ChatError> {
+        do {
+            return .success(try answer(q, now: now))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func answer(_ q: Query, now: Int64) throws(ChatError) -> Reply {
+        switch q {
+        case .room(let appKey, let roomId):
+            return .room(roomInfo(try room(try app(appKey), roomId)))
+
+        case .rooms(let appKey, let ids):
+            let app = try app(appKey)
+            guard ids.count <= 100 else { throw .invalid("ids", "at most 100 room ids") }
+            return .rooms(ids.compactMap { app.rooms[$0].map(roomInfo) })
+
+        case .roomAsMember(let sid, let roomId):
+            let s = try session(sid)
+            let (_, room, _) = try resolve(s.app, roomId, .session(sid))
+            return .room(roomInfo(room))
+
+        case .members(let appKey, let roomId, let filter, let order, let limit, let after):
+            let room = try room(try app(appKey), roomId)
+            guard limit >= 1 && limit <= Limits.maxMemberListCount else {
+                throw .invalid("limit", "limit must be between 1 and \(Limits.maxMemberListCount)")
+            }
+            let fixed: (String) -> Bool = { room.isFixed($0, now: now) }
+            let online: (String) -> Bool = { room.members[$0]?.isOnline == true }
+            let ids: [String]
+            let total: Int
+            switch filter {
+            case .present:
+                ids = order == .ascending ? room.present.forward(after: after, limit: limit) : room.present.backward(before: after, limit: limit)
+                total = room.present.count
+            case .regular:
+                ids = order == .ascending ? room.fixed.forward(after: after, limit: limit) : room.fixed.backward(before: after, limit: limit)
+                total = room.fixed.count
+            case .regularOnline:
+                ids = order == .ascending ? room.fixed.forward(after: after, limit: limit, where: online)
+                    : room.fixed.backward(before: after, limit: limit, where: online)
+                total = ids.count
+            case .temporary:
+                ids = order == .ascending ? room.present.forward(after: after, limit: limit, where: { !fixed($0) })
+                    : room.present.backward(before: after, limit: limit, where: { !fixed($0) })
+                total = ids.count
+            case .temporaryNewestFirst:
+                ids = room.present.backward(before: after, limit: limit, where: { !fixed($0) })
+                total = ids.count
+            }
+            return .members(ids.map { memberInfo(room, $0, now: now) }, total: total)
+
+        case .membersByIds(let appKey, let roomId, let ids):
+            let room = try room(try app(appKey), roomId)
+            try Validate.userIds(ids, max: Limits.maxMemberQueryIds)
+            let found = ids.filter { room.members[$0] != nil }
+            return .members(found.map { memberInfo(room, $0, now: now) }, total: found.count)
+
+        case .isInRoom(let appKey, let roomId, let ids):
+            let room = try room(try app(appKey), roomId)
+            try Validate.userIds(ids, max: Limits.maxIsInRoomIds)
+            return .presence(ids.map { (userId: $0, inRoom: room.present.contains($0)) })
+
+        case .blocks(let appKey, let roomId):
+            let room = try room(try app(appKey), roomId)
+            return .userExpiries(room.blocks.filter { $0.value > now }.sorted { $0.key < $1.key }
+                .map { (userId: $0.key, until: $0.value == Int64.max ? nil : $0.value) })
+
+        case .mutes(let appKey, let roomId):
+            let room = try room(try app(appKey), roomId)
+            var out: [(userId: String, until: Int64?)] = room.permanentMutes.sorted().map { (userId: $0, until: nil) }
+            for (u, until) in room.tempMutes.sorted(by: { $0.key < $1.key }) where until > now && !room.permanentMutes.contains(u) {
+                out.append((userId: u, until: until))
+            }
+            return .userExpiries(out)
+
+        case .allowlist(let appKey, let roomId):
+            return .userIds(try room(try app(appKey), roomId).muteAllowlist.all)
+
+        case .globalMutes(let appKey):
+            let app = try app(appKey)
+            return .userExpiries(app.globalMutes.filter { $0.value > now }.sorted { $0.key < $1.key }.map { (userId: $0.key, until: $0.value) })
+
+        case .attributes(let appKey, let roomId, let keys):
+            let room = try room(try app(appKey), roomId)
+            guard keys.count <= Limits.maxAttributesPerRoom else { throw .invalid("keys", "at most \(Limits.maxAttributesPerRoom) keys") }
+            let wanted = keys.isEmpty ? room.attributes.keys.sorted() : keys.filter { room.attributes[$0] != nil }
+            return .attributes(wanted.map {
+                let a = room.attributes[$0]!
+                return AttributesEvent.Entry(key: $0, value: a.value, owner: a.owner, autoDelete: a.autoDelete)
+            })
+
+        case .queue(let appKey, let roomId):
+            let room = try room(try app(appKey), roomId)
+            return .queue(room.queueOrder.all.map { (key: $0, value: room.queue[$0]!.value) })
+
+        case .history(let appKey, let roomId, let start, let limit, let order, let kinds):
+            let app = try app(appKey)
+            let room = try room(app, roomId)
+            guard limit >= 1 && limit <= Limits.maxHistoryLimit else {
+                throw .invalid("limit", "limit must be between 1 and \(Limits.maxHistoryLimit)")
+            }
+            guard start >= 0 else { throw .invalid("start", "start must not be negative") }
+            let oldest = now - app.settings.historyRetentionMilliseconds
+            let wanted: (ChatMessage) -> Bool = { m in m.time >= oldest && (kinds.isEmpty || kinds.contains(m.kind)) }
+            var out: [ChatMessage] = []
+            let h = room.history
+            if order == .descending {
+                // Newest first, strictly before `start` (0: from now).
+                var i = h.count - 1
+                while i >= 0 && out.count < limit {
+                    let m = h[i]
+                    if (start == 0 || m.time < start) && wanted(m) { out.append(m) }
+                    i -= 1
+                }
+            } else {
+                // Oldest first, strictly after `start`.
+                var i = 0
+                while i < h.count && out.count < limit {
+                    let m = h[i]
+                    if m.time > start && wanted(m) { out.append(m) }
+                    i += 1
+                }
+            }
+            return .messages(out)
+
+        case .roomsOfSession(let sid):
+            return .roomIds(try session(sid).rooms)
+
+        case .roomIds(let appKey):
+            return .roomIds(try app(appKey).rooms.keys.sorted())
+        }
+    }
+
+    /// The user id of a connected session.
+    public func userId(of session: SessionID) -> String? { sessions[session]?.userId }
+
+    /// The app of a connected session.
+    public func app(of session: SessionID) -> String? { sessions[session]?.app }
+
+    /// The room's current epoch (BX-1), if it exists.
+    public func epoch(app: String, roomId: String) -> String? { apps[app]?.rooms[roomId]?.epoch }
+
+    public var sessionCount: Int { sessions.count }
+    public func roomCount(app: String) -> Int { apps[app]?.rooms.count ?? 0 }
+}

@@ -1,0 +1,96 @@
+/// Rebuilding the domain from the store at start-up. Each call loads one durable row; the
+/// rows of a room come after the room. Who is online is not durable, so nobody is present.
+extension ChatDomain {
+    public func restoreApp(_ key: String, _ settings: AppSettings) {
+        if let existing = apps[key] { existing.settings = settings } else { apps[key] = AppState(key: key, settings: settings) }
+    }
+
+    public func restoreRoom(_ r: RoomRecord) {
+        guard let app = apps[r.key.app] else { return }
+        var config = RoomConfig(roomId: r.key.roomId)
+        config.name = r.name
+        config.announcement = r.announcement
+        config.ext = r.ext
+        config.broadcastUrl = r.broadcastUrl
+        config.creator = r.creator.isEmpty ? nil : r.creator
+        config.queueModificationLevel = r.queueModificationLevel
+        config.destroyPolicy = r.destroyPolicy
+        config.keepAlive = r.keepAlive
+        config.multiDevice = r.multiDevice
+        config.muted = r.muted
+        config.enterExitNotifications = r.enterExitNotifications
+        config.queueLimit = r.queueLimit
+        let room = Room(key: r.key, config: config, now: r.createdAt, epoch: r.epoch, historyLimit: app.settings.historyLimitPerRoom,
+                        defaultQueueLimit: app.settings.defaultQueueLimit)
+        room.open = r.open
+        room.lastActivity = r.lastActivity
+        // Nobody is present after a restart: an empty-room delay counts from the restart.
+        room.emptySince = r.lastActivity
+        app.rooms[r.key.roomId] = room
+        scheduleRoomDeadline(room, now: r.lastActivity)
+    }
+
+    private func restoredRoom(_ key: RoomKey) -> Room? { apps[key.app]?.rooms[key.roomId] }
+
+    public func restoreMember(_ key: RoomKey, _ m: MemberRecord) {
+        guard let room = restoredRoom(key) else { return }
+        var member = room.members[m.userId] ?? Member(userId: m.userId)
+        member.role = m.role
+        member.nickname = m.nickname
+        member.avatar = m.avatar
+        member.ext = m.ext
+        room.members[m.userId] = member
+        room.fixed.append(m.userId)
+    }
+
+    public func restoreBlock(_ key: RoomKey, _ user: String, until: Int64) {
+        guard let room = restoredRoom(key) else { return }
+        room.blocks[user] = until
+        if until != Int64.max { deadlines.push(until, .block(key, user)) }
+        ensureFixed(room, user)
+    }
+
+    public func restorePermanentMute(_ key: RoomKey, _ user: String) {
+        guard let room = restoredRoom(key) else { return }
+        room.permanentMutes.insert(user)
+        ensureFixed(room, user)
+    }
+
+    public func restoreTempMute(_ key: RoomKey, _ user: String, until: Int64) {
+        guard let room = restoredRoom(key) else { return }
+        room.tempMutes[user] = until
+        deadlines.push(until, .tempMute(key, user))
+    }
+
+    public func restoreAllowlist(_ key: RoomKey, _ user: String) {
+        restoredRoom(key)?.muteAllowlist.append(user)
+    }
+
+    public func restoreGlobalMute(app: String, _ user: String, until: Int64) {
+        guard let a = apps[app] else { return }
+        a.globalMutes[user] = until
+        deadlines.push(until, .globalMute(app, user))
+    }
+
+    public func restoreAttribute(_ key: RoomKey, _ name: String, _ a: Attribute) {
+        restoredRoom(key)?.attributes[name] = a
+    }
+
+    /// Elements must be restored in `sequence` order.
+    public func restoreQueueElement(_ key: RoomKey, _ name: String, _ e: QueueElement, sequence: Int64) {
+        guard let room = restoredRoom(key) else { return }
+        room.queue[name] = e
+        room.queueOrder.append(name)
+        queueSequence = max(queueSequence, sequence)
+    }
+
+    /// Messages must be restored oldest first.
+    public func restoreMessage(_ key: RoomKey, _ m: ChatMessage) {
+        restoredRoom(key)?.history.append(m)
+    }
+
+    private func ensureFixed(_ room: Room, _ user: String) {
+        if room.members[user] == nil { room.members[user] = Member(userId: user) }
+        room.fixed.append(user)
+    }
+}

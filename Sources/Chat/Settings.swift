@@ -1,0 +1,107 @@
+/// Per-app behaviour switches (the vendors' console settings).
+public struct AppSettings: Equatable, Sendable, Codable {
+    /// RC-2/ZIM-4: tell other members who joined and left (`memberChanged`). It multiplies
+    /// traffic, so it can be switched off.
+    public var memberChangeEvents = true
+    /// RC-4: a user may be in several rooms at once; when false, joining a second room kicks the
+    /// user from the first.
+    public var multipleRoomsPerUser = true
+    /// NIM-9: enter/exit notifications (301/302) for the app (rooms can switch them off too).
+    public var enterExitNotifications = true
+    /// NIM-2: rooms one user may be in at once (when several are allowed).
+    public var maxRoomsPerUser = 10
+    /// ZIM-5: rooms the app may have; creation beyond it is refused. 0 = no limit.
+    public var maxRooms = 0
+    /// NIM-8: how long room messages are kept, in milliseconds (10 days).
+    public var historyRetentionMilliseconds: Int64 = 10 * 24 * 3600 * 1000
+    /// Messages kept in memory per room for history queries (older ones are only in the store).
+    public var historyLimitPerRoom = 1000
+    /// NIM-8: largest message content in bytes.
+    public var maxMessageBytes = 16 * 1024
+    /// NIM-16: default queue capacity of a room.
+    public var defaultQueueLimit = 1000
+
+    public init() {}
+}
+
+/// When an idle or finished room is destroyed automatically (RC-9, ZIM-7).
+public enum DestroyPolicy: Equatable, Sendable, Codable {
+    /// RC type 0: after this many minutes without a message or a join (60…10080).
+    case inactive(minutes: Int)
+    /// RC type 1: this many minutes after creation (60…10080).
+    case fixed(minutes: Int)
+    /// ZIM: this many seconds after the last member left (0…10800).
+    case whenEmpty(seconds: Int)
+
+    public static let `default` = DestroyPolicy.inactive(minutes: 60)
+}
+
+/// NIM-4: may one user be in the room from several devices at once?
+public enum MultiDevicePolicy: String, Equatable, Sendable, Codable {
+    case single
+    case multiple
+}
+
+/// NIM-1: who may change the queue.
+public enum QueueModificationLevel: Int, Equatable, Sendable, Codable {
+    case anyone = 0
+    case managers = 1
+}
+
+/// Everything a room is created with. Fields are validated by `validate()` before anything changes.
+public struct RoomConfig: Equatable, Sendable {
+    public var roomId: String
+    public var name = ""
+    public var announcement = ""
+    public var ext = ""
+    public var broadcastUrl = ""
+    public var creator: String?
+    public var queueModificationLevel = QueueModificationLevel.anyone
+    public var destroyPolicy = DestroyPolicy.default
+    public var keepAlive = false
+    public var multiDevice = MultiDevicePolicy.multiple
+    public var muted = false
+    public var muteAllowlist: [String] = []
+    public var attributes: [String: String] = [:]
+    public var attributesOwner: String?
+    public var enterExitNotifications = true
+    public var queueLimit: Int?
+
+    public init(roomId: String) {
+        self.roomId = roomId
+    }
+}
+
+/// Limits shared by validation (SPEC RC-8, RC-9, RC-10, NIM-1, NIM-16, ZIM-7/8).
+public enum Limits {
+    public static let maxRoomIdBytes = 64
+    public static let maxUserIdBytes = 64
+    public static let maxUsersPerCall = 20
+    public static let minDurationMinutes = 1
+    public static let maxDurationMinutes = 43_200
+    public static let maxTempMuteSeconds = 2_592_000
+    public static let minDestroyMinutes = 60
+    public static let maxDestroyMinutes = 10_080
+    public static let maxDestroyDelaySeconds = 10_800
+    public static let maxExtBytes = 4096
+    public static let maxNotifyExtBytes = 2048
+    public static let maxExtraBytes = 4096
+    public static let maxNameBytes = 128
+    public static let maxAnnouncementBytes = 4096
+    public static let maxAttributeKeyChars = 128
+    public static let maxAttributeValueBytes = 4096
+    public static let maxAttributesPerRoom = 100
+    public static let maxAttributesAtCreation = 20
+    public static let maxQueueKeyBytes = 32
+    public static let maxQueueBatchKeyBytes = 128
+    public static let maxQueueValueBytes = 4096
+    public static let maxQueueBatch = 100
+    public static let maxFixedMembers = 1000
+    public static let maxMemberQueryIds = 20
+    public static let maxMemberListCount = 500
+    public static let maxHistoryLimit = 100
+    public static let maxAllowlist = 20
+    public static let maxNicknameBytes = 128
+    public static let maxAvatarBytes = 1024
+    public static let maxIsInRoomIds = 1000
+}

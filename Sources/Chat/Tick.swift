@@ -1,0 +1,55 @@
+extension ChatDomain {
+    /// Applies everything time makes happen by `now`: expiring blocks, mutes and global mutes,
+    /// destroy policies (inactivity, fixed lifetime, empty-room delay), and history retention.
+    /// Returns the outcome like any command. Work is proportional to what comes due.
+    public func tick(now: Int64) -> Outcome {
+        var out = Outcome()
+        for due in deadlines.popDue(now) {
+            switch due {
+            case .block(let key, let user):
+                guard let room = apps[key.app]?.rooms[key.roomId], let until = room.blocks[user], until <= now else { continue }
+                room.blocks[user] = nil
+                out.mutations.append(.deleteBlock(key, user))
+                refresh(room, user, now: now, &out)
+                out.webhooks.append(WebhookRecord(app: key.app, type: .moderationChanged, roomId: key.roomId, userIds: [user], time: now,
+                                                  details: ["action": "blockExpired"]))
+            case .tempMute(let key, let user):
+                guard let room = apps[key.app]?.rooms[key.roomId], let until = room.tempMutes[user], until <= now else { continue }
+                room.tempMutes[user] = nil
+                out.mutations.append(.deleteTempMute(key, user))
+                out.webhooks.append(WebhookRecord(app: key.app, type: .moderationChanged, roomId: key.roomId, userIds: [user], time: now,
+                                                  details: ["action": "muteExpired"]))
+            case .globalMute(let appKey, let user):
+                guard let app = apps[appKey], let until = app.globalMutes[user], until <= now else { continue }
+                app.globalMutes[user] = nil
+                out.mutations.append(.deleteGlobalMute(app: appKey, user))
+                out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: [user], time: now,
+                                                  details: ["action": "globalMuteExpired"]))
+            case .room(let key):
+                guard let app = apps[key.app], let room = app.rooms[key.roomId], !room.keepAlive else { continue }
+                let deadline: Int64?
+                switch room.destroyPolicy {
+                case .inactive(let m): deadline = room.lastActivity + Int64(m) * 60_000
+                case .fixed(let m): deadline = room.createdAt + Int64(m) * 60_000
+                case .whenEmpty(let s): deadline = (room.present.isEmpty ? room.emptySince : nil).map { $0 + Int64(s) * 1000 }
+                }
+                guard let deadline else { continue }
+                if deadline <= now {
+                    destroyRoom(room, app, type: .auto, now: now, &out)
+                } else {
+                    // Activity moved the deadline: look again then.
+                    deadlines.push(deadline, .room(key))
+                }
+            }
+        }
+        // History older than the retention window may leave the store (at most once a minute).
+        for (key, app) in apps where now - (lastPrune[key] ?? 0) >= 60_000 {
+            lastPrune[key] = now
+            out.mutations.append(.pruneMessages(app: key, before: now - app.settings.historyRetentionMilliseconds))
+        }
+        return out
+    }
+
+    /// The next instant at which `tick` has work, if any is scheduled.
+    public var nextDeadline: Int64? { deadlines.nextDeadline }
+}

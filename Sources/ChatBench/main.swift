@@ -1,0 +1,140 @@
+import Chat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Benchmark of the chat domain alone, on one thread: commands per second for enter/leave,
+/// mute/unmute and send, and the cost of enter/leave in rooms of 10 and 100,000 members
+/// (it must not grow with room size). Run: swift run -c release chat-bench [--quick]
+func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+final class IDs {
+    var n = 0
+}
+
+final class Benchmark {
+    let quick = CommandLine.arguments.contains("--quick")
+    let app = "bench"
+    var now: Int64 = 1_800_000_000_000
+    var sink = 0
+    var results: [(String, Double)] = []
+    var seconds: Double { quick ? 0.5 : 3.0 }
+
+    func makeDomain(_ configure: (inout AppSettings) -> Void = { _ in }) -> ChatDomain {
+        let ids = IDs()
+        let d = ChatDomain(makeID: {
+            ids.n += 1
+            return String(ids.n)
+        })
+        var s = AppSettings()
+        configure(&s)
+        _ = d.apply(.configureApp(app: app, s), now: now)
+        return d
+    }
+
+    /// Enter/leave pairs by one session in a room that already holds `members` others.
+    func enterLeave(members: Int) -> Double {
+        let d = makeDomain()
+        var c = RoomConfig(roomId: "room")
+        c.keepAlive = true
+        _ = d.apply(.createRoom(app: app, c), now: now)
+        for i in 0..<members {
+            let s = SessionID(UInt64(i + 10))
+            _ = d.apply(.connect(s, app: app, userId: "m\(i)", deviceId: "d", anonymous: nil), now: now)
+            _ = d.apply(.join(s, roomId: "room", EnterProfile(), .join), now: now)
+        }
+        let me = SessionID(1)
+        _ = d.apply(.connect(me, app: app, userId: "walker", deviceId: "d", anonymous: nil), now: now)
+        return measure(seconds, opsPerCall: 2) {
+            let a = d.apply(.join(me, roomId: "room", EnterProfile(), .join), now: now)
+            let b = d.apply(.leave(me, roomId: "room"), now: now)
+            sink &+= a.effects.count &+ b.effects.count
+        }
+    }
+
+    func run() {
+        results.append(("enter+leave, room of 10", enterLeave(members: 10)))
+        results.append(("enter+leave, room of 100,000", enterLeave(members: quick ? 10_000 : 100_000)))
+
+        do {
+            let d = makeDomain()
+            var c = RoomConfig(roomId: "room")
+            c.keepAlive = true
+            _ = d.apply(.createRoom(app: app, c), now: now)
+            let users = ["u1"]
+            results.append(("mute+unmute (no notify)", measure(seconds, opsPerCall: 2) {
+                let a = d.apply(.mute(app: app, roomId: "room", users, .minutes(10), .server, rc: nil, nim: nil), now: now)
+                let b = d.apply(.unmute(app: app, roomId: "room", users, .all, .server, rc: nil, nim: nil), now: now)
+                sink &+= a.mutations.count &+ b.mutations.count
+            }))
+            results.append(("mute+unmute (needNotify)", measure(seconds, opsPerCall: 2) {
+                let a = d.apply(.mute(app: app, roomId: "room", users, .minutes(10), .server, rc: RCNotify(extra: ""), nim: nil), now: now)
+                let b = d.apply(.unmute(app: app, roomId: "room", users, .all, .server, rc: RCNotify(extra: ""), nim: nil), now: now)
+                sink &+= a.effects.count &+ b.effects.count
+            }))
+        }
+
+        do {
+            let d = makeDomain()
+            var c = RoomConfig(roomId: "room")
+            c.keepAlive = true
+            _ = d.apply(.createRoom(app: app, c), now: now)
+            let me = SessionID(1)
+            _ = d.apply(.connect(me, app: app, userId: "talker", deviceId: "d", anonymous: nil), now: now)
+            _ = d.apply(.join(me, roomId: "room", EnterProfile(), .join), now: now)
+            for i in 0..<100 {
+                let s = SessionID(UInt64(i + 10))
+                _ = d.apply(.connect(s, app: app, userId: "m\(i)", deviceId: "d", anonymous: nil), now: now)
+                _ = d.apply(.join(s, roomId: "room", EnterProfile(), .join), now: now)
+            }
+            results.append(("send (client message)", measure(seconds, opsPerCall: 1) {
+                now += 1
+                let a = d.apply(.sendMessage(app: app, roomId: "room", .session(me), .text, content: "hello world"), now: now)
+                sink &+= a.effects.count
+            }))
+        }
+
+        print("chat-bench: one thread, \(seconds) s per case\(quick ? " (quick)" : "")")
+        for (name, rate) in results {
+            print("  " + pad(name, 34) + leftPad(fmt(rate), 12) + " commands/s " + leftPad(fmt(1e9 / rate), 6) + " ns/command")
+        }
+        let small = results[0].1, large = results[1].1
+        print("  enter/leave cost ratio, 100k-member room vs 10-member room: \(Double(Int(small / large * 100)) / 100)x (1.00 = no growth)")
+        if sink == 42 { print("") }
+    }
+}
+
+func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
+func leftPad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
+
+Benchmark().run()
+
+/// Runs `body` (which performs `opsPerCall` commands) until `seconds` have passed; returns ops/s.
+@inline(never)
+func measure(_ seconds: Double, opsPerCall: Int, _ body: () -> Void) -> Double {
+    for _ in 0..<1000 { body() } // warm-up
+    var ops = 0
+    let start = monotonicNanos()
+    let budget = UInt64(seconds * 1e9)
+    var elapsed: UInt64 = 0
+    repeat {
+        for _ in 0..<1000 { body() }
+        ops += 1000 * opsPerCall
+        elapsed = monotonicNanos() - start
+    } while elapsed < budget
+    return Double(ops) / (Double(elapsed) / 1e9)
+}
+
+func fmt(_ x: Double) -> String {
+    var s = String(Int(x.rounded()))
+    var i = s.count - 3
+    while i > 0 {
+        s.insert(",", at: s.index(s.startIndex, offsetBy: i))
+        i -= 3
+    }
+    return s
+}
