@@ -174,6 +174,13 @@ public struct HTTPRequestParser {
 
             default:
                 if i == n { return (.needMoreData, i) }
+                // Runs of ordinary bytes in the long states are checked and buffered in one go;
+                // the byte that ends a run goes through `step` like any other.
+                if let error = scanRun(buffer, &i) {
+                    state = .failed(error)
+                    return (.error(error), i)
+                }
+                if i == n { return (.needMoreData, i) }
                 let byte = buffer[i]
                 i += 1
                 if let error = step(byte) {
@@ -406,6 +413,78 @@ public struct HTTPRequestParser {
         }
     }
 
+    /// Consumes a run of bytes that need no decision (token characters of a method or field
+    /// name, visible characters of a target or field value), with the same limits as `step`:
+    /// a run never buffers past a limit, it fails at that byte.
+    @inline(__always)
+    private mutating func scanRun(_ buffer: UnsafeRawBufferPointer, _ i: inout Int) -> HTTPParserError? {
+        let n = buffer.count
+        var j = i
+        switch state {
+        case .method:
+            while j < n && isTokenChar(buffer[j]) { j += 1 }
+            guard j > i else { return nil }
+            let allowed = limits.maxRequestLineBytes - requestLineBytes
+            if j - i > allowed {
+                i += allowed + 1
+                return .uriTooLong
+            }
+            requestLineBytes += j - i
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))
+        case .target:
+            while j < n, buffer[j] > 0x20 && buffer[j] < 0x7F { j += 1 }
+            guard j > i else { return nil }
+            let allowed = limits.maxRequestLineBytes - requestLineBytes
+            if j - i > allowed {
+                i += allowed + 1
+                return .uriTooLong
+            }
+            requestLineBytes += j - i
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))
+        case .version:
+            // "HTTP/1.1": letters, digits, '/' and '.', at most 8 bytes (checked at the CR).
+            while j < n, j - i < 8, buffer[j] > 0x20 && buffer[j] < 0x7F { j += 1 }
+            guard j > i else { return nil }
+            if scratch.count - versionStart + (j - i) > 8 {
+                i = j
+                return .badRequest("malformed HTTP version")
+            }
+            let allowed = limits.maxRequestLineBytes - requestLineBytes
+            if j - i > allowed {
+                i += allowed + 1
+                return .uriTooLong
+            }
+            requestLineBytes += j - i
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))
+        case .fieldName:
+            while j < n && isTokenChar(buffer[j]) { j += 1 }
+            guard j > i else { return nil }
+            let allowed = limits.maxHeaderBytes - headerBytes
+            if j - i > allowed {
+                i += allowed + 1
+                return .headerFieldsTooLarge
+            }
+            headerBytes += j - i
+            for k in i..<j { scratch.append(lower(buffer[k])) }
+        case .fieldValue:
+            // field-vchar only; spaces go through `step`, which tracks trailing whitespace.
+            while j < n, buffer[j] > 0x20 && buffer[j] != 0x7F { j += 1 }
+            guard j > i else { return nil }
+            let allowed = limits.maxHeaderBytes - headerBytes
+            if j - i > allowed {
+                i += allowed + 1
+                return .headerFieldsTooLarge
+            }
+            headerBytes += j - i
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))
+            valueLastNonWS = scratch.count
+        default:
+            return nil
+        }
+        i = j
+        return nil
+    }
+
     @inline(__always)
     private mutating func countRequestLine() -> HTTPParserError? {
         requestLineBytes += 1
@@ -460,6 +539,7 @@ public struct HTTPRequestParser {
     private func buildHead() -> Result<HTTPRequestHead, HTTPParserError> {
         let version: HTTPVersion = scratch[versionStart + 7] == 0x31 ? .http1_1 : .http1_0
         var headers = HTTPHeaders()
+        headers.reserveCapacity(fieldRanges.count)
         var hostCount = 0
         var contentLength: Int?
         var sawContentLength = false
@@ -532,9 +612,18 @@ public struct HTTPRequestParser {
         }
 
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let target = string(methodEnd..<targetEnd)
+        var path = target
+        var query: String?
+        if let q = scratch[methodEnd..<targetEnd].firstIndex(of: 0x3F) {
+            path = string(methodEnd..<q)
+            query = string((q + 1)..<targetEnd)
+        }
         return .success(HTTPRequestHead(
             method: HTTPMethod(string(0..<methodEnd)),
-            target: string(methodEnd..<targetEnd),
+            target: target,
+            path: path,
+            query: query,
             version: version,
             headers: headers,
             framing: framing,

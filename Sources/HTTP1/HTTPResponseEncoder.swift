@@ -10,65 +10,104 @@ public struct HTTPResponseHead: Sendable, Equatable {
 
 /// Serialises responses into bytes (RFC 9112 §4–6).
 public enum HTTPResponseEncoder {
-    /// Appends the status line and header section to `out`.
-    ///
-    /// - `date`: the IMF-fixdate to send (the server caches it per second).
-    /// - `contentLength`: added unless the status forbids a body (1xx, 204, 304).
-    /// - `close`: adds `Connection: close`.
-    public static func encodeHead(_ head: HTTPResponseHead, contentLength: Int?, date: String?, close: Bool,
-                                  into out: inout [UInt8]) {
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
-        appendDecimal(head.status.code, to: &out)
-        out.append(SP)
-        out.append(contentsOf: head.status.reason.utf8)
-        out.append(contentsOf: [CR, LF])
-        for field in head.headers.fields {
-            append(field.name, field.value, to: &out)
-        }
-        if let date { append("Date", date, to: &out) }
+    /// Exact size of `write`'s output, so the caller can allocate once.
+    public static func encodedSize(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool,
+                                   extraHeader: (name: String, value: String)? = nil) -> Int {
         let code = head.status.code
-        if let contentLength, code >= 200, code != 204, code != 304 {
-            out.append(contentsOf: "Content-Length: ".utf8)
-            appendDecimal(contentLength, to: &out)
-            out.append(contentsOf: [CR, LF])
-        }
-        if close { out.append(contentsOf: "Connection: close\r\n".utf8) }
-        out.append(contentsOf: [CR, LF])
+        var n = 9 + decimalDigits(code) + 1 + head.status.reason.utf8.count + 2
+        for f in head.headers.fields { n += f.name.utf8.count + 2 + f.value.utf8.count + 2 }
+        if let extraHeader { n += extraHeader.name.utf8.count + 2 + extraHeader.value.utf8.count + 2 }
+        if let date { n += 6 + date.utf8.count + 2 }
+        let hasBody = code >= 200 && code != 204 && code != 304
+        if hasBody { n += 16 + decimalDigits(body.count) + 2 }
+        if close { n += 19 }
+        n += 2
+        if hasBody && !headRequest { n += body.count }
+        return n
     }
 
-    /// A whole response: head then body (omitted for HEAD requests, whose Content-Length still
-    /// describes the body a GET would get).
+    /// Writes a whole response to `out` (which has `encodedSize` bytes); returns the bytes written.
+    @discardableResult
+    public static func write(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool,
+                             extraHeader: (name: String, value: String)? = nil, to out: UnsafeMutableRawPointer) -> Int {
+        var p = out
+        @inline(__always) func raw(_ s: StaticString) {
+            p.copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+            p += s.utf8CodeUnitCount
+        }
+        @inline(__always) func text(_ s: String, sanitize: Bool = false) {
+            var s = s
+            s.withUTF8 { u in
+                guard let b = u.baseAddress, !u.isEmpty else { return }
+                p.copyMemory(from: b, byteCount: u.count)
+                if sanitize {
+                    // A value is never allowed to smuggle a line break into the response.
+                    for i in 0..<u.count where u[i] == CR || u[i] == LF { p.storeBytes(of: SP, toByteOffset: i, as: UInt8.self) }
+                }
+                p += u.count
+            }
+        }
+        @inline(__always) func byte(_ b: UInt8) {
+            p.storeBytes(of: b, as: UInt8.self)
+            p += 1
+        }
+        @inline(__always) func decimal(_ v: Int) {
+            let digits = decimalDigits(v)
+            var x = v
+            for i in stride(from: digits - 1, through: 0, by: -1) {
+                p.storeBytes(of: UInt8(x % 10) + 0x30, toByteOffset: i, as: UInt8.self)
+                x /= 10
+            }
+            p += digits
+        }
+        @inline(__always) func field(_ name: String, _ value: String) {
+            text(name)
+            raw(": ")
+            text(value, sanitize: true)
+            raw("\r\n")
+        }
+        let code = head.status.code
+        raw("HTTP/1.1 ")
+        decimal(code)
+        byte(SP)
+        text(head.status.reason)
+        raw("\r\n")
+        for f in head.headers.fields { field(f.name, f.value) }
+        if let extraHeader { field(extraHeader.name, extraHeader.value) }
+        if let date { field("Date", date) }
+        let hasBody = code >= 200 && code != 204 && code != 304
+        if hasBody {
+            raw("Content-Length: ")
+            decimal(body.count)
+            raw("\r\n")
+        }
+        if close { raw("Connection: close\r\n") }
+        raw("\r\n")
+        if hasBody && !headRequest && !body.isEmpty {
+            body.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            p += body.count
+        }
+        return p - out
+    }
+
+    static func decimalDigits(_ v: Int) -> Int {
+        var n = 1
+        var x = v
+        while x >= 10 {
+            x /= 10
+            n += 1
+        }
+        return n
+    }
+
+    /// A whole response appended to `out` (the same bytes as `write`).
     public static func encode(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool = false,
                               into out: inout [UInt8]) {
-        encodeHead(head, contentLength: body.count, date: date, close: close, into: &out)
-        let code = head.status.code
-        if !headRequest && code >= 200 && code != 204 && code != 304 { out.append(contentsOf: body) }
-    }
-
-    @inline(__always)
-    static func append(_ name: String, _ value: String, to out: inout [UInt8]) {
-        out.append(contentsOf: name.utf8)
-        out.append(contentsOf: [COLON, SP])
-        // A value is never allowed to smuggle a line break into the response.
-        for b in value.utf8 { out.append(b == CR || b == LF ? SP : b) }
-        out.append(contentsOf: [CR, LF])
-    }
-
-    @inline(__always)
-    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        if value == 0 { out.append(0x30); return }
-        var v = value
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            while v > 0 {
-                d[n] = UInt8(v % 10) + 0x30
-                v /= 10
-                n += 1
-            }
-            for k in stride(from: n - 1, through: 0, by: -1) { out.append(d[k]) }
+        let size = encodedSize(head, body: body, date: date, close: close, headRequest: headRequest)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: size))
+        out.withUnsafeMutableBytes { raw in
+            _ = write(head, body: body, date: date, close: close, headRequest: headRequest, to: raw.baseAddress! + start)
         }
     }
 }

@@ -63,6 +63,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         fields.append((name: name, value: value))
     }
 
+    public mutating func reserveCapacity(_ n: Int) { fields.reserveCapacity(n) }
+
     /// Replaces every field named `name` (case-insensitive) with one field.
     public mutating func replace(_ name: String, _ value: String) {
         fields.removeAll { Self.equalsIgnoringCase($0.name, name) }
@@ -149,11 +151,24 @@ public struct HTTPRequestHead: Sendable, Equatable {
     public var keepAlive: Bool
     /// `Expect: 100-continue` was sent.
     public var expectContinue: Bool
+    /// The path part of the target (before `?`), split once when the head is built.
+    public let path: String
+    /// The query part of the target (after `?`), if any.
+    public let query: String?
 
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders(),
                 framing: HTTPBodyFraming = .none, keepAlive: Bool = true, expectContinue: Bool = false) {
+        let (path, query) = Self.split(target)
+        self.init(method: method, target: target, path: path, query: query, version: version, headers: headers, framing: framing,
+                  keepAlive: keepAlive, expectContinue: expectContinue)
+    }
+
+    init(method: HTTPMethod, target: String, path: String, query: String?, version: HTTPVersion, headers: HTTPHeaders,
+         framing: HTTPBodyFraming, keepAlive: Bool, expectContinue: Bool) {
         self.method = method
         self.target = target
+        self.path = path
+        self.query = query
         self.version = version
         self.headers = headers
         self.framing = framing
@@ -161,16 +176,10 @@ public struct HTTPRequestHead: Sendable, Equatable {
         self.expectContinue = expectContinue
     }
 
-    /// The path part of the target (before `?`).
-    public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
-        return target[...]
-    }
-
-    /// The query part of the target (after `?`), if any.
-    public var query: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+    static func split(_ target: String) -> (String, String?) {
+        let u = target.utf8
+        guard let q = u.firstIndex(of: 0x3F) else { return (target, nil) }
+        return (String(target[..<q]), String(target[u.index(after: q)...]))
     }
 }
 

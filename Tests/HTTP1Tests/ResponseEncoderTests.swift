@@ -17,6 +17,19 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self) == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n")
     }
 
+    @Test func sizeIsExact() {
+        var head = HTTPResponseHead(status: HTTPStatus(code: 418, reason: "I'm a teapot"))
+        head.headers.add("X-Ünïcode", "välue")
+        for body in [[], Array("x".utf8), [UInt8](repeating: 7, count: 12345)] {
+            for (close, headRequest) in [(false, false), (true, false), (false, true)] {
+                var out: [UInt8] = []
+                HTTPResponseEncoder.encode(head, body: body, date: "Sun, 06 Nov 1994 08:49:37 GMT", close: close, headRequest: headRequest, into: &out)
+                let size = HTTPResponseEncoder.encodedSize(head, body: body, date: "Sun, 06 Nov 1994 08:49:37 GMT", close: close, headRequest: headRequest)
+                #expect(out.count == size)
+            }
+        }
+    }
+
     @Test func noContentHasNoLength() {
         var out: [UInt8] = []
         HTTPResponseEncoder.encode(HTTPResponseHead(status: .noContent), body: [], date: nil, close: false, into: &out)
@@ -27,7 +40,7 @@ import Testing
         var head = HTTPResponseHead(status: .ok)
         head.headers.add("X-Evil", "a\r\nSet-Cookie: x")
         var out: [UInt8] = []
-        HTTPResponseEncoder.encodeHead(head, contentLength: 0, date: nil, close: false, into: &out)
+        HTTPResponseEncoder.encode(head, body: [], date: nil, close: false, into: &out)
         #expect(!String(decoding: out, as: UTF8.self).contains("\r\nSet-Cookie"))
     }
 
