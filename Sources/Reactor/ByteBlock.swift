@@ -6,35 +6,41 @@ import Glibc
 ///
 /// Fan-out encodes an event once into a `ByteBlock` and queues the same block on every recipient
 /// connection (ARCHITECTURE §3–4), so the bytes are written by reference, never copied per
-/// connection. The storage address is stable for the life of the object, which `writev` needs.
-public final class ByteBlock: @unchecked Sendable {
-    // Safe to share: the bytes are written only inside `init` (before any other thread can see the
-    // block) and are read-only afterwards; `base` and `count` are immutable.
-    public let base: UnsafeMutableRawPointer
-    public let count: Int
+/// connection. The bytes live in the object itself (one allocation); their address is stable
+/// for the life of the object, which `writev` needs.
+public struct ByteBlock: @unchecked Sendable {
+    // Safe to share: the bytes are written only by `make` before the block is returned (and so
+    // before any other thread can see it), and are read-only afterwards; `storage` is immutable.
+    final class Storage: ManagedBuffer<Int, UInt8> {}
+    let storage: Storage
 
     /// Allocates `count` bytes and lets `initialize` fill them before the block is published.
-    public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) -> Void) {
-        self.count = count
-        self.base = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 16)
-        initialize(UnsafeMutableRawBufferPointer(start: base, count: count))
+    public static func make(count: Int, initialize: (UnsafeMutableRawBufferPointer) -> Void) -> ByteBlock {
+        let buffer = Storage.create(minimumCapacity: max(count, 1)) { _ in count }
+        let storage = unsafeDowncast(buffer, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { initialize(UnsafeMutableRawBufferPointer(start: $0, count: count)) }
+        return ByteBlock(storage: storage)
     }
 
-    public convenience init(copying bytes: UnsafeRawBufferPointer) {
-        self.init(count: bytes.count) { dst in
+    public static func copying(_ bytes: UnsafeRawBufferPointer) -> ByteBlock {
+        make(count: bytes.count) { dst in
             if let src = bytes.baseAddress, bytes.count > 0 { dst.baseAddress!.copyMemory(from: src, byteCount: bytes.count) }
         }
     }
 
-    public convenience init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        self.init(count: bytes.count) { dst in
-            _ = dst.initializeMemory(as: UInt8.self, from: bytes)
-        }
+    public static func from<C: Collection>(_ bytes: C) -> ByteBlock where C.Element == UInt8 {
+        if let block = bytes.withContiguousStorageIfAvailable({ copying(UnsafeRawBufferPointer($0)) }) { return block }
+        return make(count: bytes.count) { dst in _ = dst.initializeMemory(as: UInt8.self, from: bytes) }
+    }
+
+    public var count: Int { storage.header }
+
+    /// The first byte. Stable while the block is alive (the elements are inside the object).
+    public var base: UnsafeMutableRawPointer {
+        storage.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0) }
     }
 
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
     public var array: [UInt8] { Array(bytes) }
-
-    deinit { base.deallocate() }
 }

@@ -74,6 +74,8 @@ public final class EventLoop: @unchecked Sendable {
     public static let writable = UInt32(EPOLLOUT.rawValue)
     public static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLRDHUP.rawValue)
     public static let error = UInt32(EPOLLERR.rawValue)
+    /// Edge-triggered: report a readiness change once, not for as long as it lasts.
+    public static let edgeTriggered = UInt32(EPOLLET.rawValue)
 
     private static let wakeToken: UInt64 = .max
     private static let timerToken: UInt64 = .max - 1
@@ -88,7 +90,7 @@ public final class EventLoop: @unchecked Sendable {
         var fd: Int32
         var generation: UInt32
     }
-    private var slots: [Slot] = []
+    @exclusivity(unchecked) private var slots: [Slot] = []
     private var freeSlots: [UInt32] = []
 
     private struct TimerEntry: Comparable {
@@ -104,6 +106,9 @@ public final class EventLoop: @unchecked Sendable {
     private var armedDeadline: Instant?
 
     private var beforeSleepHooks: [() -> Void] = []
+    /// The time when the loop last woke up: what connection timers compare against. Read on the
+    /// loop thread; refreshed once per iteration instead of once per use.
+    public private(set) var now = Instant.now()
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private let wakePending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
@@ -306,6 +311,7 @@ public final class EventLoop: @unchecked Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             for hook in beforeSleepHooks { hook() }
             let n = epoll_wait(epfd, events, capacity, -1)
+            now = Instant.now()
             if n < 0 { continue } // EINTR: a signal interrupted the wait
             for i in 0..<Int(n) {
                 let ev = events[i]

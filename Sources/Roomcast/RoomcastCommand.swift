@@ -117,10 +117,12 @@ struct RoomcastCommand: ParsableCommand {
 
         let ready = Atomic<Bool>(false)
         var routes = Router.Builder()
-        routes.add(.GET, "/healthz", sync: { _ in .json(.ok, "{\"status\":\"ok\"}") })
-        routes.add(.GET, "/readyz", sync: { _ in
-            ready.load(ordering: .relaxed) ? .json(.ok, "{\"status\":\"ready\"}") : .json(.serviceUnavailable, "{\"status\":\"draining\"}")
-        })
+        // Built once: answering shares these bytes instead of rebuilding them per request.
+        let healthy = Response.json(.ok, "{\"status\":\"ok\"}")
+        let readyResponse = Response.json(.ok, "{\"status\":\"ready\"}")
+        let draining = Response.json(.serviceUnavailable, "{\"status\":\"draining\"}")
+        routes.add(.GET, "/healthz", sync: { _ in healthy })
+        routes.add(.GET, "/readyz", sync: { _ in ready.load(ordering: .relaxed) ? readyResponse : draining })
         let server = try HTTPServer(configuration: serverConfiguration(), router: routes.build(), logger: logger)
         try server.start()
         ready.store(true, ordering: .relaxed)

@@ -92,15 +92,15 @@ final class WSClientConnection: EventHandler {
             let result = bytes.withUnsafeBytes { try? Socket.write(fd, $0) }
             switch result {
             case .processed(let n)? where n == bytes.count: return
-            case .processed(let n)?: output.append(ByteBlock(bytes[n...]))
-            case .wouldBlock?: output.append(ByteBlock(bytes))
+            case .processed(let n)?: output.append(ByteBlock.from(bytes[n...]))
+            case .wouldBlock?: output.append(ByteBlock.from(bytes))
             case nil:
                 fail("write failed")
                 return
             }
             if let r = registration { loop.modify(r, events: EventLoop.readable | EventLoop.writable) }
         } else {
-            output.append(ByteBlock(bytes))
+            output.append(ByteBlock.from(bytes))
         }
     }
 

@@ -28,11 +28,12 @@ public struct ConnectionAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One accepted TCP connection: the shell that performs the I/O its state machines ask for.
-/// Confined to its event loop.
+/// Confined to its event loop; its hot properties skip dynamic exclusivity checks (the loop
+/// never holds two accesses to them at once).
 public final class Connection: EventHandler {
-    enum Mode {
-        case http(HTTPConnectionStateMachine)
-        case webSocket(WebSocketConnectionStateMachine)
+    enum Phase: Equatable {
+        case http
+        case webSocket
         /// Output done (or abandoned); draining input until EOF or the deadline, then close.
         case lingering(deadline: Instant)
         case closed
@@ -42,23 +43,37 @@ public final class Connection: EventHandler {
     let fd: Int32
     public let peer: Socket.Address
     private(set) var registration: RegistrationID?
-    var mode: Mode
+    var phase: Phase = .http
+    // The state machines are stored apart from `phase` and mutated in place: keeping them in
+    // an enum payload meant copying them out and back on every read, which also copied their
+    // buffers. A connection is confined to its loop, so these skip dynamic exclusivity checks.
+    @exclusivity(unchecked) private var http: HTTPConnectionStateMachine?
+    @exclusivity(unchecked) private var ws: WebSocketConnectionStateMachine?
     var index = -1 // position in context.connections
-    private var output = OutboundQueue()
-    private var interest: UInt32 = 0
-    var isDirty = false
+    @exclusivity(unchecked) private var output = OutboundQueue()
+    /// Input may be waiting that was not read (reading paused while a response is pending).
+    /// Edge-triggered registration reports it only once, so it is read when the pause ends.
+    private var readPending = false
+    private var inReadLoop = false
+    @exclusivity(unchecked) var isDirty = false
     /// Close (gracefully) once the output queue is empty.
     private var closeWhenFlushed = false
     private var peerSentEOF = false
 
     // HTTP request in progress. Actions are run from a queue, so a response completed while a
     // request is being dispatched continues the pipeline iteratively, not by recursion.
-    private var httpActions: [HTTPConnectionAction] = []
+    @exclusivity(unchecked) private var httpActions: [HTTPConnectionAction] = []
     private var runningHTTPActions = false
     private var dispatching = false
     private var requestSequence: UInt64 = 0
     private var syncResponse: Response?
-    private var currentHead: HTTPRequestHead?
+    /// What answering the request in flight needs to know about it (not the whole head).
+    private struct InFlight {
+        var keepAlive: Bool
+        var http10: Bool
+        var headRequest: Bool
+    }
+    @exclusivity(unchecked) private var inFlight: InFlight?
     private var pendingLeftover: [UInt8] = []
 
     // WebSocket.
@@ -77,13 +92,15 @@ public final class Connection: EventHandler {
         self.context = context
         self.fd = fd
         self.peer = peer
-        self.mode = .http(HTTPConnectionStateMachine(
-            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now))
+        self.http = HTTPConnectionStateMachine(
+            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now)
     }
 
     func start() throws(SyscallError) {
-        interest = EventLoop.readable | EventLoop.hangup
-        registration = try context.loop.register(fd: fd, events: interest, handler: self)
+        // Registered once, edge-triggered, for both directions (as nginx does): no epoll_ctl
+        // calls to toggle write interest, and the kernel does not re-poll idle sockets.
+        registration = try context.loop.register(
+            fd: fd, events: EventLoop.readable | EventLoop.writable | EventLoop.hangup | EventLoop.edgeTriggered, handler: self)
     }
 
     public var address: ConnectionAddress? {
@@ -91,55 +108,72 @@ public final class Connection: EventHandler {
     }
 
     public var loop: EventLoop { context.loop }
-    public var isWebSocket: Bool {
-        if case .webSocket = mode { return true }
-        return false
-    }
+    public var isWebSocket: Bool { phase == .webSocket }
     public var queuedBytes: Int { output.pendingBytes }
 
     // MARK: Events
 
     public func handleEvent(_ events: UInt32) {
-        if events & EventLoop.writable != 0 { flush() }
+        if events & EventLoop.writable != 0 && !output.isEmpty { flush() }
         if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
-            if case .closed = mode { return }
+            if phase == .closed { return }
             readAvailable()
         }
     }
 
+    /// Reads until the socket is drained (edge-triggered), unless the HTTP state machine pauses
+    /// input while a response is pending; then `readPending` remembers to come back.
     private func readAvailable() {
+        if inReadLoop { return }
+        inReadLoop = true
+        defer { inReadLoop = false }
         let buffer = context.loop.readBuffer
-        let result: IOResult<Int>
-        do {
-            result = try Socket.read(fd, into: buffer)
-        } catch {
-            if !error.isDisconnect { context.logger.debug("read failed", metadata: ["connection.peer": "\(peer)", "error": "\(error)"]) }
-            closeNow()
-            return
-        }
-        switch result {
-        case .wouldBlock:
-            return
-        case .processed(0):
-            peerSentEOF = true
-            handleEOF()
-        case .processed(let n):
-            received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
+        while phase != .closed && !peerSentEOF {
+            if phase == .http && http?.wantsInput != true {
+                readPending = true
+                return
+            }
+            let result: IOResult<Int>
+            do {
+                result = try Socket.read(fd, into: buffer)
+            } catch {
+                if !error.isDisconnect { context.logger.debug("read failed", metadata: ["connection.peer": "\(peer)", "error": "\(error)"]) }
+                closeNow()
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                readPending = false
+                return
+            case .processed(0):
+                readPending = false
+                peerSentEOF = true
+                handleEOF()
+                return
+            case .processed(let n):
+                received(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
+                // Answer while the connection is hot: one writev for every response this read
+                // produced. (Writes queued from elsewhere — fan-out, deferred responses — still
+                // wait for the loop's before-sleep flush, which batches them.)
+                if isDirty { flush() }
+                // A short read drained the socket; new data will raise a new edge.
+                if n < buffer.count {
+                    readPending = false
+                    return
+                }
+            }
         }
     }
 
     private func received(_ bytes: UnsafeMutableRawBufferPointer) {
         let now = context.now
-        switch mode {
-        case .http(var sm):
-            sm.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
-            mode = .http(sm)
+        switch phase {
+        case .http:
+            http!.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
             runHTTPActions()
-            updateReadInterest()
-        case .webSocket(var sm):
+        case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            sm.read(bytes, now: now, into: &actions)
-            mode = .webSocket(sm)
+            ws!.read(bytes, now: now, into: &actions)
             perform(actions)
         case .lingering:
             return // discard
@@ -149,19 +183,14 @@ public final class Connection: EventHandler {
     }
 
     private func handleEOF() {
-        switch mode {
-        case .http(var sm):
-            sm.peerClosed(into: &httpActions)
-            mode = .http(sm)
-            runHTTPActions()
+        switch phase {
+        case .http:
+            http!.peerClosed(into: &httpActions)
             // A request still being answered keeps the connection until its response is written.
-            if case .http(let s) = mode, s.isAwaitingResponse {
-                setInterest(interest & ~EventLoop.readable & ~EventLoop.hangup)
-            }
-        case .webSocket(var sm):
+            runHTTPActions()
+        case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            sm.peerClosed(into: &actions)
-            mode = .webSocket(sm)
+            ws!.peerClosed(into: &actions)
             perform(actions)
         case .lingering:
             closeNow()
@@ -171,15 +200,13 @@ public final class Connection: EventHandler {
     }
 
     func tick(now: Instant) {
-        switch mode {
-        case .http(var sm):
-            sm.tick(now: now, into: &httpActions)
-            mode = .http(sm)
+        switch phase {
+        case .http:
+            http!.tick(now: now, into: &httpActions)
             if !httpActions.isEmpty { runHTTPActions() }
-        case .webSocket(var sm):
+        case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            sm.tick(now: now, into: &actions)
-            mode = .webSocket(sm)
+            ws!.tick(now: now, into: &actions)
             if !actions.isEmpty { perform(actions) }
         case .lingering(let deadline):
             if now >= deadline { closeNow() }
@@ -213,7 +240,7 @@ public final class Connection: EventHandler {
                 context.logger.debug("request refused", metadata: ["connection.peer": "\(peer)", "status": "\(status.code)", "reason": "\(reason)"])
                 var response = Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(reason))}")
                 response.closeConnection = true
-                write(response, head: nil, close: true)
+                write(response, close: true)
                 beginClose()
             case .upgrade(let head, let leftover):
                 upgrade(head, leftover: leftover)
@@ -222,14 +249,13 @@ public final class Connection: EventHandler {
             }
     }
 
-    private static let continueBlock = ByteBlock(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+    private static let continueBlock = ByteBlock.from(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
 
     private func dispatch(_ head: HTTPRequestHead, _ body: [UInt8]) {
         requestSequence &+= 1
         let sequence = requestSequence
-        currentHead = head
+        inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
         context.metrics.requests.add(1, ordering: .relaxed)
-        let request = Request(head: head, body: body, peer: peer)
         switch context.router.match(method: head.method, path: head.path) {
         case .notFound:
             complete(sequence, Response.json(.notFound, "{\"code\":404,\"message\":\"no such path\"}"))
@@ -237,12 +263,12 @@ public final class Connection: EventHandler {
             var h = HTTPHeaders()
             h.add("Allow", allowed.map(\.rawValue).joined(separator: ", "))
             complete(sequence, Response.json(.methodNotAllowed, "{\"code\":405,\"message\":\"method not allowed\"}", headers: h))
-        case .handler(let handler, let parameters):
-            var routed = request
-            routed.pathParameters = parameters
+        case .handler(.sync(let handler), let parameters):
+            complete(sequence, handler(Request(head: head, body: body, pathParameters: parameters, peer: peer)))
+        case .handler(.async(let handler), let parameters):
             let writer = context.responseWriter(for: self, sequence: sequence)
             dispatching = true
-            handler(routed, writer)
+            handler(Request(head: head, body: body, pathParameters: parameters, peer: peer), writer)
             dispatching = false
             if let response = syncResponse {
                 syncResponse = nil
@@ -253,37 +279,31 @@ public final class Connection: EventHandler {
 
     /// A handler's response arrives (on the loop). Out-of-date or duplicate ones are ignored.
     func complete(_ sequence: UInt64, _ response: Response) {
-        guard sequence == requestSequence, let head = currentHead, case .http(var sm) = mode else { return }
+        guard sequence == requestSequence, let request = inFlight, phase == .http else { return }
         if dispatching {
             if syncResponse == nil { syncResponse = response }
             return
         }
-        currentHead = nil
-        let keepAlive = head.keepAlive && sm.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
-        write(response, head: head, close: !keepAlive)
-        sm.responseSent(keepAlive: keepAlive, now: context.now, into: &httpActions)
-        mode = .http(sm)
+        inFlight = nil
+        let keepAlive = request.keepAlive && http!.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
+        write(response, http10: request.http10, headRequest: request.headRequest, close: !keepAlive)
+        http!.responseSent(keepAlive: keepAlive, now: context.now, into: &httpActions)
         runHTTPActions()
-        updateReadInterest()
+        // Input paused for this response may be waiting (no new edge will announce it).
+        if readPending && !inReadLoop { readAvailable() }
     }
 
-    private func write(_ response: Response, head: HTTPRequestHead?, close: Bool) {
-        var scratch = context.takeResponseScratch()
-        var responseHead = HTTPResponseHead(status: response.status, headers: response.headers)
-        if let head, head.version == .http1_0, !close { responseHead.headers.add("Connection", "keep-alive") }
-        HTTPResponseEncoder.encode(responseHead, body: response.body, date: context.dateString, close: close,
-                                   headRequest: head?.method == .HEAD, into: &scratch)
-        enqueue(scratch.withUnsafeBytes { ByteBlock(copying: $0) })
-        context.returnResponseScratch(scratch)
-    }
-
-    private func updateReadInterest() {
-        guard case .http(let sm) = mode else { return }
-        let wanted = sm.wantsInput && !peerSentEOF
-        let hasRead = interest & EventLoop.readable != 0
-        if wanted != hasRead {
-            setInterest(wanted ? interest | EventLoop.readable | EventLoop.hangup : interest & ~EventLoop.readable & ~EventLoop.hangup)
-        }
+    private func write(_ response: Response, http10: Bool = false, headRequest: Bool = false, close: Bool) {
+        // Encoded straight into one exactly-sized block: no intermediate buffer, one allocation.
+        let responseHead = HTTPResponseHead(status: response.status, headers: response.headers)
+        let keepAlive10: (name: String, value: String)? = (http10 && !close) ? ("Connection", "keep-alive") : nil
+        let date = context.dateString
+        let size = HTTPResponseEncoder.encodedSize(responseHead, body: response.body, date: date, close: close,
+                                                   headRequest: headRequest, extraHeader: keepAlive10)
+        enqueue(ByteBlock.make(count: size) { out in
+            HTTPResponseEncoder.write(responseHead, body: response.body, date: date, close: close, headRequest: headRequest,
+                                      extraHeader: keepAlive10, to: out.baseAddress!)
+        })
     }
 
     // MARK: WebSocket
@@ -306,7 +326,8 @@ public final class Connection: EventHandler {
             case .forbiddenOrigin(let origin): message = "origin not allowed: \(origin)"
             }
             let status = HTTPStatus(code: rejection.statusCode)
-            write(Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(message))}", headers: headers), head: head, close: true)
+            write(Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(message))}", headers: headers),
+                  http10: head.version == .http1_0, headRequest: head.method == .HEAD, close: true)
             beginClose()
             return
         case .success(let a):
@@ -314,7 +335,7 @@ public final class Connection: EventHandler {
         }
         let decision = context.upgradeHandler(head, peer, context.index)
         guard case .accept(let handler) = decision else {
-            if case .reject(let response) = decision { write(response, head: head, close: true) }
+            if case .reject(let response) = decision { write(response, headRequest: head.method == .HEAD, close: true) }
             beginClose()
             return
         }
@@ -332,15 +353,18 @@ public final class Connection: EventHandler {
         for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflateParameters).responseHeaders {
             responseHead.headers.add(h.name, h.value)
         }
-        var scratch = context.takeResponseScratch()
-        HTTPResponseEncoder.encodeHead(responseHead, contentLength: nil, date: nil, close: false, into: &scratch)
-        enqueue(scratch.withUnsafeBytes { ByteBlock(copying: $0) })
-        context.returnResponseScratch(scratch)
+        let size = HTTPResponseEncoder.encodedSize(responseHead, body: [], date: nil, close: false, headRequest: false)
+        enqueue(ByteBlock.make(count: size) { out in
+            HTTPResponseEncoder.write(responseHead, body: [], date: nil, close: false, headRequest: false, to: out.baseAddress!)
+        })
 
-        mode = .webSocket(WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now))
+        phase = .webSocket
+        http = nil
+        httpActions = []
+        self.ws = WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now)
         wsHandler = handler
-        context.metrics.webSockets.add(1, ordering: .relaxed)
-        context.webSocketCount += 1
+        context.metrics.webSocketsOpened.add(1, ordering: .relaxed)
+        context.metrics.webSocketsOpen.add(1, ordering: .relaxed)
         handler.webSocketDidOpen(self)
         if !leftover.isEmpty {
             var copy = leftover
@@ -359,7 +383,7 @@ public final class Connection: EventHandler {
                     closeFrameQueued = true
                     closeCode = bytes.count >= 4 ? WebSocketCloseCode(UInt16(bytes[2]) << 8 | UInt16(bytes[3])) : .noStatus
                 }
-                enqueue(ByteBlock(bytes))
+                enqueue(ByteBlock.from(bytes))
             case .closeAfterFlush:
                 beginClose()
             case .closeNow:
@@ -392,7 +416,7 @@ public final class Connection: EventHandler {
             }
         }
         let count = payload.count
-        let block = ByteBlock(count: WebSocketFrameEncoder.headerLength(payloadLength: count, masked: false) + count) { out in
+        let block = ByteBlock.make(count: WebSocketFrameEncoder.headerLength(payloadLength: count, masked: false) + count) { out in
             let h = WebSocketFrameEncoder.writeHeader(rsv1: rsv1, opcode: opcode, payloadLength: count, to: out.baseAddress!)
             payload.withUnsafeBytes { src in
                 if count > 0 { (out.baseAddress! + h).copyMemory(from: src.baseAddress!, byteCount: count) }
@@ -417,20 +441,18 @@ public final class Connection: EventHandler {
         // The queue is dropped; the close frame is best effort (the peer is not reading).
         output.removeAll()
         close(code: context.configuration.webSocket.slowConsumerCloseCode, reason: "slow consumer")
-        if case .webSocket(var sm) = mode {
-            var actions: [WebSocketConnectionAction] = []
-            sm.peerClosed(into: &actions)
-            mode = .webSocket(sm)
+        if phase == .webSocket {
+            var ignored: [WebSocketConnectionAction] = []
+            ws!.peerClosed(into: &ignored)
         }
         beginClose()
     }
 
     /// Starts the closing handshake (e.g. 1001 on shutdown).
     public func close(code: WebSocketCloseCode, reason: String) {
-        guard case .webSocket(var sm) = mode else { return }
+        guard phase == .webSocket else { return }
         var actions: [WebSocketConnectionAction] = []
-        sm.close(code: code, reason: reason, now: context.now, into: &actions)
-        mode = .webSocket(sm)
+        ws!.close(code: code, reason: reason, now: context.now, into: &actions)
         perform(actions)
     }
 
@@ -447,7 +469,7 @@ public final class Connection: EventHandler {
     /// Writes what is queued (called before the loop sleeps, and on writability).
     func flush() {
         isDirty = false
-        if case .closed = mode { return }
+        if phase == .closed { return }
         if !output.isEmpty {
             let result: OutboundQueue.FlushResult
             do {
@@ -456,20 +478,17 @@ public final class Connection: EventHandler {
                 closeNow()
                 return
             }
-            if result == .pending {
-                if interest & EventLoop.writable == 0 { setInterest(interest | EventLoop.writable) }
-                return
-            }
+            // The socket is full: its writable edge calls flush again.
+            if result == .pending { return }
         }
-        if interest & EventLoop.writable != 0 { setInterest(interest & ~EventLoop.writable) }
         if closeWhenFlushed { finishClose() }
     }
 
     /// Close once everything queued has been written.
     func beginClose() {
         closeWhenFlushed = true
-        if case .lingering = mode { return }
-        if case .closed = mode { return }
+        if phase == .closed { return }
+        if case .lingering = phase { return }
         if !isDirty {
             isDirty = true
             context.dirty.append(self)
@@ -477,7 +496,7 @@ public final class Connection: EventHandler {
     }
 
     private func finishClose() {
-        if case .lingering = mode { return }
+        if case .lingering = phase { return }
         if peerSentEOF {
             closeNow()
             return
@@ -485,14 +504,19 @@ public final class Connection: EventHandler {
         // Send FIN, then drain what the peer still sends so our last bytes are not lost to a reset.
         Socket.shutdownWrite(fd)
         notifyClosed()
-        mode = .lingering(deadline: context.now + context.configuration.http.lingerTimeout)
-        setInterest(EventLoop.readable | EventLoop.hangup)
+        phase = .lingering(deadline: context.now + context.configuration.http.lingerTimeout)
+        http = nil
+        ws = nil
+        // Input already waiting raises no new edge: drain it now.
+        readAvailable()
     }
 
     func closeNow() {
-        if case .closed = mode { return }
+        if phase == .closed { return }
         notifyClosed()
-        mode = .closed
+        phase = .closed
+        http = nil
+        ws = nil
         output.removeAll()
         if let registration { context.loop.deregister(registration) }
         registration = nil
@@ -503,23 +527,18 @@ public final class Connection: EventHandler {
     private func notifyClosed() {
         if let handler = wsHandler {
             wsHandler = nil
-            context.webSocketCount -= 1
+            context.metrics.webSocketsOpen.subtract(1, ordering: .relaxed)
             handler.webSocketDidClose(self, code: closeCode)
         }
         userInfo = nil
     }
 
-    private func setInterest(_ events: UInt32) {
-        interest = events
-        if let registration { context.loop.modify(registration, events: events) }
-    }
-
     /// Shutdown: idle HTTP connections close now, busy ones after their response, WebSockets
     /// get a 1001 close frame.
     func drain() {
-        switch mode {
-        case .http(let sm):
-            if sm.isIdle { beginClose() }
+        switch phase {
+        case .http:
+            if http?.isIdle == true { beginClose() }
         case .webSocket:
             close(code: .goingAway, reason: "server shutting down")
         case .lingering, .closed:

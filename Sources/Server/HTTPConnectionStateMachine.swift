@@ -169,12 +169,9 @@ public struct HTTPConnectionStateMachine {
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(base + range.lowerBound)..<(base + range.upperBound)]))
             case .event(.end):
                 state = .awaitingResponse
-                let request = head!
-                head = nil
-                let requestBody = body
-                body = []
                 if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
-                actions.append(.request(request, body: requestBody))
+                actions.append(.request(head.take()!, body: body))
+                body = []
                 return
             }
         }

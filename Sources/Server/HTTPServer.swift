@@ -10,7 +10,7 @@ import Glibc
 /// SO_REUSEPORT listener and its own connections (nothing shared, no locks on the data path).
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
-    public let metrics = ServerMetrics()
+    public let metrics: ServerMetrics
     public let loops: [EventLoop]
     private let router: Router
     private let upgradeHandler: UpgradeHandler
@@ -38,6 +38,7 @@ public final class HTTPServer: Sendable {
         self.onLoopStart = onLoopStart
         self.logger = logger
         loops = try (0..<max(1, configuration.eventLoops)).map { try EventLoop(name: "roomcast-io-\($0)") }
+        metrics = ServerMetrics(loops: loops.count)
     }
 
     /// The port actually bound (useful with port 0).
@@ -66,7 +67,7 @@ public final class HTTPServer: Sendable {
             let fd = fds[index]
             let thread = PosixThread.start(name: loop.name) { [self] in
                 let context = LoopContext(index: index, loop: loop, configuration: configuration, router: router,
-                                          upgradeHandler: upgradeHandler, logger: logger, metrics: metrics)
+                                          upgradeHandler: upgradeHandler, logger: logger, metrics: metrics.loops[index])
                 do {
                     try context.start(listenerFD: fd)
                 } catch {
@@ -113,10 +114,10 @@ public final class HTTPServer: Sendable {
             bound.loop.execute { bound.value.beginDrain() }
         }
         let deadline = Instant.now() + configuration.drainTimeout
-        while metrics.open.load(ordering: .relaxed) > 0 && Instant.now() < deadline {
+        while metrics.open > 0 && Instant.now() < deadline {
             usleep(10_000)
         }
-        let left = metrics.open.load(ordering: .relaxed)
+        let left = metrics.open
         if left > 0 { logger.warning("drain timeout; dropping connections", metadata: ["open": "\(left)"]) }
         let done = Atomic<Int>(0)
         for (_, bound) in contexts {

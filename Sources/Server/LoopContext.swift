@@ -8,14 +8,30 @@ import Glibc
 
 public typealias UpgradeHandler = @Sendable (HTTPRequestHead, Socket.Address, _ loopIndex: Int) -> UpgradeDecision
 
-/// Counters shared by every loop (read by /metrics and the tests).
-public final class ServerMetrics: Sendable {
+/// One loop's counters. Only that loop writes them, so they never bounce between cores; readers
+/// (/metrics, shutdown) sum the loops.
+public final class LoopMetrics: Sendable {
     public let accepted = Atomic<Int>(0)
     public let open = Atomic<Int>(0)
     public let requests = Atomic<Int>(0)
-    public let webSockets = Atomic<Int>(0)
+    public let webSocketsOpened = Atomic<Int>(0)
+    public let webSocketsOpen = Atomic<Int>(0)
     public let slowConsumers = Atomic<Int>(0)
+    /// Keeps two loops' counters off one cache line.
+    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
     public init() {}
+}
+
+/// The server's counters: the sum over its loops.
+public final class ServerMetrics: Sendable {
+    public let loops: [LoopMetrics]
+    public init(loops: Int) { self.loops = (0..<loops).map { _ in LoopMetrics() } }
+    public var accepted: Int { loops.reduce(0) { $0 + $1.accepted.load(ordering: .relaxed) } }
+    public var open: Int { loops.reduce(0) { $0 + $1.open.load(ordering: .relaxed) } }
+    public var requests: Int { loops.reduce(0) { $0 + $1.requests.load(ordering: .relaxed) } }
+    public var webSocketsOpened: Int { loops.reduce(0) { $0 + $1.webSocketsOpened.load(ordering: .relaxed) } }
+    public var webSocketsOpen: Int { loops.reduce(0) { $0 + $1.webSocketsOpen.load(ordering: .relaxed) } }
+    public var slowConsumers: Int { loops.reduce(0) { $0 + $1.slowConsumers.load(ordering: .relaxed) } }
 }
 
 /// The server's state on one event loop: its listener, its connections, the writes to flush before
@@ -27,18 +43,16 @@ final class LoopContext {
     let router: Router
     let upgradeHandler: UpgradeHandler
     let logger: Logger
-    let metrics: ServerMetrics
-    private(set) var connections: [Connection] = []
-    var dirty: [Connection] = []
+    let metrics: LoopMetrics
+    @exclusivity(unchecked) private(set) var connections: [Connection] = []
+    @exclusivity(unchecked) var dirty: [Connection] = []
     private(set) var dateString = ""
     private var dateSecond: Int64 = -1
     var draining = false
-    var webSocketCount = 0
     private var listener: Listener?
-    private var responseScratch: [UInt8] = []
 
     init(index: Int, loop: EventLoop, configuration: ServerConfiguration, router: Router, upgradeHandler: @escaping UpgradeHandler,
-         logger: Logger, metrics: ServerMetrics) {
+         logger: Logger, metrics: LoopMetrics) {
         self.index = index
         self.loop = loop
         self.configuration = configuration
@@ -49,7 +63,8 @@ final class LoopContext {
         refreshDate()
     }
 
-    var now: Instant { Instant.now() }
+    /// The loop's time of its current iteration.
+    var now: Instant { loop.now }
 
     func start(listenerFD: Int32) throws {
         let listener = Listener(fd: listenerFD, context: self)
@@ -104,7 +119,7 @@ final class LoopContext {
     /// Once a second: the Date header and every connection's timers.
     func sweep() {
         refreshDate()
-        let t = now
+        let t = Instant.now()
         var i = 0
         while i < connections.count {
             let c = connections[i]
@@ -120,17 +135,6 @@ final class LoopContext {
             dateSecond = seconds
             dateString = httpDate(secondsSince1970: seconds)
         }
-    }
-
-    func takeResponseScratch() -> [UInt8] {
-        var s = responseScratch
-        responseScratch = []
-        s.removeAll(keepingCapacity: true)
-        return s
-    }
-
-    func returnResponseScratch(_ s: [UInt8]) {
-        if s.capacity <= 64 * 1024 { responseScratch = s }
     }
 
     func responseWriter(for connection: Connection, sequence: UInt64) -> ResponseWriter {

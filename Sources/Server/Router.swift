@@ -18,7 +18,7 @@ public struct Request: Sendable {
     }
 
     public var method: HTTPMethod { head.method }
-    public var path: Substring { head.path }
+    public var path: String { head.path }
 
     /// Query parameters, percent-decoded (`+` is a space), in order.
     public var queryItems: [(name: String, value: String)] {
@@ -72,7 +72,11 @@ public struct ResponseWriter: Sendable {
     public func send(_ response: Response) { complete(response) }
 }
 
-public typealias RouteHandler = @Sendable (Request, ResponseWriter) -> Void
+/// A route's handler: answered at once on the loop, or later (from any thread) via the writer.
+public enum RouteHandler: Sendable {
+    case sync(@Sendable (Request) -> Response)
+    case async(@Sendable (Request, ResponseWriter) -> Void)
+}
 
 /// Maps method and path to a handler. Paths are literal segments or `{name}` parameters.
 /// A known path with another method gets 405 and `Allow`; HEAD falls back to GET.
@@ -87,7 +91,8 @@ public final class Router: Sendable {
         case parameter(String)
     }
 
-    private let exact: [String: [HTTPMethod: RouteHandler]]
+    /// Literal paths; per path a short list of (method, handler), scanned (no second hash).
+    private let exact: [String: [(method: HTTPMethod, handler: RouteHandler)]]
     private let patterns: [Route]
 
     public enum Match {
@@ -98,7 +103,7 @@ public final class Router: Sendable {
 
     /// Build with `Router.Builder`.
     init(exact: [String: [HTTPMethod: RouteHandler]], patterns: [(HTTPMethod, String, RouteHandler)]) {
-        self.exact = exact
+        self.exact = exact.mapValues { byMethod in byMethod.map { (method: $0.key, handler: $0.value) }.sorted { $0.method.rawValue < $1.method.rawValue } }
         self.patterns = patterns.map { method, path, handler in
             Route(method: method, segments: Router.split(path).map { seg in
                 seg.hasPrefix("{") && seg.hasSuffix("}") ? .parameter(String(seg.dropFirst().dropLast())) : .literal(String(seg))
@@ -111,7 +116,7 @@ public final class Router: Sendable {
         private var patterns: [(HTTPMethod, String, RouteHandler)] = []
         public init() {}
 
-        public mutating func add(_ method: HTTPMethod, _ path: String, _ handler: @escaping RouteHandler) {
+        private mutating func add(_ method: HTTPMethod, _ path: String, handler: RouteHandler) {
             if path.contains("{") {
                 patterns.append((method, path, handler))
             } else {
@@ -119,21 +124,25 @@ public final class Router: Sendable {
             }
         }
 
-        /// A handler that answers synchronously.
+        /// A handler that answers later through the writer (from any thread).
+        public mutating func add(_ method: HTTPMethod, _ path: String, _ handler: @escaping @Sendable (Request, ResponseWriter) -> Void) {
+            add(method, path, handler: .async(handler))
+        }
+
+        /// A handler that answers at once.
         public mutating func add(_ method: HTTPMethod, _ path: String, sync handler: @escaping @Sendable (Request) -> Response) {
-            add(method, path) { request, writer in writer.send(handler(request)) }
+            add(method, path, handler: .sync(handler))
         }
 
         public func build() -> Router { Router(exact: exact, patterns: patterns) }
     }
 
-    public func match(method: HTTPMethod, path: Substring) -> Match {
-        let key = String(path)
-        if let byMethod = exact[key] {
-            if let h = byMethod[method] ?? (method == .HEAD ? byMethod[.GET] : nil) {
-                return .handler(h, parameters: [:])
+    public func match(method: HTTPMethod, path key: String) -> Match {
+        if let routes = exact[key] {
+            if let r = routes.first(where: { $0.method == method }) ?? (method == .HEAD ? routes.first(where: { $0.method == .GET }) : nil) {
+                return .handler(r.handler, parameters: [:])
             }
-            return .methodNotAllowed(allowed: Self.allowList(Array(byMethod.keys)))
+            return .methodNotAllowed(allowed: Self.allowList(routes.map(\.method)))
         }
         let segments = Self.split(key)
         var allowed: [HTTPMethod] = []

@@ -123,7 +123,7 @@ struct ReactorTests {
         var queue = OutboundQueue()
         var expected: [UInt8] = []
         for i in 0..<50 {
-            let block = ByteBlock((0..<(1000 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
+            let block = ByteBlock.from((0..<(1000 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
             expected += block.array
             queue.append(block)
         }
