@@ -78,6 +78,23 @@ public struct OutboundQueue {
         }
     }
 
+    /// Drops every block not yet started, keeping a partly written one (so the byte stream stays
+    /// well-framed). Returns the bytes dropped.
+    @discardableResult
+    public mutating func dropUnstarted() -> Int {
+        guard head < blocks.count else { return 0 }
+        let keep = headOffset > 0 ? 1 : 0
+        let dropped = blocks[(head + keep)...].reduce(0) { $0 + $1.count }
+        blocks.removeSubrange((head + keep)...)
+        pendingBytes -= dropped
+        if blocks.count == head {
+            blocks.removeAll()
+            head = 0
+            headOffset = 0
+        }
+        return dropped
+    }
+
     /// Forgets everything (the connection is closing).
     public mutating func removeAll() {
         blocks = []

@@ -438,14 +438,11 @@ public final class Connection: EventHandler {
     private func closeSlowConsumer() {
         context.metrics.slowConsumers.add(1, ordering: .relaxed)
         context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.pendingBytes)"])
-        // The queue is dropped; the close frame is best effort (the peer is not reading).
-        output.removeAll()
+        // What it has not started to receive is dropped; the close frame follows whatever frame is
+        // mid-write. If the peer reads again it sees the code; if not, the close-handshake timer
+        // (closeTimeout) drops the connection.
+        output.dropUnstarted()
         close(code: context.configuration.webSocket.slowConsumerCloseCode, reason: "slow consumer")
-        if phase == .webSocket {
-            var ignored: [WebSocketConnectionAction] = []
-            ws!.peerClosed(into: &ignored)
-        }
-        beginClose()
     }
 
     /// Starts the closing handshake (e.g. 1001 on shutdown).

@@ -9,8 +9,13 @@ public final class TCPClient {
     public let fd: Int32
     private(set) var buffer: [UInt8] = []
 
-    public init(port: UInt16, host: String = "127.0.0.1", timeout: Double = 5) throws {
+    /// `receiveBuffer` shrinks the socket's receive buffer before connecting (to play a client
+    /// that reads slowly).
+    public init(port: UInt16, host: String = "127.0.0.1", timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr(host)
@@ -56,6 +61,14 @@ public final class TCPClient {
         }
         buffer.append(contentsOf: chunk[0..<n])
         return true
+    }
+
+    public var hasBufferedData: Bool { !buffer.isEmpty }
+
+    /// True if the socket has data (or EOF) within the time given.
+    public func poll(milliseconds: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return Glibc.poll(&p, 1, milliseconds) > 0
     }
 
     /// Takes `n` buffered bytes, reading as needed.
@@ -138,8 +151,8 @@ public final class WSClient {
     }
 
     /// Connects and upgrades; throws if the server does not answer 101.
-    public init(port: UInt16, path: String = "/", headers: [String: String] = [:], timeout: Double = 5) throws {
-        tcp = try TCPClient(port: port, timeout: timeout)
+    public init(port: UInt16, path: String = "/", headers: [String: String] = [:], timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
+        tcp = try TCPClient(port: port, timeout: timeout, receiveBuffer: receiveBuffer)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         for (k, v) in headers { request += "\(k): \(v)\r\n" }

@@ -143,6 +143,34 @@ struct ReactorTests {
         #expect(queue.pendingBytes == 0)
     }
 
+    @Test func droppingUnstartedBlocksKeepsTheStreamWellFramed() throws {
+        // A slow consumer's queue: the block mid-write is finished, the rest never start.
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        Socket.setBufferSizes(a, receive: 4096, send: 4096)
+        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
+        defer { iov.deallocate() }
+        var queue = OutboundQueue()
+        let first = ByteBlock.from((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+        queue.append(first)
+        queue.append(ByteBlock.from([UInt8](repeating: 0xEE, count: 50_000)))
+        queue.append(ByteBlock.from([UInt8](repeating: 0xDD, count: 50_000)))
+        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+        let written = 300_000 - queue.pendingBytes
+        #expect(written > 0 && written < first.count)
+        #expect(queue.dropUnstarted() == 100_000)
+        #expect(queue.pendingBytes == first.count - written)
+        var received: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while received.count < first.count {
+            if !queue.isEmpty { _ = try queue.flush(fd: a, iovecs: iov) }
+            let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+            if n > 0 { received += buf[0..<n] }
+        }
+        #expect(received == first.array)
+        #expect(queue.isEmpty && queue.dropUnstarted() == 0)
+    }
+
     @Test func syscallWrapperMapsErrno() throws {
         // EAGAIN is "would block"; other errors name the call.
         let (a, b) = socketPair()
