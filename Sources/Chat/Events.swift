@@ -35,6 +35,20 @@ public struct MemberInfo: Equatable, Sendable {
     public var isBlocklisted: Bool
     public var isOnline: Bool
     public var enterTime: Int64
+
+    public init(userId: String, nickname: String, avatar: String, ext: String, type: MemberType, isMuted: Bool, isTempMuted: Bool, tempMuteRemainingSeconds: Int64, isBlocklisted: Bool, isOnline: Bool, enterTime: Int64) {
+        self.userId = userId
+        self.nickname = nickname
+        self.avatar = avatar
+        self.ext = ext
+        self.type = type
+        self.isMuted = isMuted
+        self.isTempMuted = isTempMuted
+        self.tempMuteRemainingSeconds = tempMuteRemainingSeconds
+        self.isBlocklisted = isBlocklisted
+        self.isOnline = isOnline
+        self.enterTime = enterTime
+    }
 }
 
 /// Room information (NIM-1, RC-9), as replies and the `joined` status carry it.
@@ -55,6 +69,25 @@ public struct RoomInfo: Equatable, Sendable {
     public var multiDevice: MultiDevicePolicy
     public var enterExitNotifications: Bool
     public var epoch: String
+
+    public init(roomId: String, name: String, announcement: String, creator: String, ext: String, broadcastUrl: String, onlineUserCount: Int, queueModificationLevel: QueueModificationLevel, muted: Bool, open: Bool, createdAt: Int64, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, enterExitNotifications: Bool, epoch: String) {
+        self.roomId = roomId
+        self.name = name
+        self.announcement = announcement
+        self.creator = creator
+        self.ext = ext
+        self.broadcastUrl = broadcastUrl
+        self.onlineUserCount = onlineUserCount
+        self.queueModificationLevel = queueModificationLevel
+        self.muted = muted
+        self.open = open
+        self.createdAt = createdAt
+        self.destroyPolicy = destroyPolicy
+        self.keepAlive = keepAlive
+        self.multiDevice = multiDevice
+        self.enterExitNotifications = enterExitNotifications
+        self.epoch = epoch
+    }
 }
 
 /// RC-1 join response.
@@ -62,6 +95,12 @@ public struct JoinInfo: Equatable, Sendable {
     public var memberCount: Int
     public var joinTime: Int64
     public var room: RoomInfo
+
+    public init(memberCount: Int, joinTime: Int64, room: RoomInfo) {
+        self.memberCount = memberCount
+        self.joinTime = joinTime
+        self.room = room
+    }
 }
 
 /// RC-1 statuses (NIM-5 states and ZIM-5 states are derived or given alongside).
@@ -117,6 +156,14 @@ public struct RoomStatusEvent: Equatable, Sendable {
     public var zimState: ZIMRoomState
     public var zimEvent: ZIMRoomEvent
     public var time: Int64
+
+    public init(roomId: String, status: RoomStatus, zimState: ZIMRoomState, zimEvent: ZIMRoomEvent, time: Int64) {
+        self.roomId = roomId
+        self.status = status
+        self.zimState = zimState
+        self.zimEvent = zimEvent
+        self.time = time
+    }
 }
 
 /// NIM-6 kick reasons.
@@ -132,6 +179,13 @@ public struct KickedEvent: Equatable, Sendable {
     public var reason: KickReason
     public var ext: String
     public var time: Int64
+
+    public init(roomId: String, reason: KickReason, ext: String, time: Int64) {
+        self.roomId = roomId
+        self.reason = reason
+        self.ext = ext
+        self.time = time
+    }
 }
 
 public enum MemberAction: String, Equatable, Sendable {
@@ -144,6 +198,13 @@ public struct MemberChange: Equatable, Sendable {
     public var action: MemberAction
     public var nickname: String
     public var avatar: String
+
+    public init(userId: String, action: MemberAction, nickname: String, avatar: String) {
+        self.userId = userId
+        self.action = action
+        self.nickname = nickname
+        self.avatar = avatar
+    }
 }
 
 /// RC-2 `memberChanged` / ZIM-4 `roomMemberJoined`/`roomMemberLeft`.
@@ -151,6 +212,12 @@ public struct MemberChangedEvent: Equatable, Sendable {
     public var roomId: String
     public var changes: [MemberChange]
     public var memberCount: Int
+
+    public init(roomId: String, changes: [MemberChange], memberCount: Int) {
+        self.roomId = roomId
+        self.changes = changes
+        self.memberCount = memberCount
+    }
 }
 
 /// RC-3 multi-device sync.
@@ -162,6 +229,14 @@ public struct MultiLoginSyncEvent: Equatable, Sendable {
     public var reason: Int
     public var time: Int64
     public var extra: String
+
+    public init(roomId: String, status: Int, reason: Int, time: Int64, extra: String) {
+        self.roomId = roomId
+        self.status = status
+        self.reason = reason
+        self.time = time
+        self.extra = extra
+    }
 }
 
 /// RC-5 block event.
@@ -174,6 +249,15 @@ public struct BlockEvent: Equatable, Sendable {
     public var operateTime: Int64
     public var userIdList: [String]
     public var extra: String
+
+    public init(roomId: String, operateType: Int, durationTime: Int64, operateTime: Int64, userIdList: [String], extra: String) {
+        self.roomId = roomId
+        self.operateType = operateType
+        self.durationTime = durationTime
+        self.operateTime = operateTime
+        self.userIdList = userIdList
+        self.extra = extra
+    }
 }
 
 /// RC-6 ban types.
@@ -197,6 +281,15 @@ public struct BanEvent: Equatable, Sendable {
     public var operateTime: Int64
     public var userIdList: [String]
     public var extra: String
+
+    public init(roomId: String, banType: BanType, durationTime: Int64, operateTime: Int64, userIdList: [String], extra: String) {
+        self.roomId = roomId
+        self.banType = banType
+        self.durationTime = durationTime
+        self.operateTime = operateTime
+        self.userIdList = userIdList
+        self.extra = extra
+    }
 }
 
 /// NIM-9 notification types.
@@ -263,6 +356,16 @@ public struct NotificationEvent: Equatable, Sendable {
     public var notifyExt: String
     public var ext: NotificationExt
     public var time: Int64
+
+    public init(roomId: String, type: NotificationType, source: MemberInfo?, targets: [MemberInfo], notifyExt: String, ext: NotificationExt, time: Int64) {
+        self.roomId = roomId
+        self.type = type
+        self.source = source
+        self.targets = targets
+        self.notifyExt = notifyExt
+        self.ext = ext
+        self.time = time
+    }
 }
 
 /// RC-10 / ZIM-8 attribute changes.
@@ -279,6 +382,14 @@ public struct AttributesEvent: Equatable, Sendable {
     /// Who changed them ("" for the app server, or the owner whose departure removed them).
     public var operatorId: String
     public var time: Int64
+
+    public init(roomId: String, updated: [Entry], removed: [String], operatorId: String, time: Int64) {
+        self.roomId = roomId
+        self.updated = updated
+        self.removed = removed
+        self.operatorId = operatorId
+        self.time = time
+    }
 }
 
 public enum ChatEvent: Equatable, Sendable {

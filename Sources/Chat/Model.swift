@@ -84,6 +84,13 @@ public struct Attribute: Equatable, Sendable, Codable {
     public var owner: String
     public var autoDelete: Bool
     public var updatedAt: Int64
+
+    public init(value: String, owner: String, autoDelete: Bool, updatedAt: Int64) {
+        self.value = value
+        self.owner = owner
+        self.autoDelete = autoDelete
+        self.updatedAt = updatedAt
+    }
 }
 
 /// A NIM-16 queue element.
@@ -93,6 +100,12 @@ public struct QueueElement: Equatable, Sendable, Codable {
     public var owner: String
     /// Removed when its owner leaves or drops.
     public var transient: Bool
+
+    public init(value: String, owner: String, transient: Bool) {
+        self.value = value
+        self.owner = owner
+        self.transient = transient
+    }
 }
 
 /// A room message (NIM-8).
@@ -114,6 +127,19 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     public var content: String
     public var time: Int64
     public var fromServer: Bool
+
+    public init(id: String, roomId: String, sender: String, senderNickname: String, senderAvatar: String, senderExt: String, kind: Kind, content: String, time: Int64, fromServer: Bool) {
+        self.id = id
+        self.roomId = roomId
+        self.sender = sender
+        self.senderNickname = senderNickname
+        self.senderAvatar = senderAvatar
+        self.senderExt = senderExt
+        self.kind = kind
+        self.content = content
+        self.time = time
+        self.fromServer = fromServer
+    }
 }
 
 /// One room of one app: settings, members, moderation, attributes, queue and recent history.

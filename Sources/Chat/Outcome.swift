@@ -17,6 +17,26 @@ public struct RoomRecord: Equatable, Sendable {
     public var createdAt: Int64
     public var epoch: String
     public var lastActivity: Int64
+
+    public init(key: RoomKey, name: String, announcement: String, ext: String, broadcastUrl: String, creator: String, queueModificationLevel: QueueModificationLevel, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, muted: Bool, open: Bool, enterExitNotifications: Bool, queueLimit: Int, createdAt: Int64, epoch: String, lastActivity: Int64) {
+        self.key = key
+        self.name = name
+        self.announcement = announcement
+        self.ext = ext
+        self.broadcastUrl = broadcastUrl
+        self.creator = creator
+        self.queueModificationLevel = queueModificationLevel
+        self.destroyPolicy = destroyPolicy
+        self.keepAlive = keepAlive
+        self.multiDevice = multiDevice
+        self.muted = muted
+        self.open = open
+        self.enterExitNotifications = enterExitNotifications
+        self.queueLimit = queueLimit
+        self.createdAt = createdAt
+        self.epoch = epoch
+        self.lastActivity = lastActivity
+    }
 }
 
 /// A fixed member's durable role and profile.
@@ -26,6 +46,14 @@ public struct MemberRecord: Equatable, Sendable {
     public var nickname: String
     public var avatar: String
     public var ext: String
+
+    public init(userId: String, role: GrantedRole, nickname: String, avatar: String, ext: String) {
+        self.userId = userId
+        self.role = role
+        self.nickname = nickname
+        self.avatar = avatar
+        self.ext = ext
+    }
 }
 
 /// A durable change for the store, produced with the outcome of the command that caused it.
@@ -126,6 +154,8 @@ public enum Reply: Equatable, Sendable {
     case userIds([String])
     case userExpiries([(userId: String, until: Int64?)])
     case roomIds([String])
+    /// Attribute keys that were removed (RC-10).
+    case keys([String])
     case attributes([AttributesEvent.Entry])
     case queue([(key: String, value: String)])
     case queueElement(key: String, value: String)
@@ -146,6 +176,7 @@ public enum Reply: Equatable, Sendable {
         case let (.userIds(x), .userIds(y)): return x == y
         case let (.userExpiries(x), .userExpiries(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.until == $1.until }
         case let (.roomIds(x), .roomIds(y)): return x == y
+        case let (.keys(x), .keys(y)): return x == y
         case let (.attributes(x), .attributes(y)): return x == y
         case let (.queue(x), .queue(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         case let (.queueElement(k1, v1), .queueElement(k2, v2)): return k1 == k2 && v1 == v2

@@ -181,7 +181,7 @@ extension ChatDomain {
             out.deliver(.attributesChanged(AttributesEvent(roomId: roomId, updated: [], removed: removed, operatorId: user ?? "", time: now)),
                         to: .room(room.key))
         }
-        return .userIds(removed)
+        return .keys(removed)
     }
 
     // MARK: Messages (NIM-8, RC-7)
