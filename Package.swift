@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
     ],
     targets: [
         // C: what Glibc does not export (epoll, eventfd, timerfd, accept4).
@@ -28,13 +29,17 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]),
         // The chat domain: pure, deterministic, no I/O (SPEC §3, §6, §7).
         .target(name: "Chat"),
+        // SQLite through GRDB: schema, migrations, group-committing writer.
+        .target(name: "Store", dependencies: [
+            "Chat", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+        ]),
         // Connection state machines, router, one loop per core.
         .target(name: "Server", dependencies: [
             "Reactor", "HTTP1", "WebSocket", .product(name: "Logging", package: "swift-log"),
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "Server", .product(name: "Logging", package: "swift-log"),
+            "Server", "Gateway", "Store", .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "RoomcastEcho", dependencies: [
@@ -50,11 +55,18 @@ let package = Package(
         // Benchmark of the chat domain alone (commands per second on one thread).
         .executableTarget(name: "ChatBench", dependencies: ["Chat"]),
 
+        // Joins the server and the domain: REST, the WebSocket protocol, auth, engine, fan-out.
+        .target(name: "Gateway", dependencies: [
+            "Server", "Chat", "Store", "Reactor", "HTTP1", "WebSocket",
+            .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
-        .target(name: "TestKit", dependencies: ["WebSocket"]),
+        .target(name: "TestKit", dependencies: ["WebSocket", .product(name: "Crypto", package: "swift-crypto")]),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Chat", "Store", "TestKit"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Reactor", "HTTP1", "WebSocket", "TestKit"]),

@@ -1,8 +1,10 @@
 import ArgumentParser
+import Gateway
 import HTTP1
 import Logging
 import Reactor
 import Server
+import Store
 import Synchronization
 import WebSocket
 #if canImport(Glibc)
@@ -73,15 +75,80 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Seconds a shutdown waits for connections to finish [ROOMCAST_DRAIN_TIMEOUT].")
     var drainTimeout: Int = environment("ROOMCAST_DRAIN_TIMEOUT").flatMap(Int.init) ?? 10
 
+    @Flag(help: "Print the OpenAPI document of the REST API and exit.")
+    var printOpenapi = false
+
+    @Flag(help: "Print the error-code table (Markdown) and exit.")
+    var printErrorTable = false
+
+    @Flag(help: "Print the WebSocket protocol as JSON Schema and exit.")
+    var printWebsocketSchema = false
+
+    @Flag(help: "Print the WebSocket protocol reference (Markdown) and exit.")
+    var printWebsocketDoc = false
+
+    @Option(help: "Directory of the SQLite database [ROOMCAST_DATA_DIR].")
+    var dataDir: String = environment("ROOMCAST_DATA_DIR") ?? "./roomcast-data"
+
+    @Option(name: .customLong("app"),
+            help: "An app as KEY:SECRET (repeatable) [ROOMCAST_APPS=key:secret,key2:secret2]. With none, the first start creates a development app and prints it.")
+    var apps: [String] = environment("ROOMCAST_APPS").map { $0.split(separator: ",").map(String.init) } ?? []
+
+    @Option(name: .customLong("public-url"),
+            help: "WebSocket URL handed out by the address lookup (repeatable) [ROOMCAST_PUBLIC_URLS, comma-separated]. Default: ws://HOST:PORT/ws.")
+    var publicURLs: [String] = environment("ROOMCAST_PUBLIC_URLS").map { $0.split(separator: ",").map(String.init) } ?? []
+
+    @Option(help: "normal (survives a killed process) or full (also power loss; fsync per batch) [ROOMCAST_DURABILITY].")
+    var durability: String = environment("ROOMCAST_DURABILITY") ?? "normal"
+
+    @Option(help: "Seconds an expired client token may still be refreshed before the connection closes with 4002 [ROOMCAST_TOKEN_GRACE].")
+    var tokenGrace: Int = environment("ROOMCAST_TOKEN_GRACE").flatMap(Int.init) ?? 60
+
+    @Option(help: "Seconds a new WebSocket has to send connect before it is closed with 4001 [ROOMCAST_CONNECT_TIMEOUT].")
+    var connectTimeout: Int = environment("ROOMCAST_CONNECT_TIMEOUT").flatMap(Int.init) ?? 10
+
+    @Option(help: "Events kept per room for resuming clients [ROOMCAST_RESUME_EVENTS].")
+    var resumeEvents: Int = environment("ROOMCAST_RESUME_EVENTS").flatMap(Int.init) ?? 1024
+
+    @Option(help: "Seconds events are kept for resuming clients [ROOMCAST_RESUME_SECONDS].")
+    var resumeSeconds: Int = environment("ROOMCAST_RESUME_SECONDS").flatMap(Int.init) ?? 300
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
         guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
         guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
         for (name, v) in [("--header-timeout", headerTimeout), ("--keep-alive-timeout", keepAliveTimeout),
-                          ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout)] {
+                          ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout),
+                          ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds)] {
             guard v > 0 else { throw ValidationError("\(name) must be positive") }
         }
+        guard tokenGrace >= 0 else { throw ValidationError("--token-grace must not be negative") }
+        guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
+        _ = try parsedApps()
+    }
+
+    func parsedApps() throws -> [(key: String, secret: String)] {
+        try apps.map { spec in
+            let parts = spec.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64, parts[1].utf8.count >= 8 else {
+                throw ValidationError("--app must be KEY:SECRET with a secret of at least 8 characters (got '\(spec)')")
+            }
+            return (key: parts[0], secret: parts[1])
+        }
+    }
+
+    func gatewayConfiguration() throws -> GatewayConfiguration {
+        var g = GatewayConfiguration()
+        g.dataDirectory = dataDir
+        g.apps = try parsedApps()
+        g.durability = Store.Durability(rawValue: durability) ?? .normal
+        g.publicURLs = publicURLs
+        g.tokenGraceSeconds = Int64(tokenGrace)
+        g.connectTimeoutSeconds = Int64(connectTimeout)
+        g.resumeMaxEvents = resumeEvents
+        g.resumeMaxAgeSeconds = Int64(resumeSeconds)
+        return g
     }
 
     func serverConfiguration() -> ServerConfiguration {
@@ -104,7 +171,35 @@ struct RoomcastCommand: ParsableCommand {
         return c
     }
 
+    func printDevelopmentApp(_ app: AppRegistry.App, port: UInt16) {
+        print("""
+            Created a development app (stored in \(dataDir); it is not printed again):
+              App-Key:    \(app.key)
+              App-Secret: \(app.secret)
+            Create a room with a signed request (Signature = hex(SHA1(secret + nonce + timestamp))):
+              nonce=$RANDOM; ts=$(date +%s); sig=$(printf '%s' "\(app.secret)$nonce$ts" | sha1sum | cut -d' ' -f1)
+              curl -s http://\(host):\(port)/v1/rooms -H "App-Key: \(app.key)" -H "Nonce: $nonce" -H "Timestamp: $ts" \\
+                -H "Signature: $sig" -H 'Content-Type: application/json' -d '{"roomId":"lobby","name":"Lobby"}'
+            """)
+    }
+
     func run() throws {
+        if printOpenapi {
+            print(OpenAPIDocument.json, terminator: "")
+            return
+        }
+        if printErrorTable {
+            print(ErrorTable.markdown, terminator: "")
+            return
+        }
+        if printWebsocketSchema {
+            print(WebSocketDocument.json, terminator: "")
+            return
+        }
+        if printWebsocketDoc {
+            print(WebSocketDocument.markdown, terminator: "")
+            return
+        }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
@@ -115,25 +210,18 @@ struct RoomcastCommand: ParsableCommand {
         // Signals are received by this thread only: block them before any thread starts.
         blockSignals([SIGINT, SIGTERM])
 
-        let ready = Atomic<Bool>(false)
-        var routes = Router.Builder()
-        // Built once: answering shares these bytes instead of rebuilding them per request.
-        let healthy = Response.json(.ok, "{\"status\":\"ok\"}")
-        let readyResponse = Response.json(.ok, "{\"status\":\"ready\"}")
-        let draining = Response.json(.serviceUnavailable, "{\"status\":\"draining\"}")
-        routes.add(.GET, "/healthz", sync: { _ in healthy })
-        routes.add(.GET, "/readyz", sync: { _ in ready.load(ordering: .relaxed) ? readyResponse : draining })
-        let server = try HTTPServer(configuration: serverConfiguration(), router: routes.build(), logger: logger)
-        try server.start()
-        ready.store(true, ordering: .relaxed)
+        let gateway = try Gateway(configuration: gatewayConfiguration(), server: serverConfiguration(), logger: logger)
+        try gateway.start()
+        if let dev = gateway.createdDevelopmentApp {
+            printDevelopmentApp(dev, port: gateway.port)
+        }
         // Machine-readable line for scripts and tests that start us on port 0.
-        print("roomcast listening on http://\(host):\(server.port)")
+        print("roomcast listening on http://\(host):\(gateway.port)")
         fflush(nil)
 
         let signal = waitForSignal([SIGINT, SIGTERM])
         logger.info("draining", metadata: ["signal": "\(signal == SIGTERM ? "SIGTERM" : "SIGINT")"])
-        ready.store(false, ordering: .relaxed)
-        server.shutdown()
+        gateway.shutdown()
         logger.info("stopped")
     }
 }

@@ -8,7 +8,7 @@ import Glibc
 /// Starts the built `roomcast` binary on a free port.
 func startRoomcast(_ extra: [String] = []) throws -> (RunningProcess, UInt16) {
     let process = try RunningProcess(path: try productPath("roomcast"),
-                                     arguments: ["--port", "0", "--log-level", "warning"] + extra)
+                                     arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-server"), "--log-level", "warning"] + extra)
     return (process, try process.waitForPort())
 }
 
@@ -164,7 +164,7 @@ struct BlackBoxHTTPTests {
 
     @Test func optionsComeFromEnvironment() throws {
         let port = freePort()
-        let process = try RunningProcess(path: try productPath("roomcast"), arguments: [],
+        let process = try RunningProcess(path: try productPath("roomcast"), arguments: ["--data-dir", temporaryDirectory()],
                                          environment: ["ROOMCAST_PORT": "\(port)", "ROOMCAST_HOST": "127.0.0.1", "ROOMCAST_LOG_LEVEL": "warning"])
         defer { process.kill9() }
         #expect(try process.waitForPort() == port)

@@ -1,0 +1,239 @@
+import Chat
+
+/// Wire JSON for domain values. Field names follow the seeds (camelCase).
+enum Encode {
+    static func roomInfo(_ r: RoomInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("roomId", r.roomId)
+        w.field("name", r.name)
+        w.field("announcement", r.announcement)
+        w.field("creator", r.creator)
+        w.field("ext", r.ext)
+        w.field("broadcastUrl", r.broadcastUrl)
+        w.field("onlineUserCount", r.onlineUserCount)
+        w.field("queueModificationLevel", r.queueModificationLevel.rawValue)
+        w.field("muted", r.muted)
+        w.field("open", r.open)
+        w.field("createdAt", r.createdAt)
+        w.key("destroy")
+        destroyPolicy(r.destroyPolicy, &w)
+        w.field("keepAlive", r.keepAlive)
+        w.field("multiDevice", r.multiDevice.rawValue)
+        w.field("enterExitNotifications", r.enterExitNotifications)
+        w.field("epoch", r.epoch)
+        w.endObject()
+    }
+
+    static func destroyPolicy(_ p: DestroyPolicy, _ w: inout JSONWriter) {
+        w.beginObject()
+        switch p {
+        case .inactive(let m):
+            w.field("policy", "inactive")
+            w.field("minutes", m)
+        case .fixed(let m):
+            w.field("policy", "fixed")
+            w.field("minutes", m)
+        case .whenEmpty(let s):
+            w.field("policy", "whenEmpty")
+            w.field("seconds", s)
+        }
+        w.endObject()
+    }
+
+    static func member(_ m: MemberInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("userId", m.userId)
+        w.field("nickname", m.nickname)
+        w.field("avatar", m.avatar)
+        w.field("ext", m.ext)
+        w.field("type", m.type.rawValue)
+        w.field("isMuted", m.isMuted)
+        w.field("isTempMuted", m.isTempMuted)
+        w.field("tempMuteRemainingSeconds", m.tempMuteRemainingSeconds)
+        w.field("isBlocklisted", m.isBlocklisted)
+        w.field("isOnline", m.isOnline)
+        w.field("enterTime", m.enterTime)
+        w.endObject()
+    }
+
+    static func message(_ m: ChatMessage, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("messageId", m.id)
+        w.field("roomId", m.roomId)
+        w.field("sender", m.sender)
+        w.field("senderNickname", m.senderNickname)
+        w.field("senderAvatar", m.senderAvatar)
+        w.field("roomExt", m.senderExt)
+        w.field("type", m.kind.rawValue)
+        w.field("content", m.content)
+        w.field("time", m.time)
+        w.field("fromServer", m.fromServer)
+        w.endObject()
+    }
+
+    static func joinInfo(_ j: JoinInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("memberCount", j.memberCount)
+        w.field("joinTime", j.joinTime)
+        w.key("room")
+        roomInfo(j.room, &w)
+        w.endObject()
+    }
+
+    static func attributeEntry(_ e: AttributesEvent.Entry, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("key", e.key)
+        w.field("value", e.value)
+        w.field("owner", e.owner)
+        w.field("autoDelete", e.autoDelete)
+        w.endObject()
+    }
+
+    /// The `data` object of an event.
+    static func eventData(_ event: ChatEvent, _ w: inout JSONWriter) {
+        w.beginObject()
+        switch event {
+        case .roomStatus(let e):
+            let status: String
+            switch e.status {
+            case .joining: status = "joining"
+            case .joined(let info):
+                status = "joined"
+                w.key("joinInfo")
+                joinInfo(info, &w)
+            case .joinFailed(let code):
+                status = "joinFailed"
+                w.field("code", code.rawValue)
+                // RC-1: the client must not rejoin on its own after these.
+                w.field("autoRejoin", !(code == .blocked || code == .roomNotFound))
+            case .reset: status = "reset"
+            case .quit: status = "quit"
+            case .destroyed(let type):
+                status = "destroyed"
+                w.field("destroyType", type.rawValue)
+            }
+            w.field("status", status)
+            if let nim = e.status.nimState { w.field("nimState", nim) }
+            w.field("zimState", e.zimState.rawValue)
+            w.field("zimEvent", e.zimEvent.rawValue)
+            w.field("time", e.time)
+        case .kicked(let e):
+            w.field("reason", e.reason.rawValue)
+            w.field("ext", e.ext)
+            w.field("time", e.time)
+        case .memberChanged(let e):
+            w.key("members")
+            w.beginArray()
+            for c in e.changes {
+                w.beginObject()
+                w.field("userId", c.userId)
+                w.field("action", c.action.rawValue)
+                w.field("nickname", c.nickname)
+                w.field("avatar", c.avatar)
+                w.endObject()
+            }
+            w.endArray()
+            w.field("memberCount", e.memberCount)
+        case .multiLoginSync(let e):
+            w.field("roomId", e.roomId)
+            w.field("status", e.status)
+            w.field("reason", e.reason)
+            w.field("time", e.time)
+            w.field("extra", e.extra)
+        case .block(let e):
+            w.field("roomId", e.roomId)
+            w.field("operateType", e.operateType)
+            w.field("durationTime", e.durationTime)
+            w.field("operateTime", e.operateTime)
+            w.field("userIdList", e.userIdList)
+            w.field("extra", e.extra)
+        case .ban(let e):
+            w.field("roomId", e.roomId)
+            w.field("banType", e.banType.rawValue)
+            w.field("durationTime", e.durationTime)
+            w.field("operateTime", e.operateTime)
+            w.field("userIdList", e.userIdList)
+            w.field("extra", e.extra)
+        case .notification(let e):
+            w.field("eventType", e.type.rawValue)
+            w.key("source")
+            if let s = e.source { member(s, &w) } else { w.null() }
+            w.key("targets")
+            w.beginArray()
+            for t in e.targets { member(t, &w) }
+            w.endArray()
+            w.field("notifyExt", e.notifyExt)
+            w.key("ext")
+            notificationExt(e.ext, &w)
+            w.field("time", e.time)
+        case .message(let m):
+            w.key("message")
+            message(m, &w)
+        case .attributesChanged(let e):
+            w.key("updated")
+            w.beginArray()
+            for u in e.updated { attributeEntry(u, &w) }
+            w.endArray()
+            w.field("removed", e.removed)
+            w.field("operator", e.operatorId)
+            w.field("time", e.time)
+        }
+        w.endObject()
+    }
+
+    static func notificationExt(_ ext: NotificationExt, _ w: inout JSONWriter) {
+        switch ext {
+        case .none:
+            w.null()
+        case .tempMute(let seconds):
+            w.beginObject()
+            w.field("duration", seconds)
+            w.endObject()
+        case .queue(let type, let key, let value):
+            w.beginObject()
+            w.field("changeType", type.rawValue)
+            w.field("key", key)
+            w.field("value", value)
+            w.endObject()
+        case .queueBatch(let type, let elements):
+            w.beginObject()
+            w.field("changeType", type.rawValue)
+            w.key("elements")
+            w.beginObject()
+            for e in elements { w.field(e.key, e.value) }
+            w.endObject()
+            w.endObject()
+        }
+    }
+
+    /// A whole event frame payload: `{"ev", "roomId", "epoch", "offset", "data"}`.
+    static func event(_ event: ChatEvent, roomId: String?, epoch: String?, offset: Int64?) -> [UInt8] {
+        var w = JSONWriter(capacity: 384)
+        w.beginObject()
+        w.field("ev", event.name)
+        if let roomId { w.field("roomId", roomId) } else if let r = event.roomIdForWire { w.field("roomId", r) }
+        if let epoch { w.field("epoch", epoch) }
+        if let offset { w.field("offset", offset) }
+        w.key("data")
+        eventData(event, &w)
+        w.endObject()
+        return w.bytes
+    }
+}
+
+extension ChatEvent {
+    /// The room an event is about, for events outside a room stream.
+    var roomIdForWire: String? {
+        switch self {
+        case .roomStatus(let e): return e.roomId
+        case .kicked(let e): return e.roomId
+        case .memberChanged(let e): return e.roomId
+        case .multiLoginSync(let e): return e.roomId
+        case .block(let e): return e.roomId
+        case .ban(let e): return e.roomId.isEmpty ? nil : e.roomId
+        case .notification(let e): return e.roomId
+        case .message(let m): return m.roomId
+        case .attributesChanged(let e): return e.roomId
+        }
+    }
+}

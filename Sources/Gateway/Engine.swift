@@ -1,0 +1,173 @@
+import Chat
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Reactor
+import Store
+import Synchronization
+import WebSocket
+
+/// What the engine hands every I/O loop, in the order it happened. Frames are encoded once and
+/// shared by reference.
+enum Published: Sendable {
+    /// An event for an audience. Room-stream events carry their offset and room epoch (BX-1).
+    case deliver(frame: ByteBlock, audience: Audience, offset: Int64, epoch: String)
+    /// A session entered a room: it receives the room's events from here on.
+    case joined(SessionID, RoomKey, epoch: String)
+    case left(SessionID, RoomKey)
+    /// The answer to a WebSocket command, in order with the events it caused.
+    case reply(SessionID, frame: ByteBlock)
+}
+
+/// Where a command's answer goes.
+enum ReplyTo: Sendable {
+    /// REST: called once the change is durable (on the store thread).
+    case callback(@Sendable (Result<Reply, ChatError>) -> Void)
+    /// WebSocket: encoded on the engine thread and delivered in order with the events.
+    case session(SessionID, encode: @Sendable (Result<Reply, ChatError>) -> [UInt8])
+    case none
+}
+
+/// The engine: one thread that owns the chat domain (like Redis's main thread). Commands arrive
+/// through its event loop's inbox; each outcome is committed by the store before its replies and
+/// events are released, so nothing is acknowledged before it is durable.
+final class Engine: @unchecked Sendable {
+    // Safety: `domain`, `streams` and `sequence` are touched only on `loop`'s thread: every entry
+    // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`.
+    let loop: EventLoop
+    private let domain: ChatDomain
+    private let store: Store
+    private let logger: Logger
+    private let clock: @Sendable () -> Int64
+    private let publisher: Publisher
+    private var thread: PosixThread?
+
+    struct Stream {
+        var epoch: String
+        var offset: Int64
+    }
+    private var streams: [RoomKey: Stream] = [:]
+
+    init(domain: ChatDomain, store: Store, publisher: Publisher, clock: @escaping @Sendable () -> Int64, logger: Logger) throws {
+        self.domain = domain
+        self.store = store
+        self.publisher = publisher
+        self.clock = clock
+        self.logger = logger
+        loop = try EventLoop(name: "roomcast-engine", readBufferSize: 16)
+    }
+
+    func start(tickEvery interval: Duration = .milliseconds(250)) {
+        let loop = self.loop
+        loop.execute { [self] in
+            loop.scheduleRepeating(every: interval) { [self] in
+                process(domain.tick(now: clock()), replyTo: .none)
+            }
+        }
+        thread = PosixThread.start(name: "roomcast-engine") { loop.run() }
+    }
+
+    func stop() {
+        loop.stop()
+        thread?.join()
+        thread = nil
+    }
+
+    /// Applies a command (from any thread).
+    func submit(_ command: Command, replyTo: ReplyTo) {
+        loop.execute { [self] in
+            process(domain.apply(command, now: clock()), replyTo: replyTo)
+        }
+    }
+
+    /// Answers a query (from any thread); nothing changes, so nothing waits for the store.
+    func query(_ q: Query, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+        loop.execute { [self] in reply(domain.query(q, now: clock())) }
+    }
+
+    /// Runs `body` with the domain on the engine thread (start-up and tests).
+    func withDomain<T: Sendable>(_ body: @escaping @Sendable (ChatDomain) -> T) -> T {
+        let result = Mutex<T?>(nil)
+        loop.execute { [self] in result.withLock { $0 = body(domain) } }
+        while true {
+            if let r = result.withLock({ $0 }) { return r }
+            usleep(200)
+        }
+    }
+
+    private func process(_ out: Outcome, replyTo: ReplyTo) {
+        var items: [Published] = []
+        items.reserveCapacity(out.effects.count + 1)
+        var touched: [RoomKey] = []
+        for effect in out.effects {
+            switch effect {
+            case .deliver(let event, let audience):
+                var offset: Int64 = 0
+                var epoch = ""
+                if let room = audience.room {
+                    let current = domain.epoch(app: room.app, roomId: room.roomId) ?? streams[room]?.epoch ?? ""
+                    var s = streams[room] ?? Stream(epoch: current, offset: 0)
+                    if s.epoch != current { s = Stream(epoch: current, offset: 0) }
+                    s.offset += 1
+                    streams[room] = s
+                    offset = s.offset
+                    epoch = current
+                    touched.append(room)
+                }
+                let json = Encode.event(event, roomId: audience.room?.roomId, epoch: audience.room == nil ? nil : epoch,
+                                        offset: audience.room == nil ? nil : offset)
+                items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch))
+            case .joined(let sid, let room):
+                items.append(.joined(sid, room, epoch: domain.epoch(app: room.app, roomId: room.roomId) ?? ""))
+            case .left(let sid, let room):
+                items.append(.left(sid, room))
+            }
+        }
+        // Streams of rooms that no longer exist are forgotten (a recreated room starts a new epoch).
+        for room in touched where domain.epoch(app: room.app, roomId: room.roomId) == nil { streams[room] = nil }
+        if case .session(let sid, let encode) = replyTo {
+            items.append(.reply(sid, frame: Frames.text(encode(out.reply))))
+        }
+        let reply = out.reply
+        let publisher = self.publisher
+        let published = items
+        store.submit(Store.Commit(mutations: out.mutations) {
+            publisher.enqueue(published)
+            if case .callback(let callback) = replyTo { callback(reply) }
+        })
+    }
+}
+
+/// Collects what each committed batch releases and posts it once per I/O loop per batch (the
+/// store thread calls `enqueue` per commit and `flush` after each batch).
+final class Publisher: @unchecked Sendable {
+    // Safety: `pending` is touched only on the store's writer thread (`enqueue` and `flush` are
+    // called from the store's callbacks); `deliver` is set once before the store starts.
+    private var pending: [Published] = []
+    var deliver: @Sendable ([Published]) -> Void = { _ in }
+
+    func enqueue(_ items: [Published]) {
+        pending.append(contentsOf: items)
+    }
+
+    func flush() {
+        guard !pending.isEmpty else { return }
+        let batch = pending
+        pending = []
+        deliver(batch)
+    }
+}
+
+/// Server-to-client WebSocket frames (unmasked).
+enum Frames {
+    static func text(_ payload: [UInt8]) -> ByteBlock {
+        let count = payload.count
+        return ByteBlock.make(count: WebSocketFrameEncoder.headerLength(payloadLength: count, masked: false) + count) { out in
+            let h = WebSocketFrameEncoder.writeHeader(opcode: .text, payloadLength: count, to: out.baseAddress!)
+            payload.withUnsafeBytes { src in
+                if count > 0 { (out.baseAddress! + h).copyMemory(from: src.baseAddress!, byteCount: count) }
+            }
+        }
+    }
+}

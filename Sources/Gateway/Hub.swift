@@ -1,0 +1,242 @@
+import Chat
+import Reactor
+import Server
+
+/// One I/O loop's view of the rooms: which of its sessions are in which room, which belong to
+/// which user, and a window of each room's recent events for resuming clients (BX-1).
+/// Confined to its loop. Updated only from the engine's ordered stream, so indexes and
+/// deliveries never disagree.
+final class Hub {
+    let loopIndex: Int
+    let loop: EventLoop
+    let resumeWindow: ResumeWindow
+    /// Connections that have not finished `connect` yet (for the connect timeout).
+    var pendingSessions: [ObjectIdentifier: ClientSession] = [:]
+    private(set) var sessions: [SessionID: ClientSession] = [:]
+    private var rooms: [RoomKey: RoomMembers] = [:]
+    private var users: [UserKey: [ClientSession]] = [:]
+    private var rings: [RoomKey: EventRing] = [:]
+    private var nextSession: UInt64 = 1
+    let clock: @Sendable () -> Int64
+
+    struct UserKey: Hashable {
+        let app: String
+        let user: String
+    }
+
+    /// The sessions of one room on this loop; each session remembers its position (O(1) removal).
+    final class RoomMembers {
+        var list: [ClientSession] = []
+    }
+
+    init(loopIndex: Int, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64) {
+        self.loopIndex = loopIndex
+        self.loop = loop
+        self.resumeWindow = resumeWindow
+        self.clock = clock
+    }
+
+    /// A session id unique across loops: the loop index in the top bits.
+    func makeSessionID() -> SessionID {
+        defer { nextSession += 1 }
+        return SessionID(UInt64(loopIndex) << 48 | nextSession)
+    }
+
+    func register(_ s: ClientSession) {
+        sessions[s.id] = s
+        users[UserKey(app: s.app, user: s.userId), default: []].append(s)
+    }
+
+    /// Forgets a closed session at once (the engine's `left` effects for it come later).
+    func unregister(_ s: ClientSession) {
+        guard sessions.removeValue(forKey: s.id) != nil else { return }
+        for room in Array(s.roomSlots.keys) { removeFromRoom(s, room) }
+        let key = UserKey(app: s.app, user: s.userId)
+        users[key]?.removeAll { $0 === s }
+        if users[key]?.isEmpty == true { users[key] = nil }
+    }
+
+    var sessionCount: Int { sessions.count }
+
+    /// Once a second: connect timeouts and token expiry of this loop's sessions.
+    func tick() {
+        let now = clock()
+        for s in Array(pendingSessions.values) { s.tick(now: now) }
+        for s in Array(sessions.values) { s.tick(now: now) }
+    }
+
+    // MARK: The engine's stream
+
+    func apply(_ items: [Published]) {
+        for item in items {
+            switch item {
+            case .deliver(let frame, let audience, let offset, let epoch):
+                if let room = audience.room {
+                    ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow)
+                }
+                deliver(frame, to: audience)
+            case .joined(let sid, let room, let epoch):
+                guard let s = sessions[sid] else { continue }
+                addToRoom(s, room)
+                if let request = s.pendingResume.removeValue(forKey: room.roomId) { resume(s, room, epoch: epoch, from: request) }
+            case .left(let sid, let room):
+                if let s = sessions[sid] { removeFromRoom(s, room) }
+            case .reply(let sid, let frame):
+                sessions[sid]?.send(frame)
+            }
+        }
+    }
+
+    private func deliver(_ frame: ByteBlock, to audience: Audience) {
+        switch audience {
+        case .room(let k):
+            guard let members = rooms[k] else { return }
+            for s in members.list { s.send(frame) }
+        case .roomExceptUsers(let k, let excluded):
+            guard let members = rooms[k] else { return }
+            for s in members.list where !excluded.contains(s.userId) { s.send(frame) }
+        case .roomExceptSession(let k, let sid):
+            guard let members = rooms[k] else { return }
+            for s in members.list where s.id != sid { s.send(frame) }
+        case .users(let app, let list):
+            for u in list {
+                for s in users[UserKey(app: app, user: u)] ?? [] { s.send(frame) }
+            }
+        case .sessions(let list):
+            for sid in list { sessions[sid]?.send(frame) }
+        }
+    }
+
+    private func addToRoom(_ s: ClientSession, _ room: RoomKey) {
+        guard s.roomSlots[room] == nil else { return }
+        let members = rooms[room] ?? {
+            let m = RoomMembers()
+            rooms[room] = m
+            return m
+        }()
+        s.roomSlots[room] = members.list.count
+        members.list.append(s)
+    }
+
+    private func removeFromRoom(_ s: ClientSession, _ room: RoomKey) {
+        guard let slot = s.roomSlots.removeValue(forKey: room), let members = rooms[room] else { return }
+        let last = members.list.removeLast()
+        if last !== s {
+            members.list[slot] = last
+            last.roomSlots[room] = slot
+        }
+        if members.list.isEmpty { rooms[room] = nil }
+    }
+
+    /// Drops resume windows whose newest event has aged out (rooms gone quiet or destroyed).
+    func sweepRings() {
+        let now = clock()
+        rings = rings.filter { $0.value.newestAt.map { now - $0 <= resumeWindow.maxAgeMilliseconds } ?? false }
+    }
+
+    var ringCount: Int { rings.count }
+
+    // MARK: Resume (BX-1)
+
+    private func ring(_ room: RoomKey, epoch: String) -> EventRing {
+        if let r = rings[room], r.epoch == epoch { return r }
+        let r = EventRing(epoch: epoch)
+        rings[room] = r
+        return r
+    }
+
+    /// Sends the events a reconnecting client missed, or tells it why it cannot have them.
+    private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, from request: ResumeRequest) {
+        if request.epoch != epoch {
+            // RC-1: the room was destroyed and created again while the client was away.
+            s.sendEvent(.roomStatus(RoomStatusEvent(roomId: room.roomId, status: .reset, zimState: .connecting, zimEvent: .success,
+                                                    time: clock())))
+            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "epochChanged")
+            return
+        }
+        guard request.stream == resumeWindow.stream else {
+            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "serverRestarted")
+            return
+        }
+        guard let ring = rings[room], ring.epoch == epoch else {
+            // No event since the client's position: nothing was missed.
+            s.sendResumeResult(roomId: room.roomId, resumed: request.offset == 0, replayed: 0, reason: request.offset == 0 ? nil : "outOfWindow")
+            return
+        }
+        switch ring.entries(after: request.offset, now: clock(), window: resumeWindow) {
+        case .none:
+            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "outOfWindow")
+        case .some(let entries):
+            var replayed = 0
+            for e in entries where e.reaches(s) {
+                s.send(e.frame)
+                replayed += 1
+            }
+            s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: replayed, reason: nil)
+        }
+    }
+}
+
+/// How much of each room's stream is kept for resuming clients, and this server run's id
+/// (offsets restart with the process, so a position from another run cannot be resumed).
+struct ResumeWindow: Sendable {
+    var maxEvents = 1024
+    var maxAgeMilliseconds: Int64 = 5 * 60_000
+    var stream: String
+}
+
+/// A client's last position in a room's stream.
+struct ResumeRequest: Sendable, Equatable {
+    var epoch: String
+    var stream: String
+    var offset: Int64
+}
+
+/// Recent events of one room (shared frames, so the ring costs pointers, not copies).
+final class EventRing {
+    struct Entry {
+        let offset: Int64
+        let at: Int64
+        let frame: ByteBlock
+        let audience: Audience
+
+        func reaches(_ s: ClientSession) -> Bool {
+            switch audience {
+            case .roomExceptUsers(_, let users): return !users.contains(s.userId)
+            case .roomExceptSession(_, let sid): return sid != s.id
+            default: return true
+            }
+        }
+    }
+    let epoch: String
+    private var entries: [Entry] = []
+    private var head = 0
+
+    init(epoch: String) {
+        self.epoch = epoch
+    }
+
+    var newestAt: Int64? { entries.last?.at }
+
+    func append(offset: Int64, frame: ByteBlock, audience: Audience, at: Int64, window: ResumeWindow) {
+        entries.append(Entry(offset: offset, at: at, frame: frame, audience: audience))
+        let live = entries.count - head
+        if live > window.maxEvents { head += live - window.maxEvents }
+        while head < entries.count && at - entries[head].at > window.maxAgeMilliseconds { head += 1 }
+        if head > 256 && head * 2 > entries.count {
+            entries.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// The entries after `offset`, or nil if some of them have already left the window (or the
+    /// offset is ahead of this stream).
+    func entries(after offset: Int64, now: Int64, window: ResumeWindow) -> [Entry]? {
+        while head < entries.count && now - entries[head].at > window.maxAgeMilliseconds { head += 1 }
+        guard let last = entries.last else { return offset == 0 ? [] : nil }
+        if offset > last.offset { return nil }
+        if offset == last.offset { return [] }
+        guard head < entries.count, entries[head].offset <= offset + 1 else { return nil }
+        return entries[head...].filter { $0.offset > offset }
+    }
+}

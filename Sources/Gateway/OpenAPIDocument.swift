@@ -1,0 +1,375 @@
+import Chat
+import Foundation
+
+/// The OpenAPI 3.1 description of the REST API, built here (one source of truth), served at
+/// `/openapi.json`, and written to `openapi/roomcast.openapi.json` by `roomcast openapi`
+/// (a test keeps the file identical to this).
+public enum OpenAPIDocument {
+    public static let json: String = {
+        let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }()
+
+    // MARK: Schema helpers
+
+    static func ref(_ name: String) -> [String: Any] { ["$ref": "#/components/schemas/\(name)"] }
+    static func str(_ description: String = "", maxLength: Int? = nil) -> [String: Any] {
+        var s: [String: Any] = ["type": "string"]
+        if !description.isEmpty { s["description"] = description }
+        if let maxLength { s["maxLength"] = maxLength }
+        return s
+    }
+    static func int(_ description: String = "", minimum: Int? = nil, maximum: Int? = nil) -> [String: Any] {
+        var s: [String: Any] = ["type": "integer"]
+        if !description.isEmpty { s["description"] = description }
+        if let minimum { s["minimum"] = minimum }
+        if let maximum { s["maximum"] = maximum }
+        return s
+    }
+    static func bool(_ description: String = "") -> [String: Any] {
+        description.isEmpty ? ["type": "boolean"] : ["type": "boolean", "description": description]
+    }
+    static func arr(_ items: [String: Any], maxItems: Int? = nil) -> [String: Any] {
+        var s: [String: Any] = ["type": "array", "items": items]
+        if let maxItems { s["maxItems"] = maxItems }
+        return s
+    }
+    static func obj(_ props: [String: [String: Any]], required: [String] = [], description: String = "") -> [String: Any] {
+        var s: [String: Any] = ["type": "object", "properties": props]
+        if !required.isEmpty { s["required"] = required }
+        if !description.isEmpty { s["description"] = description }
+        return s
+    }
+    static var stringMap: [String: Any] { ["type": "object", "additionalProperties": ["type": "string"]] }
+    /// Room, user and app ids: 1–64 bytes of visible ASCII except `/ ? # % " \` (Validate.identifier).
+    static var id: [String: Any] {
+        ["type": "string", "minLength": 1, "maxLength": 64, "pattern": #"^[!$&'()*+,\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]+$"#]
+    }
+    /// A comma-separated list of ids in a query parameter.
+    static var idList: [String: Any] {
+        let one = #"[!$&'()*+\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]{1,64}"#
+        return ["type": "string", "pattern": "^\(one)(,\(one))*$"]
+    }
+    /// A comma-separated list of attribute keys in a query parameter (Validate.attributeKey).
+    static var attributeKeyList: [String: Any] {
+        let one = "[0-9A-Za-z+=_-]{1,128}"
+        return ["type": "string", "pattern": "^\(one)(,\(one))*$"]
+    }
+    static var userIds: [String: Any] { ["type": "array", "items": id, "minItems": 1, "maxItems": 20, "uniqueItems": true] }
+
+    // MARK: Operation helpers
+
+    static func param(_ name: String, _ location: String = "path", _ schema: [String: Any] = str(), required: Bool? = nil,
+                      description: String = "") -> [String: Any] {
+        var p: [String: Any] = ["name": name, "in": location, "required": required ?? (location == "path"), "schema": schema]
+        if !description.isEmpty { p["description"] = description }
+        return p
+    }
+
+    static var roomIdParam: [String: Any] { param("roomId", "path", id, description: "Room id (1–64 bytes)") }
+
+    static func op(_ summary: String, tag: String, spec: [String], params: [[String: Any]] = [], body: String? = nil,
+                   ok: (Int, String), id operationId: String? = nil, links: [String: Any]? = nil) -> [String: Any] {
+        var o: [String: Any] = [
+            "summary": summary,
+            "description": "SPEC: " + spec.joined(separator: ", "),
+            "tags": [tag],
+            "security": [["RongCloudSignature": []], ["NIMCheckSum": []], ["RoomcastHMAC": []]],
+            "responses": responses(ok),
+        ]
+        if !params.isEmpty { o["parameters"] = params }
+        if let operationId { o["operationId"] = operationId }
+        if let links, var responses = o["responses"] as? [String: Any], var okResponse = responses[String(ok.0)] as? [String: Any] {
+            okResponse["links"] = links
+            responses[String(ok.0)] = okResponse
+            o["responses"] = responses
+        }
+        if let body {
+            o["requestBody"] = ["required": true, "content": ["application/json": ["schema": ref(body)]]]
+        }
+        return o
+    }
+
+    static func responses(_ ok: (Int, String)) -> [String: Any] {
+        let error: [String: Any] = ["description": "Refused; see the error table", "content": ["application/json": ["schema": ref("Error")]]]
+        return [
+            String(ok.0): ["description": "Done", "content": ["application/json": ["schema": ref(ok.1)]]],
+            "400": error, "401": error, "403": error, "404": error, "409": error, "413": error, "422": error,
+            "default": error,
+        ]
+    }
+
+    /// Stateful testing follows these from a created room to the operations on it.
+    static var roomLinks: [String: Any] {
+        let p: [String: Any] = ["roomId": "$response.body#/room/roomId"]
+        return ["GetRoom": ["operationId": "getRoom", "parameters": p], "UpdateRoom": ["operationId": "updateRoom", "parameters": p],
+                "ListMembers": ["operationId": "listMembers", "parameters": p], "BlockUsers": ["operationId": "blockUsers", "parameters": p],
+                "MuteUsers": ["operationId": "muteUsers", "parameters": p], "SetAttributes": ["operationId": "setAttributes", "parameters": p],
+                "SendMessage": ["operationId": "sendMessage", "parameters": p], "GetHistory": ["operationId": "getHistory", "parameters": p]]
+    }
+
+    // MARK: The document
+
+    static var document: [String: Any] {
+        [
+            "openapi": "3.1.0",
+            "info": [
+                "title": "Roomcast REST API",
+                "version": "1.0.0",
+                "description": """
+                    Self-hosted chat-room gateway. Every /v1 call is signed (see securitySchemes). Errors are \
+                    {"code", "message", "field"} with the codes of the error table (openapi/errors.md). The WebSocket \
+                    protocol is described in openapi/websocket.md and served at /websocket.json.
+                    """,
+            ],
+            "servers": [["url": "http://127.0.0.1:8080"]],
+            "paths": paths,
+            "components": ["schemas": schemas, "securitySchemes": securitySchemes],
+        ]
+    }
+
+    static var securitySchemes: [String: Any] {
+        [
+            "RongCloudSignature": [
+                "type": "apiKey", "in": "header", "name": "App-Key",
+                "description": "With headers Nonce, Timestamp (seconds or milliseconds, within ±300 s) and Signature = lowercase hex SHA1(appSecret + nonce + timestamp). RC- prefixed names are accepted. A nonce may be used once.",
+            ],
+            "NIMCheckSum": [
+                "type": "apiKey", "in": "header", "name": "AppKey",
+                "description": "With headers Nonce, CurTime and CheckSum = hex SHA1(appSecret + nonce + curTime).",
+            ],
+            "RoomcastHMAC": [
+                "type": "apiKey", "in": "header", "name": "X-Roomcast-Key",
+                "description": "Recommended. With X-Roomcast-Timestamp, X-Roomcast-Nonce and X-Roomcast-Signature = hex HMAC-SHA256(appSecret, METHOD \\n target \\n timestamp \\n nonce \\n hex SHA256(body)).",
+            ],
+        ]
+    }
+
+    static var paths: [String: Any] {
+        let rooms = "Rooms", members = "Members", moderation = "Moderation", attrs = "Attributes", queue = "Queue", messages = "Messages"
+        return [
+            "/healthz": ["get": ["summary": "Liveness", "tags": ["Health"], "security": [], "description": "SPEC: BX-2",
+                                 "responses": ["200": ["description": "Alive", "content": ["application/json": ["schema": ref("Status")]]]]]],
+            "/readyz": ["get": ["summary": "Readiness", "tags": ["Health"], "security": [], "description": "SPEC: BX-2",
+                                "responses": ["200": ["description": "Ready", "content": ["application/json": ["schema": ref("Status")]]],
+                                              "503": ["description": "Starting or draining", "content": ["application/json": ["schema": ref("Status")]]]]]],
+            "/openapi.json": ["get": ["summary": "This document", "tags": ["Health"], "security": [],
+                                      "responses": ["200": ["description": "OpenAPI 3.1", "content": ["application/json": ["schema": ["type": "object"]]]]]]],
+            "/websocket.json": ["get": ["summary": "The WebSocket protocol (JSON Schema 2020-12)", "tags": ["Health"], "security": [],
+                                        "responses": ["200": ["description": "JSON Schema", "content": ["application/json": ["schema": ["type": "object"]]]]]]],
+            "/v1/users/{userId}/tokens": ["post": op("Issue a client token (JWT HS256)", tag: "Tokens", spec: ["§2"],
+                                                     params: [param("userId", "path", id)], body: "TokenRequest", ok: (201, "Token"))],
+            "/v1/settings": [
+                "get": op("App settings", tag: "Settings", spec: ["RC-2", "RC-4", "NIM-2", "NIM-8", "NIM-9"], ok: (200, "Settings")),
+                "patch": op("Change app settings", tag: "Settings", spec: ["RC-2", "RC-4", "NIM-2", "NIM-8", "NIM-9", "§2"], body: "SettingsUpdate",
+                            ok: (200, "Settings")),
+            ],
+            "/v1/rooms": [
+                "post": op("Create a room", tag: rooms, spec: ["RC-9", "NIM-1", "ZIM-1", "ZIM-7", "ZIM-8"], body: "CreateRoom", ok: (201, "RoomResponse"),
+                           id: "createRoom", links: roomLinks),
+                "get": op("List room ids, or rooms by id", tag: rooms, spec: ["RC-9", "NIM-1"],
+                          params: [param("ids", "query", idList, description: "Comma-separated room ids; omitted: every room id")], ok: (200, "RoomsOrIds")),
+                "delete": op("Destroy rooms", tag: rooms, spec: ["RC-1", "RC-9"],
+                             params: [param("ids", "query", idList, required: true, description: "Comma-separated room ids (1–100)")], ok: (200, "Empty")),
+            ],
+            "/v1/rooms/{roomId}": [
+                "get": op("Room info", tag: rooms, spec: ["RC-9", "NIM-1"], params: [roomIdParam], ok: (200, "RoomResponse"), id: "getRoom"),
+                "patch": op("Update room info (needNotify → notification 312)", tag: rooms, spec: ["NIM-10", "RC-9"], params: [roomIdParam],
+                            body: "UpdateRoom", ok: (200, "RoomResponse"), id: "updateRoom"),
+                "delete": op("Destroy a room (everyone online is told and removed)", tag: rooms, spec: ["RC-1", "RC-9", "NIM-6"],
+                             params: [roomIdParam], ok: (200, "Empty")),
+            ],
+            "/v1/rooms/{roomId}/open": ["put": op("Open or close a room (close kicks with reason 1, notification 311)", tag: rooms,
+                                                  spec: ["NIM-1", "NIM-6"], params: [roomIdParam], body: "OpenRoom", ok: (200, "RoomResponse"))],
+            "/v1/rooms/{roomId}/address": ["get": op("WebSocket addresses for independent mode", tag: rooms, spec: ["NIM-3"],
+                                                     params: [roomIdParam, param("userId", "query"), param("clientType", "query", ["type": "string", "enum": ["web", "other"]]),
+                                                              param("clientIp", "query")], ok: (200, "Addresses"))],
+            "/v1/rooms/{roomId}/members": ["get": op("Members, paged", tag: members, spec: ["RC-9", "NIM-13"],
+                                                     params: [roomIdParam,
+                                                              param("type", "query", ["type": "string", "enum": ["present", "regular", "temporary", "regularOnline", "temporaryNewestFirst"]]),
+                                                              param("order", "query", ["type": "string", "enum": ["asc", "desc"]]),
+                                                              param("limit", "query", int(minimum: 1, maximum: 500)),
+                                                              param("cursor", "query", description: "The last user id of the previous page")],
+                                                     ok: (200, "Members"), id: "listMembers")],
+            "/v1/rooms/{roomId}/members/query": ["post": op("Is each user in the room?", tag: members, spec: ["RC-9"], params: [roomIdParam],
+                                                            body: "UserIdList", ok: (200, "Presence"))],
+            "/v1/rooms/{roomId}/members/{userId}": [
+                "get": op("One member", tag: members, spec: ["NIM-11", "NIM-13"], params: [roomIdParam, param("userId", "path", id)], ok: (200, "Members")),
+                "delete": op("Kick a member (reason 2, notification 313)", tag: members, spec: ["NIM-6", "NIM-15"],
+                             params: [roomIdParam, param("userId", "path", id), param("notifyExt", "query")], ok: (200, "Empty")),
+            ],
+            "/v1/rooms/{roomId}/members/{userId}/role": ["put": op("Set a member's role (notifications 307–310)", tag: members, spec: ["NIM-12"],
+                                                                  params: [roomIdParam, param("userId", "path", id)], body: "SetRole", ok: (200, "Members"))],
+            "/v1/rooms/{roomId}/blocks": [
+                "post": op("Block users (removed at once, barred until expiry)", tag: moderation, spec: ["RC-5", "RC-8", "NIM-12"],
+                           params: [roomIdParam], body: "Block", ok: (200, "Empty"), id: "blockUsers"),
+                "delete": op("Unblock users (needNotify tells only them)", tag: moderation, spec: ["RC-5", "NIM-12"],
+                             params: [roomIdParam, param("userIds", "query", idList, required: true), param("needNotify", "query", bool()),
+                                      param("extra", "query"), param("notifyExt", "query")], ok: (200, "Empty")),
+                "get": op("Blocked users", tag: moderation, spec: ["RC-5"], params: [roomIdParam], ok: (200, "UserExpiries")),
+            ],
+            "/v1/rooms/{roomId}/mutes": [
+                "post": op("Mute users (minutes or seconds: temporary; neither: permanent)", tag: moderation,
+                           spec: ["RC-6", "RC-7", "RC-8", "NIM-12", "NIM-15"], params: [roomIdParam], body: "Mute", ok: (200, "Empty"), id: "muteUsers"),
+                "delete": op("Unmute users", tag: moderation, spec: ["RC-6", "NIM-12"],
+                             params: [roomIdParam, param("userIds", "query", idList, required: true),
+                                      param("kind", "query", ["type": "string", "enum": ["all", "permanent", "temporary"]]),
+                                      param("needNotify", "query", bool()), param("extra", "query"), param("notifyExt", "query")], ok: (200, "Empty")),
+                "get": op("Muted users", tag: moderation, spec: ["RC-6"], params: [roomIdParam], ok: (200, "UserExpiries")),
+            ],
+            "/v1/rooms/{roomId}/mute": ["put": op("Room-wide mute on or off", tag: moderation, spec: ["RC-6", "RC-7", "NIM-17"],
+                                                  params: [roomIdParam], body: "RoomMute", ok: (200, "Empty"))],
+            "/v1/rooms/{roomId}/mute-allowlist": [
+                "post": op("Allow users to speak during a room-wide mute", tag: moderation, spec: ["RC-6", "RC-7"], params: [roomIdParam],
+                           body: "Allowlist", ok: (200, "Empty")),
+                "delete": op("Remove users from the allowlist", tag: moderation, spec: ["RC-6"],
+                             params: [roomIdParam, param("userIds", "query", idList, required: true), param("needNotify", "query", bool()), param("extra", "query")],
+                             ok: (200, "Empty")),
+                "get": op("The allowlist", tag: moderation, spec: ["RC-6"], params: [roomIdParam], ok: (200, "UserIds")),
+            ],
+            "/v1/global-mutes": [
+                "post": op("Mute users in every room of the app (needNotify tells only them)", tag: moderation, spec: ["RC-6", "RC-7", "RC-8"],
+                           body: "GlobalMute", ok: (200, "Empty")),
+                "delete": op("Lift app-wide mutes", tag: moderation, spec: ["RC-6"],
+                             params: [param("userIds", "query", idList, required: true), param("needNotify", "query", bool()), param("extra", "query")], ok: (200, "Empty")),
+                "get": op("Users muted app-wide", tag: moderation, spec: ["RC-6"], ok: (200, "UserExpiries")),
+            ],
+            "/v1/rooms/{roomId}/attributes": [
+                "put": op("Set attributes (broadcast to the room)", tag: attrs, spec: ["RC-10", "ZIM-8"], params: [roomIdParam],
+                          body: "SetAttributes", ok: (200, "Attributes"), id: "setAttributes"),
+                "delete": op("Remove attributes", tag: attrs, spec: ["RC-10"], params: [roomIdParam, param("keys", "query", attributeKeyList, required: true)],
+                             ok: (200, "Keys")),
+                "get": op("Attributes (all, or the keys given)", tag: attrs, spec: ["RC-10", "ZIM-8"],
+                          params: [roomIdParam, param("keys", "query", attributeKeyList)], ok: (200, "Attributes")),
+            ],
+            "/v1/rooms/{roomId}/queue": [
+                "get": op("The queue, in order", tag: queue, spec: ["NIM-16"], params: [roomIdParam], ok: (200, "Queue")),
+                "delete": op("Drop the whole queue (317 drop)", tag: queue, spec: ["NIM-16"], params: [roomIdParam], ok: (200, "Empty")),
+            ],
+            "/v1/rooms/{roomId}/queue/{key}": [
+                "put": op("Offer or update an element (317)", tag: queue, spec: ["NIM-16"], params: [roomIdParam, param("key")],
+                          body: "QueueValue", ok: (200, "Empty")),
+                "delete": op("Poll an element by key (317 poll)", tag: queue, spec: ["NIM-16"], params: [roomIdParam, param("key")],
+                             ok: (200, "QueueElement")),
+            ],
+            "/v1/rooms/{roomId}/queue/batch": ["post": op("Update existing elements; answers the keys that did not exist (320)", tag: queue,
+                                                          spec: ["NIM-16"], params: [roomIdParam], body: "QueueBatch", ok: (200, "MissingKeys"))],
+            "/v1/rooms/{roomId}/queue/poll": ["post": op("Poll the head of the queue", tag: queue, spec: ["NIM-16"], params: [roomIdParam],
+                                                         ok: (200, "QueueElement"))],
+            "/v1/rooms/{roomId}/messages": [
+                "post": op("Send a message as the app server (never blocked by mutes)", tag: messages, spec: ["NIM-8", "RC-7"],
+                           params: [roomIdParam], body: "SendMessage", ok: (201, "MessageResponse"), id: "sendMessage"),
+                "get": op("History (kept 10 days by default)", tag: messages, spec: ["NIM-8"],
+                          params: [roomIdParam, param("start", "query", int(minimum: 0)), param("limit", "query", int(minimum: 1, maximum: 100)),
+                                   param("order", "query", ["type": "string", "enum": ["asc", "desc"]]), param("types", "query")],
+                          ok: (200, "Messages"), id: "getHistory"),
+            ],
+        ]
+    }
+
+    static var schemas: [String: Any] {
+        let destroy = obj(["policy": ["type": "string", "enum": ["inactive", "fixed", "whenEmpty"]],
+                           "minutes": int("inactive/fixed: 60–10080", minimum: 60, maximum: 10080),
+                           "seconds": int("whenEmpty: 0–10800", minimum: 0, maximum: 10800)], required: ["policy"])
+        // Requests: the policy decides which duration is required, so each policy is its own shape.
+        let destroyRequest: [String: Any] = ["oneOf": [
+            obj(["policy": ["type": "string", "enum": ["inactive", "fixed"]],
+                 "minutes": int("60–10080", minimum: 60, maximum: 10080)], required: ["policy", "minutes"]),
+            obj(["policy": ["type": "string", "enum": ["whenEmpty"]],
+                 "seconds": int("0–10800; omitted: 0", minimum: 0, maximum: 10800)], required: ["policy"]),
+        ]]
+        let creationAttributes: [String: Any] = [
+            "type": "object", "maxProperties": 20,
+            "propertyNames": ["pattern": #"^[0-9A-Za-z+=_-]{1,128}$"#],
+            "additionalProperties": ["type": "string", "maxLength": 4096],
+            "description": "Up to 20 attributes; keys 1–128 of letters, digits, + = - _; values up to 4096 bytes",
+        ]
+        let room = obj([
+            "roomId": str(), "name": str(), "announcement": str(), "creator": str(), "ext": str(), "broadcastUrl": str(),
+            "onlineUserCount": int(), "queueModificationLevel": int(minimum: 0, maximum: 1), "muted": bool(), "open": bool(),
+            "createdAt": int(), "destroy": destroy, "keepAlive": bool(), "multiDevice": ["type": "string", "enum": ["single", "multiple"]],
+            "enterExitNotifications": bool(), "epoch": str("Changes when the room is destroyed and created again"),
+        ], required: ["roomId", "name", "onlineUserCount", "open", "epoch"])
+        let member = obj([
+            "userId": str(), "nickname": str(), "avatar": str(), "ext": str(),
+            "type": ["type": "string", "enum": MemberType.allCases.map(\.rawValue)], "isMuted": bool(), "isTempMuted": bool(),
+            "tempMuteRemainingSeconds": int(), "isBlocklisted": bool(), "isOnline": bool(), "enterTime": int(),
+        ], required: ["userId", "type"])
+        let message = obj([
+            "messageId": str(), "roomId": str(), "sender": str(), "senderNickname": str(), "senderAvatar": str(), "roomExt": str(),
+            "type": ["type": "string", "enum": ["text", "custom", "notification"]], "content": str(), "time": int(), "fromServer": bool(),
+        ], required: ["messageId", "roomId", "type", "content", "time"])
+        let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
+        let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])
+        let notify: [String: [String: Any]] = [
+            "needNotify": bool("Send the RongCloud-style event (with extra)"), "extra": str("JSON string, used when needNotify", maxLength: 4096),
+            "notifyExt": str("Send the NIM notification with this notifyExt", maxLength: 2048),
+        ]
+        return [
+            "Error": obj(["code": int(), "message": str(), "field": str()], required: ["code", "message"]),
+            "Status": obj(["status": str()], required: ["status"]),
+            "Empty": obj([:]),
+            "Room": room,
+            "RoomResponse": obj(["room": ref("Room")], required: ["room"]),
+            "RoomsOrIds": ["oneOf": [obj(["rooms": arr(ref("Room"))], required: ["rooms"]), obj(["roomIds": arr(str())], required: ["roomIds"])]],
+            "Member": member,
+            "Members": obj(["members": arr(ref("Member")), "total": int()], required: ["members", "total"]),
+            "Presence": obj(["users": arr(obj(["userId": str(), "inRoom": bool()], required: ["userId", "inRoom"]))], required: ["users"]),
+            "UserExpiries": obj(["users": arr(userExpiry)], required: ["users"]),
+            "UserIds": obj(["userIds": arr(str())], required: ["userIds"]),
+            "Keys": obj(["keys": arr(str())], required: ["keys"]),
+            "Attributes": obj(["entries": arr(attribute)], required: ["entries"]),
+            "Queue": obj(["elements": arr(obj(["key": str(), "value": str()], required: ["key", "value"]))], required: ["elements"]),
+            "QueueElement": obj(["key": str(), "value": str()], required: ["key", "value"]),
+            "MissingKeys": obj(["missingKeys": arr(str())], required: ["missingKeys"]),
+            "Message": message,
+            "MessageResponse": obj(["message": ref("Message")], required: ["message"]),
+            "Messages": obj(["messages": arr(ref("Message"))], required: ["messages"]),
+            "Token": obj(["token": str(), "userId": str(), "expiresAt": int("ms")], required: ["token", "userId", "expiresAt"]),
+            "Addresses": obj(["roomId": str(), "addresses": arr(str())], required: ["roomId", "addresses"]),
+            "Settings": obj([
+                "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(), "maxRoomsPerUser": int(),
+                "maxRooms": int(), "historyRetentionSeconds": int(), "historyLimitPerRoom": int(), "maxMessageBytes": int(),
+                "defaultQueueLimit": int(), "allowedOrigins": ["type": ["array", "null"], "items": ["type": "string"]],
+            ]),
+            "SettingsUpdate": obj([
+                "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(),
+                "maxRoomsPerUser": int(minimum: 1, maximum: 1000), "maxRooms": int(minimum: 0), "historyRetentionSeconds": int(minimum: 60),
+                "historyLimitPerRoom": int(minimum: 1, maximum: 100_000), "maxMessageBytes": int(minimum: 1, maximum: 1 << 20),
+                "defaultQueueLimit": int(minimum: 1, maximum: 10_000), "allowedOrigins": arr(str(maxLength: 256), maxItems: 100),
+            ]),
+            "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: 2_592_000), "nickname": str(), "avatar": str(), "device": str()]),
+            "CreateRoom": obj([
+                "roomId": id, "name": str(maxLength: 128), "announcement": str(maxLength: 4096), "ext": str(maxLength: 4096),
+                "broadcastUrl": str(maxLength: 1024), "creator": id, "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest,
+                "keepAlive": bool(), "multiDevice": ["type": "string", "enum": ["single", "multiple"]], "muted": bool(),
+                "muteAllowlist": userIds, "attributes": creationAttributes, "attributesOwner": id, "enterExitNotifications": bool(),
+                "queueLimit": int(minimum: 1, maximum: 10_000),
+            ], required: ["roomId"]),
+            "UpdateRoom": obj([
+                "name": str(maxLength: 128), "announcement": str(maxLength: 4096), "ext": str(maxLength: 4096), "broadcastUrl": str(maxLength: 1024),
+                "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest, "keepAlive": bool(),
+                "multiDevice": ["type": "string", "enum": ["single", "multiple"]], "enterExitNotifications": bool(),
+                "queueLimit": int(minimum: 1, maximum: 10_000), "needNotify": bool("Send notification 312"), "notifyExt": str(maxLength: 2048),
+            ]),
+            "OpenRoom": obj(["open": bool(), "notifyExt": str(maxLength: 2048)], required: ["open"]),
+            "UserIdList": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": 1000, "uniqueItems": true]], required: ["userIds"]),
+            "SetRole": obj(["role": ["type": "string", "enum": RoleTarget.allCases.map(\.rawValue)], "notifyExt": str(maxLength: 2048)], required: ["role"]),
+            "Block": obj(["userIds": userIds, "minutes": int("1–43200; omitted: no expiry", minimum: 1, maximum: 43200)]
+                         .merging(notify) { a, _ in a }, required: ["userIds"]),
+            "Mute": obj(["userIds": userIds, "minutes": int(minimum: 1, maximum: 43200), "seconds": int(minimum: 1, maximum: 2_592_000)]
+                        .merging(notify) { a, _ in a }, required: ["userIds"]),
+            "RoomMute": obj(["muted": bool()].merging(notify) { a, _ in a }, required: ["muted"]),
+            "Allowlist": obj(["userIds": userIds, "needNotify": bool(), "extra": str(maxLength: 4096)], required: ["userIds"]),
+            "GlobalMute": obj(["userIds": userIds, "minutes": int(minimum: 1, maximum: 43200), "needNotify": bool(), "extra": str(maxLength: 4096)],
+                              required: ["userIds", "minutes"]),
+            "SetAttributes": obj(["entries": ["type": "object", "minProperties": 1,
+                                              "propertyNames": ["pattern": #"^[0-9A-Za-z+=_-]{1,128}$"#],
+                                              "additionalProperties": ["type": "string", "maxLength": 4096]], "ownerId": id, "autoDelete": bool()], required: ["entries"]),
+            "QueueValue": obj(["value": str(maxLength: 4096)], required: ["value"]),
+            "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: 2048)], required: ["elements"]),
+            "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": 16384], "fromUserId": id,
+                                "nickname": str(), "avatar": str()], required: ["content"]),
+        ]
+    }
+}

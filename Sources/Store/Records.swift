@@ -1,0 +1,193 @@
+import Chat
+import GRDB
+
+// One record type per table. Column names are the property names.
+
+public struct AppRow: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "app"
+    public var key: String
+    public var secret: String
+    /// AppSettings as JSON.
+    public var settings: String
+    public var createdAt: Int64
+    /// Where the app came from: `config` (--app), `dev` (created on first start), `api`.
+    public var origin: String
+    /// WebSocket Origin allowlist, one per line; empty for any origin.
+    public var allowedOrigins: String
+
+    public init(key: String, secret: String, settings: String, createdAt: Int64, origin: String, allowedOrigins: String = "") {
+        self.key = key
+        self.secret = secret
+        self.settings = settings
+        self.createdAt = createdAt
+        self.origin = origin
+        self.allowedOrigins = allowedOrigins
+    }
+}
+
+struct RoomRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "room"
+    var app: String
+    var roomId: String
+    var name: String
+    var announcement: String
+    var ext: String
+    var broadcastUrl: String
+    var creator: String
+    var queueLevel: Int
+    var destroyPolicy: String
+    var destroyValue: Int
+    var keepAlive: Bool
+    var multiDevice: String
+    var muted: Bool
+    var open: Bool
+    var enterExitNotifications: Bool
+    var queueLimit: Int
+    var createdAt: Int64
+    var epoch: String
+    var lastActivity: Int64
+
+    init(_ r: RoomRecord) {
+        app = r.key.app
+        roomId = r.key.roomId
+        name = r.name
+        announcement = r.announcement
+        ext = r.ext
+        broadcastUrl = r.broadcastUrl
+        creator = r.creator
+        queueLevel = r.queueModificationLevel.rawValue
+        switch r.destroyPolicy {
+        case .inactive(let m): (destroyPolicy, destroyValue) = ("inactive", m)
+        case .fixed(let m): (destroyPolicy, destroyValue) = ("fixed", m)
+        case .whenEmpty(let s): (destroyPolicy, destroyValue) = ("whenEmpty", s)
+        }
+        keepAlive = r.keepAlive
+        multiDevice = r.multiDevice.rawValue
+        muted = r.muted
+        open = r.open
+        enterExitNotifications = r.enterExitNotifications
+        queueLimit = r.queueLimit
+        createdAt = r.createdAt
+        epoch = r.epoch
+        lastActivity = r.lastActivity
+    }
+
+    var record: RoomRecord {
+        let policy: DestroyPolicy
+        switch destroyPolicy {
+        case "fixed": policy = .fixed(minutes: destroyValue)
+        case "whenEmpty": policy = .whenEmpty(seconds: destroyValue)
+        default: policy = .inactive(minutes: destroyValue)
+        }
+        return RoomRecord(key: RoomKey(app: app, roomId: roomId), name: name, announcement: announcement, ext: ext,
+                          broadcastUrl: broadcastUrl, creator: creator,
+                          queueModificationLevel: QueueModificationLevel(rawValue: queueLevel) ?? .anyone, destroyPolicy: policy,
+                          keepAlive: keepAlive, multiDevice: MultiDevicePolicy(rawValue: multiDevice) ?? .multiple, muted: muted,
+                          open: open, enterExitNotifications: enterExitNotifications, queueLimit: queueLimit, createdAt: createdAt,
+                          epoch: epoch, lastActivity: lastActivity)
+    }
+}
+
+struct MemberRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "member"
+    var app: String
+    var roomId: String
+    var userId: String
+    var role: String
+    var nickname: String
+    var avatar: String
+    var ext: String
+}
+
+struct BlockRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "block"
+    var app: String
+    var roomId: String
+    var userId: String
+    var until: Int64
+}
+
+struct PermanentMuteRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "permanentMute"
+    var app: String
+    var roomId: String
+    var userId: String
+}
+
+struct TempMuteRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "tempMute"
+    var app: String
+    var roomId: String
+    var userId: String
+    var until: Int64
+}
+
+struct AllowlistRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "allowlist"
+    var app: String
+    var roomId: String
+    var userId: String
+}
+
+struct GlobalMuteRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "globalMute"
+    var app: String
+    var userId: String
+    var until: Int64
+}
+
+struct AttributeRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "attribute"
+    var app: String
+    var roomId: String
+    var key: String
+    var value: String
+    var owner: String
+    var autoDelete: Bool
+    var updatedAt: Int64
+}
+
+struct QueueRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "queueElement"
+    var app: String
+    var roomId: String
+    var key: String
+    var value: String
+    var owner: String
+    var sequence: Int64
+}
+
+struct MessageRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "message"
+    var app: String
+    var roomId: String
+    var id: String
+    var sender: String
+    var senderNickname: String
+    var senderAvatar: String
+    var senderExt: String
+    var kind: String
+    var content: String
+    var time: Int64
+    var fromServer: Bool
+
+    init(_ key: RoomKey, _ m: ChatMessage) {
+        app = key.app
+        roomId = key.roomId
+        id = m.id
+        sender = m.sender
+        senderNickname = m.senderNickname
+        senderAvatar = m.senderAvatar
+        senderExt = m.senderExt
+        kind = m.kind.rawValue
+        content = m.content
+        time = m.time
+        fromServer = m.fromServer
+    }
+
+    var message: ChatMessage {
+        ChatMessage(id: id, roomId: roomId, sender: sender, senderNickname: senderNickname, senderAvatar: senderAvatar,
+                    senderExt: senderExt, kind: ChatMessage.Kind(rawValue: kind) ?? .text, content: content, time: time,
+                    fromServer: fromServer)
+    }
+}

@@ -1,0 +1,129 @@
+import GRDB
+
+/// The database schema. Migrations are plain SQL and frozen once shipped: a change is a new
+/// migration, never an edit of an old one.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1-chat") { db in
+            try db.execute(sql: """
+                CREATE TABLE app (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    secret TEXT NOT NULL,
+                    settings TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    origin TEXT NOT NULL CHECK (origin IN ('config', 'dev', 'api')),
+                    allowedOrigins TEXT NOT NULL DEFAULT ''
+                );
+                CREATE TABLE room (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    roomId TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    announcement TEXT NOT NULL,
+                    ext TEXT NOT NULL,
+                    broadcastUrl TEXT NOT NULL,
+                    creator TEXT NOT NULL,
+                    queueLevel INTEGER NOT NULL CHECK (queueLevel IN (0, 1)),
+                    destroyPolicy TEXT NOT NULL CHECK (destroyPolicy IN ('inactive', 'fixed', 'whenEmpty')),
+                    destroyValue INTEGER NOT NULL,
+                    keepAlive INTEGER NOT NULL,
+                    multiDevice TEXT NOT NULL CHECK (multiDevice IN ('single', 'multiple')),
+                    muted INTEGER NOT NULL,
+                    open INTEGER NOT NULL,
+                    enterExitNotifications INTEGER NOT NULL,
+                    queueLimit INTEGER NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    epoch TEXT NOT NULL,
+                    lastActivity INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId)
+                ) WITHOUT ROWID;
+                CREATE TABLE member (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    role TEXT NOT NULL CHECK (role IN ('none', 'creator', 'manager', 'common')),
+                    nickname TEXT NOT NULL,
+                    avatar TEXT NOT NULL,
+                    ext TEXT NOT NULL,
+                    PRIMARY KEY (app, roomId, userId),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE block (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    until INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId, userId),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE permanentMute (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    PRIMARY KEY (app, roomId, userId),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE tempMute (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    until INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId, userId),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE allowlist (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    PRIMARY KEY (app, roomId, userId),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE globalMute (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    userId TEXT NOT NULL,
+                    until INTEGER NOT NULL,
+                    PRIMARY KEY (app, userId)
+                ) WITHOUT ROWID;
+                CREATE TABLE attribute (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    owner TEXT NOT NULL,
+                    autoDelete INTEGER NOT NULL,
+                    updatedAt INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId, key),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE queueElement (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    owner TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId, key),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE message (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    sender TEXT NOT NULL,
+                    senderNickname TEXT NOT NULL,
+                    senderAvatar TEXT NOT NULL,
+                    senderExt TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('text', 'custom', 'notification')),
+                    content TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    fromServer INTEGER NOT NULL,
+                    PRIMARY KEY (app, roomId, id),
+                    FOREIGN KEY (app, roomId) REFERENCES room(app, roomId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE INDEX messageByTime ON message(app, roomId, time);
+                CREATE INDEX messageAge ON message(app, time);
+                """)
+        }
+        return m
+    }
+}

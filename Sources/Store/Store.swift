@@ -1,0 +1,248 @@
+import Chat
+import Foundation
+import GRDB
+import Logging
+import Reactor
+import Synchronization
+
+/// The SQLite store (WAL, through GRDB): the domain's durable state, written by one thread in
+/// batches (group commit). A change is acknowledged only after the batch holding it committed.
+public final class Store: @unchecked Sendable {
+    // Safety: `pool` is GRDB's thread-safe DatabasePool; `pending` is a Mutex; everything the
+    // writer thread mutates (`extensions`) is touched only on `writer`'s thread after `start`.
+
+    /// How commits reach the disk. `normal` survives a killed process (the OS has the data);
+    /// `full` also survives power loss, at the cost of an fsync per batch.
+    public enum Durability: String, Sendable, CaseIterable {
+        case normal
+        case full
+    }
+
+    /// One unit of work for the writer: mutations to make durable, extra writes that must share
+    /// their transaction (e.g. webhook outbox rows), and what to do once they are on disk.
+    public struct Commit: Sendable {
+        public var mutations: [Mutation]
+        public var extra: (@Sendable (Database) throws -> Void)?
+        public var onDurable: @Sendable () -> Void
+        public init(mutations: [Mutation], extra: (@Sendable (Database) throws -> Void)? = nil, onDurable: @escaping @Sendable () -> Void) {
+            self.mutations = mutations
+            self.extra = extra
+            self.onDurable = onDurable
+        }
+    }
+
+    public let pool: DatabasePool
+    public let path: String
+    private let logger: Logger
+    private let pending = Mutex<[Commit]>([])
+    private let writer: EventLoop
+    private var thread: PosixThread?
+    /// Runs on the writer thread after each batch's callbacks (set before `start`).
+    public var afterBatch: (@Sendable () -> Void)?
+    public let batchesCommitted = Atomic<Int>(0)
+    public let commitsCommitted = Atomic<Int>(0)
+
+    public init(path: String, durability: Durability, logger: Logger) throws {
+        self.path = path
+        self.logger = logger
+        var config = Configuration()
+        config.label = "roomcast"
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        let sync = durability == .full ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(sync)")
+        }
+        pool = try DatabasePool(path: path, configuration: config)
+        try Schema.migrator.migrate(pool)
+        writer = try EventLoop(name: "roomcast-store", readBufferSize: 16)
+    }
+
+    /// Starts the writer thread.
+    public func start() {
+        let writer = self.writer
+        thread = PosixThread.start(name: "roomcast-store") { writer.run() }
+    }
+
+    /// Commits what is pending, then stops the writer thread.
+    public func stop() {
+        let done = Atomic<Bool>(false)
+        writer.execute { [self] in
+            drain()
+            done.store(true, ordering: .releasing)
+        }
+        while !done.load(ordering: .acquiring) { usleep(1000) }
+        writer.stop()
+        thread?.join()
+        thread = nil
+    }
+
+    /// Queues a commit; `onDurable` runs on the writer thread after the batch is on disk.
+    /// Commits run in submission order.
+    public func submit(_ commit: Commit) {
+        let first = pending.withLock { queue -> Bool in
+            queue.append(commit)
+            return queue.count == 1
+        }
+        if first { writer.execute { [self] in drain() } }
+    }
+
+    /// Writes every pending commit in one transaction, then runs their callbacks in order.
+    private func drain() {
+        while true {
+            let batch = pending.withLock { queue -> [Commit] in
+                let b = queue
+                queue.removeAll(keepingCapacity: true)
+                return b
+            }
+            if batch.isEmpty { return }
+            let needsWrite = batch.contains { !$0.mutations.isEmpty || $0.extra != nil }
+            if needsWrite {
+                do {
+                    try pool.write { db in
+                        for commit in batch {
+                            try Self.apply(commit.mutations, db)
+                            try commit.extra?(db)
+                        }
+                    }
+                } catch {
+                    // The changes are already applied in memory but not on disk. Acknowledging
+                    // them would promise what a restart cannot keep, so stop instead: nothing in
+                    // this batch was acknowledged, and a restart restores the last durable state.
+                    logger.critical("store commit failed; stopping", metadata: ["error": "\(error)", "commits": "\(batch.count)"])
+                    exit(75) // EX_TEMPFAIL
+                }
+                batchesCommitted.add(1, ordering: .relaxed)
+            }
+            commitsCommitted.add(batch.count, ordering: .relaxed)
+            for commit in batch { commit.onDurable() }
+            afterBatch?()
+        }
+    }
+
+    // MARK: Mutations → rows
+
+    static func apply(_ mutations: [Mutation], _ db: Database) throws {
+        for m in mutations {
+            switch m {
+            case .putApp(let key, let settings):
+                let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
+                try db.execute(sql: "UPDATE app SET settings = ? WHERE key = ?", arguments: [json, key])
+            case .putRoom(let r):
+                try RoomRow(r).save(db)
+            case .deleteRoom(let k):
+                try db.execute(sql: "DELETE FROM room WHERE app = ? AND roomId = ?", arguments: [k.app, k.roomId])
+            case .putMember(let k, let m):
+                try MemberRow(app: k.app, roomId: k.roomId, userId: m.userId, role: m.role.rawValue, nickname: m.nickname,
+                              avatar: m.avatar, ext: m.ext).save(db)
+            case .deleteMember(let k, let u):
+                try db.execute(sql: "DELETE FROM member WHERE app = ? AND roomId = ? AND userId = ?", arguments: [k.app, k.roomId, u])
+            case .putBlock(let k, let u, let until):
+                try BlockRow(app: k.app, roomId: k.roomId, userId: u, until: until).save(db)
+            case .deleteBlock(let k, let u):
+                try db.execute(sql: "DELETE FROM block WHERE app = ? AND roomId = ? AND userId = ?", arguments: [k.app, k.roomId, u])
+            case .putPermanentMute(let k, let u):
+                try PermanentMuteRow(app: k.app, roomId: k.roomId, userId: u).save(db)
+            case .deletePermanentMute(let k, let u):
+                try db.execute(sql: "DELETE FROM permanentMute WHERE app = ? AND roomId = ? AND userId = ?", arguments: [k.app, k.roomId, u])
+            case .putTempMute(let k, let u, let until):
+                try TempMuteRow(app: k.app, roomId: k.roomId, userId: u, until: until).save(db)
+            case .deleteTempMute(let k, let u):
+                try db.execute(sql: "DELETE FROM tempMute WHERE app = ? AND roomId = ? AND userId = ?", arguments: [k.app, k.roomId, u])
+            case .putAllowlist(let k, let u):
+                try AllowlistRow(app: k.app, roomId: k.roomId, userId: u).save(db)
+            case .deleteAllowlist(let k, let u):
+                try db.execute(sql: "DELETE FROM allowlist WHERE app = ? AND roomId = ? AND userId = ?", arguments: [k.app, k.roomId, u])
+            case .putGlobalMute(let app, let u, let until):
+                try GlobalMuteRow(app: app, userId: u, until: until).save(db)
+            case .deleteGlobalMute(let app, let u):
+                try db.execute(sql: "DELETE FROM globalMute WHERE app = ? AND userId = ?", arguments: [app, u])
+            case .putAttribute(let k, let name, let a):
+                try AttributeRow(app: k.app, roomId: k.roomId, key: name, value: a.value, owner: a.owner, autoDelete: a.autoDelete,
+                                 updatedAt: a.updatedAt).save(db)
+            case .deleteAttribute(let k, let name):
+                try db.execute(sql: "DELETE FROM attribute WHERE app = ? AND roomId = ? AND key = ?", arguments: [k.app, k.roomId, name])
+            case .putQueueElement(let k, let name, let e, let sequence):
+                try QueueRow(app: k.app, roomId: k.roomId, key: name, value: e.value, owner: e.owner, sequence: sequence).save(db)
+            case .deleteQueueElement(let k, let name):
+                try db.execute(sql: "DELETE FROM queueElement WHERE app = ? AND roomId = ? AND key = ?", arguments: [k.app, k.roomId, name])
+            case .clearQueue(let k):
+                try db.execute(sql: "DELETE FROM queueElement WHERE app = ? AND roomId = ?", arguments: [k.app, k.roomId])
+            case .appendMessage(let k, let msg):
+                try MessageRow(k, msg).insert(db, onConflict: .ignore)
+            case .pruneMessages(let app, let before):
+                try db.execute(sql: "DELETE FROM message WHERE app = ? AND time < ?", arguments: [app, before])
+            }
+        }
+    }
+
+    // MARK: Apps
+
+    public func apps() throws -> [AppRow] {
+        try pool.read { db in try AppRow.order(Column("createdAt")).fetchAll(db) }
+    }
+
+    /// Inserts an app, or updates its secret (and origin) if it exists; keeps its settings.
+    public func upsertApp(key: String, secret: String, origin: String, settings: AppSettings, now: Int64) throws {
+        let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
+        try pool.write { db in
+            if var existing = try AppRow.fetchOne(db, key: key) {
+                existing.secret = secret
+                existing.origin = origin
+                try existing.update(db)
+            } else {
+                try AppRow(key: key, secret: secret, settings: json, createdAt: now, origin: origin).insert(db)
+            }
+        }
+    }
+
+    public func setAllowedOrigins(app: String, _ origins: [String]?) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE app SET allowedOrigins = ? WHERE key = ?", arguments: [(origins ?? []).joined(separator: "\n"), app])
+        }
+    }
+
+    // MARK: Restore
+
+    /// Loads every durable row into a fresh domain (ARCHITECTURE §5): apps, then rooms and what
+    /// they hold, queue elements in their order, and the recent history of each room.
+    public func restore(into domain: ChatDomain, now: Int64) throws {
+        try pool.read { db in
+            for app in try AppRow.fetchAll(db) {
+                let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(app.settings.utf8))) ?? AppSettings()
+                domain.restoreApp(app.key, settings)
+            }
+            for r in try RoomRow.fetchAll(db) { domain.restoreRoom(r.record) }
+            for m in try MemberRow.fetchAll(db) {
+                domain.restoreMember(RoomKey(app: m.app, roomId: m.roomId),
+                                     MemberRecord(userId: m.userId, role: GrantedRole(rawValue: m.role) ?? .none, nickname: m.nickname,
+                                                  avatar: m.avatar, ext: m.ext))
+            }
+            for b in try BlockRow.fetchAll(db) { domain.restoreBlock(RoomKey(app: b.app, roomId: b.roomId), b.userId, until: b.until) }
+            for p in try PermanentMuteRow.fetchAll(db) { domain.restorePermanentMute(RoomKey(app: p.app, roomId: p.roomId), p.userId) }
+            for t in try TempMuteRow.fetchAll(db) { domain.restoreTempMute(RoomKey(app: t.app, roomId: t.roomId), t.userId, until: t.until) }
+            for a in try AllowlistRow.fetchAll(db) { domain.restoreAllowlist(RoomKey(app: a.app, roomId: a.roomId), a.userId) }
+            for g in try GlobalMuteRow.fetchAll(db) { domain.restoreGlobalMute(app: g.app, g.userId, until: g.until) }
+            for a in try AttributeRow.fetchAll(db) {
+                domain.restoreAttribute(RoomKey(app: a.app, roomId: a.roomId), a.key,
+                                        Attribute(value: a.value, owner: a.owner, autoDelete: a.autoDelete, updatedAt: a.updatedAt))
+            }
+            for q in try QueueRow.order(Column("sequence")).fetchAll(db) {
+                domain.restoreQueueElement(RoomKey(app: q.app, roomId: q.roomId), q.key,
+                                           QueueElement(value: q.value, owner: q.owner, transient: false), sequence: q.sequence)
+            }
+            // The newest messages of each room, oldest first (the in-memory history window).
+            for key in domain.appKeys {
+                guard let settings = domain.appSettings(key) else { continue }
+                let oldest = now - settings.historyRetentionMilliseconds
+                let rows = try MessageRow.fetchAll(db, sql: """
+                    SELECT * FROM (
+                        SELECT *, ROW_NUMBER() OVER (PARTITION BY roomId ORDER BY time DESC, id DESC) AS rank
+                        FROM message WHERE app = ? AND time >= ?
+                    ) WHERE rank <= ? ORDER BY roomId, time, id
+                    """, arguments: [key, oldest, settings.historyLimitPerRoom])
+                for row in rows { domain.restoreMessage(RoomKey(app: row.app, roomId: row.roomId), row.message) }
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import Testing
+import TestKit
+
+/// End-to-end: REST calls into the real binary, events observed by several WebSocket clients.
+@Suite("Gateway scenarios over real sockets", .serialized)
+struct ScenarioTests {
+    func client(_ g: GatewayProcess, _ user: String, device: String? = nil) throws -> ProtocolClient {
+        let c = try ProtocolClient(port: g.port)
+        try c.connect(token: try g.rest().token(user, nickname: user.capitalized, device: device))
+        return c
+    }
+
+    func join(_ c: ProtocolClient, _ room: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
+        var args: [String: Any] = ["roomId": room]
+        for (k, v) in extra { args[k] = v }
+        return try c.expectOK(try c.command("room.join", args))
+    }
+
+    // RC-1, RC-2, RC-5, RC-6, RC-7
+    @Test func rongCloudModerationReachesExactlyItsAudience() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "rc"]).status == 201)
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "elsewhere"]).status == 201)
+        let alice = try client(g, "alice"), bob = try client(g, "bob"), dave = try client(g, "dave"), carol = try client(g, "carol")
+        let joined = try join(alice, "rc")
+        #expect(joined.obj("joinInfo").int("memberCount") == 1)
+        try alice.waitFor("room.status") { $0.obj("data").str("status") == "joined" }
+        _ = try join(bob, "rc")
+        _ = try join(dave, "rc")
+        _ = try join(carol, "elsewhere")
+        // RC-2: alice saw bob and dave arrive.
+        try alice.waitFor("room.memberChanged") { ($0.obj("data")["members"] as? [[String: Any]])?.first?.str("userId") == "dave" }
+        _ = [alice, bob, dave, carol].map { $0.drain(for: 0.2) }
+
+        // RC-6: mute dave with needNotify → every member; carol (another room) nothing.
+        #expect(try rest.call("POST", "/v1/rooms/rc/mutes", ["userIds": ["dave"], "minutes": 5, "needNotify": true, "extra": "{\"k\":1}"]).status == 200)
+        for c in [alice, bob, dave] {
+            let e = try c.waitFor("room.ban")
+            #expect(e.obj("data").int("banType") == 1)
+            #expect(e.obj("data").int("durationTime") == 300_000)
+            #expect(e.obj("data")["userIdList"] as? [String] == ["dave"])
+            #expect(e.obj("data").str("extra") == "{\"k\":1}")
+            #expect(e.int("offset") != nil && e.str("epoch") != nil)
+        }
+        #expect(carol.eventNames().isEmpty)
+
+        // RC-7: dave's send is refused; alice's goes to the others.
+        let refused = try dave.command("room.send", ["roomId": "rc", "content": "hi"])
+        #expect(refused.obj("error").int("code") == 23408)
+        _ = try alice.expectOK(try alice.command("room.send", ["roomId": "rc", "content": "hello"]))
+        #expect(try bob.waitFor("room.message").obj("data").obj("message").str("content") == "hello")
+        #expect(try dave.waitFor("room.message").obj("data").obj("message").str("sender") == "alice")
+        #expect(!alice.eventNames().contains("room.message"))
+
+        // RC-5: block bob with needNotify → everyone incl. bob; bob is removed and barred.
+        #expect(try rest.call("POST", "/v1/rooms/rc/blocks", ["userIds": ["bob"], "minutes": 10, "needNotify": true]).status == 200)
+        for c in [alice, bob, dave] { #expect(try c.waitFor("room.block").obj("data").int("operateType") == 1) }
+        #expect(try bob.waitFor("room.kicked").obj("data").int("reason") == 5)
+        try alice.waitFor("room.memberChanged") { ($0.obj("data")["members"] as? [[String: Any]])?.first?.str("action") == "quit" }
+        let rejoin = try bob.command("room.join", ["roomId": "rc"])
+        #expect(rejoin.obj("error").int("code") == 23409)
+        try bob.waitFor("room.status") { $0.obj("data").str("status") == "joinFailed" && $0.obj("data")["autoRejoin"] as? Bool == false }
+        #expect(carol.eventNames().isEmpty)
+        _ = [alice, dave].map { $0.drain(for: 0.2) }
+
+        // RC-5: unblock tells only bob.
+        #expect(try rest.call("DELETE", "/v1/rooms/rc/blocks?userIds=bob&needNotify=true").status == 200)
+        #expect(try bob.waitFor("room.block").obj("data").int("operateType") == 0)
+        #expect(!alice.eventNames().contains("room.block"))
+        #expect(!dave.eventNames().contains("room.block"))
+
+        // RC-6 7: a global mute tells only the muted user, wherever they are.
+        #expect(try rest.call("POST", "/v1/global-mutes", ["userIds": ["carol"], "minutes": 1, "needNotify": true]).status == 200)
+        #expect(try carol.waitFor("room.ban").obj("data").int("banType") == 7)
+        #expect(!alice.eventNames().contains("room.ban"))
+
+        // RC-1: destroy tells the online members.
+        #expect(try rest.call("DELETE", "/v1/rooms/rc").status == 200)
+        #expect(try alice.waitFor("room.status").obj("data").str("status") == "destroyed")
+        #expect(try dave.waitFor("room.status").obj("data").str("destroyType") == "manual")
+        #expect(carol.eventNames().isEmpty)
+    }
+
+    // NIM-6, NIM-9, NIM-12, NIM-16
+    @Test func nimRolesQueueAndKicks() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "nim", "creator": "owner"]).status == 201)
+        let owner = try client(g, "owner"), guest = try client(g, "guest"), viewer = try client(g, "viewer"), outsider = try client(g, "outsider")
+        _ = try join(owner, "nim")
+        _ = try join(guest, "nim", ["ext": "{\"vip\":true}", "notifyExt": "hello"])
+        // NIM-2/NIM-9: the enter notification carries notifyExt and the member's ext.
+        let enter = try owner.waitFor("room.notification") { $0.obj("data").int("eventType") == 301 }
+        #expect(enter.obj("data").str("notifyExt") == "hello")
+        #expect(enter.obj("data").obj("source").str("ext") == "{\"vip\":true}")
+        _ = try join(viewer, "nim")
+        _ = [owner, guest, viewer].map { $0.drain(for: 0.2) }
+
+        // NIM-12: a role change over REST notifies the room (307) and changes the type.
+        let role = try rest.call("PUT", "/v1/rooms/nim/members/guest/role", ["role": "manager", "notifyExt": "promoted"])
+        #expect(role.status == 200)
+        #expect((role.json["members"] as? [[String: Any]])?.first?.str("type") == "manager")
+        for c in [owner, guest, viewer] {
+            let n = try c.waitFor("room.notification")
+            #expect(n.obj("data").int("eventType") == 307)
+            #expect(n.obj("data").str("notifyExt") == "promoted")
+        }
+        #expect(try rest.call("PUT", "/v1/rooms/nim/members/guest/role", ["role": "admin"]).json.str("field") == "role")
+
+        // NIM-16: a transient element goes when its owner leaves: one 320 for the others.
+        _ = try viewer.expectOK(try viewer.command("queue.offer", ["roomId": "nim", "key": "mic", "value": "viewer", "transient": true]))
+        #expect(try owner.waitFor("room.notification").obj("data").obj("ext").str("changeType") == "offer")
+        _ = owner.drain(for: 0.2)
+        _ = guest.drain(for: 0.2)
+        _ = try viewer.expectOK(try viewer.command("room.leave", ["roomId": "nim"]))
+        let clear = try owner.waitFor("room.notification") { $0.obj("data").int("eventType") == 320 }
+        #expect(clear.obj("data").obj("ext").str("changeType") == "partialClear")
+        #expect(clear.obj("data").obj("ext").obj("elements").str("mic") == "viewer")
+        #expect(try rest.call("GET", "/v1/rooms/nim/queue").json["elements"] as? [Any] != nil)
+
+        // NIM-15: the new manager kicks from the client; NIM-6 reason 2 with the ext.
+        _ = try join(viewer, "nim")
+        _ = [owner, guest, viewer].map { $0.drain(for: 0.2) }
+        _ = try guest.expectOK(try guest.command("manage.kick", ["roomId": "nim", "userId": "viewer", "notifyExt": "bye"]))
+        let kicked = try viewer.waitFor("room.kicked")
+        #expect(kicked.obj("data").int("reason") == 2)
+        #expect(kicked.obj("data").str("ext") == "bye")
+        #expect(try owner.waitFor("room.notification").obj("data").int("eventType") == 313)
+        // A manager may not act on the creator.
+        #expect(try guest.command("manage.kick", ["roomId": "nim", "userId": "owner"]).obj("error").int("code") == 40301)
+        #expect(outsider.eventNames().isEmpty)
+    }
+
+    // ZIM-1, ZIM-2, ZIM-4, ZIM-5, ZIM-6
+    @Test func zimCreateJoinSwitchAndLeaveAll() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let alice = try client(g, "alice"), bob = try client(g, "bob"), carol = try client(g, "carol"), eve = try client(g, "eve")
+        _ = try join(alice, "z1", ["mode": "create", "room": ["name": "One", "destroy": ["policy": "whenEmpty", "seconds": 60]]])
+        // ZIM-1: creating again fails; ZIM-2: joining a missing room fails.
+        #expect(try bob.command("room.join", ["roomId": "z1", "mode": "create"]).obj("error").int("code") == 40901)
+        #expect(try bob.command("room.join", ["roomId": "missing"]).obj("error").int("code") == 23410)
+        _ = try join(bob, "z1")
+        _ = try join(carol, "z2", ["mode": "enter"])
+        _ = try join(eve, "other", ["mode": "enter"])
+        _ = [alice, bob, carol, eve].map { $0.drain(for: 0.2) }
+
+        // ZIM-5: alice switches z1 → z2.
+        let switched = try alice.command("room.switch", ["from": "z1", "to": ["roomId": "z2"], "createIfMissing": false])
+        _ = try alice.expectOK(switched)
+        let states = alice.drain(for: 0.3).filter { $0.str("ev") == "room.status" }
+            .map { "\($0.str("roomId") ?? ""):\($0.obj("data").str("zimState") ?? ""):\($0.obj("data").str("zimEvent") ?? "")" }
+        #expect(states == ["z2:connecting:activeSwitch", "z2:connected:success", "z1:disconnected:success"])
+        #expect(try bob.waitFor("room.memberChanged").obj("data")["members"].map { ($0 as? [[String: Any]])?.first?.str("action") } == "quit")
+        #expect(try carol.waitFor("room.memberChanged").obj("data")["members"].map { ($0 as? [[String: Any]])?.first?.str("action") } == "join")
+        #expect(eve.eventNames().isEmpty)
+
+        // A switch to a missing room without creation fails with the seed's states.
+        let failed = try alice.command("room.switch", ["from": "z2", "to": ["roomId": "nowhere"]])
+        #expect(failed.obj("error").int("code") == 23410)
+        let failStates = alice.drain(for: 0.3).map { $0.obj("data").str("zimEvent") ?? "" }
+        #expect(failStates == ["activeSwitch", "switchFailed"])
+
+        // ZIM-6: leave all rooms of this connection only.
+        _ = try join(alice, "z3", ["mode": "enter"])
+        let left = try alice.expectOK(try alice.command("room.leaveAll"))
+        #expect(Set(left["roomIds"] as? [String] ?? []) == ["z2", "z3"])
+    }
+}
