@@ -22,7 +22,7 @@ sed "s/__PORT__/$ng_port/" scripts/nginx-bench.conf >"$ngdir/nginx.conf"
 nginx -p "$ngdir" -c nginx.conf
 
 # Same keep-alive policy as the nginx peer (no per-connection request cap during the run).
-"$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 \
+"$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$(mktemp -d)" \
   --max-requests-per-connection 1000000000 --log-level warning >/dev/null 2>&1 &
 rc=$!
 trap 'kill $rc 2>/dev/null || true; nginx -p "$ngdir" -c nginx.conf -s stop 2>/dev/null || true' EXIT

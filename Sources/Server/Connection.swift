@@ -457,10 +457,13 @@ public final class Connection: EventHandler {
 
     func enqueue(_ block: ByteBlock) {
         output.append(block)
-        if !isDirty {
-            isDirty = true
-            context.dirty.append(self)
-        }
+        markDirty()
+    }
+
+    private func markDirty() {
+        guard !isDirty else { return }
+        isDirty = true
+        if isWebSocket { context.dirty.append(self) } else { context.dirtyHTTP.append(self) }
     }
 
     /// Writes what is queued (called before the loop sleeps, and on writability).
@@ -486,10 +489,7 @@ public final class Connection: EventHandler {
         closeWhenFlushed = true
         if phase == .closed { return }
         if case .lingering = phase { return }
-        if !isDirty {
-            isDirty = true
-            context.dirty.append(self)
-        }
+        markDirty()
     }
 
     private func finishClose() {

@@ -45,7 +45,10 @@ final class LoopContext {
     let logger: Logger
     let metrics: LoopMetrics
     @exclusivity(unchecked) private(set) var connections: [Connection] = []
+    /// Connections with output to write before the loop sleeps. HTTP answers go first: a REST
+    /// call's answer is not held behind a fan-out to thousands of WebSockets.
     @exclusivity(unchecked) var dirty: [Connection] = []
+    @exclusivity(unchecked) var dirtyHTTP: [Connection] = []
     private(set) var dateString = ""
     private var dateSecond: Int64 = -1
     var draining = false
@@ -109,7 +112,12 @@ final class LoopContext {
     /// Writes every connection's queued output: one writev per connection per loop iteration,
     /// however many responses or events were queued during it.
     func flushDirty() {
-        while !dirty.isEmpty {
+        while !dirty.isEmpty || !dirtyHTTP.isEmpty {
+            if !dirtyHTTP.isEmpty {
+                let batch = dirtyHTTP
+                dirtyHTTP.removeAll(keepingCapacity: true)
+                for connection in batch { connection.flush() }
+            }
             let batch = dirty
             dirty.removeAll(keepingCapacity: true)
             for connection in batch { connection.flush() }
