@@ -49,7 +49,8 @@ let package = Package(
 
         // Load generator: only our Reactor/HTTP1/WebSocket, so it can measure us and our peers.
         .executableTarget(name: "RoomcastBench", dependencies: [
-            "Reactor", "HTTP1", "WebSocket", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "Reactor", "HTTP1", "WebSocket", "Gateway", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // Benchmark of the chat domain alone (commands per second on one thread).

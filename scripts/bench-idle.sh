@@ -4,7 +4,10 @@
 #
 #   scripts/bench-idle.sh [N] [server]    server: roomcast (default) or echo
 #
-# The client is roomcast-bench (a separate process: each process may hold ~20k descriptors).
+# Against roomcast every connection is a real session: it connects with its own token (one user
+# each) and joins one room, and one message a second is published to that room while they are held.
+# Against roomcast-echo the connections are bare WebSockets. The client is roomcast-bench (a
+# separate process: each process may hold ~20k descriptors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
@@ -18,12 +21,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 log=$(mktemp)
 if [ "$target" = echo ]; then
   "$bin/roomcast-echo" --port "$port" --no-deflate >"$log" 2>&1 &
-  path=/
-  hello=()
 else
-  "$bin/roomcast" --host 127.0.0.1 --port "$port" --event-loops 2 --log-level warning >"$log" 2>&1 &
-  path=/ws
-  hello=()
+  "$bin/roomcast" --host 127.0.0.1 --port "$port" --event-loops 2 --data-dir "$(mktemp -d)" \
+    --app bench:bench-secret-0123456789 --log-level warning >"$log" 2>&1 &
 fi
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
@@ -33,14 +33,20 @@ sleep 1
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
 before=$(rss)
 out=$(mktemp)
-"$bin/roomcast-bench" idle --port "$port" --path "$path" --connections "$n" --hold 6 "${hello[@]}" >"$out" 2>&1 &
+if [ "$target" = echo ]; then
+  "$bin/roomcast-bench" idle --port "$port" --path / --connections "$n" --hold 6 >"$out" 2>&1 &
+  ready='^idle: open='
+else
+  "$bin/roomcast-bench" fanout --port "$port" --subscribers "$n" --rate 1 --duration 8 --room idle >"$out" 2>&1 &
+  ready='^fanout: subscribers ready='
+fi
 client=$!
-for _ in $(seq 1 600); do grep -q "^idle: open=" "$out" && break; sleep 0.1; done
-sleep 3
+for _ in $(seq 1 600); do grep -q "$ready" "$out" && break; sleep 0.1; done
+sleep 4
 after=$(rss)
 wait $client || true
 cat "$out"
-open=$(sed -n 's/^idle: open=\([0-9]*\).*/\1/p' "$out")
+open=$(sed -n -e 's/^idle: open=\([0-9]*\).*/\1/p' -e 's/^fanout: subscribers ready=\([0-9]*\).*/\1/p' "$out")
 [ -n "$open" ] && [ "$open" -gt 0 ] || { echo "no connection opened"; exit 1; }
 python3 - "$before" "$after" "$open" "$target" <<'PY'
 import sys

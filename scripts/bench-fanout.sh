@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Fan-out: roomcast against nginx+nchan in the same run, same subscribers, same publishers.
+#
+#   scripts/bench-fanout.sh [subscribers]     (default 10000)
+#
+# 1. Throughput: N subscribers in one room; 300 messages published as fast as P concurrent HTTP
+#    publishers get answers (P = 4 and 16); delivered messages/s = deliveries / (last delivery -
+#    first publish). Target: roomcast >= 2x nchan at 10,000 subscribers.
+# 2. Latency: 100 publishes/s for 3 s; publish->receive p50/p99/p99.9 (send time is in the
+#    message). Target: p99 < 20 ms. Run at 1,000 subscribers and at N.
+#
+# roomcast and nchan both get two workers (event loops); the load generator (roomcast-bench,
+# our own reactor, two client loops) shares the same two cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-10000}
+command -v nginx >/dev/null || { echo "nginx is not installed (apt-get install -y nginx libnginx-mod-nchan)"; exit 1; }
+[ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] || { echo "nchan is not installed (apt-get install -y libnginx-mod-nchan)"; exit 1; }
+
+swift build -c release --product roomcast >/dev/null
+swift build -c release --product roomcast-bench >/dev/null
+bin=$(swift build -c release --show-bin-path)
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+rc_port=$(freeport)
+ng_port=$(freeport)
+work=$(mktemp -d)
+mkdir -p "$work/nginx/logs" "$work/nginx/tmp" "$work/data"
+sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
+
+"$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$work/data" \
+  --app bench:bench-secret-0123456789 --log-level warning >"$work/roomcast.log" 2>&1 &
+rc=$!
+nginx -p "$work/nginx" -c nginx.conf
+trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
+
+results="$work/results"
+run() { # target port label args...
+  local target=$1 port=$2 label=$3; shift 3
+  local out
+  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 "$@" 2>&1) || true
+  echo "$out" | sed "s/^/[$target $label] /"
+  local per p50 p99 p999
+  per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
+  read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
+  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan}" >>"$results"
+}
+
+for p in 4 16; do
+  for t in roomcast nchan; do
+    port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
+    run $t "$port" "throughput-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "tp$p"
+  done
+done
+for subs in 1000 "$n"; do
+  for t in roomcast nchan; do
+    port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
+    run $t "$port" "latency-$subs" --subscribers "$subs" --rate 100 --duration 3 --publishers 4 --pipeline 1 --room "lat$subs"
+  done
+done
+
+python3 - "$results" "$n" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    t, label, per, p50, p99, p999 = line.split()
+    rows[(t, label)] = (int(per), p50, p99, p999)
+n = sys.argv[2]
+for label in ("throughput-p4", "throughput-p16"):
+    r, g = rows[("roomcast", label)][0], rows[("nchan", label)][0]
+    ratio = r / g if g else float("inf")
+    print(f"bench-fanout: {label} subscribers={n}: roomcast {r:,} msg/s, nchan {g:,} msg/s, ratio {ratio:.2f}x (target >= 2x)")
+for label in ("latency-1000", f"latency-{n}"):
+    for t in ("roomcast", "nchan"):
+        per, p50, p99, p999 = rows[(t, label)]
+        print(f"bench-fanout: {label} 100 pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms)")
+PY
