@@ -113,6 +113,9 @@ struct DeliveryTests {
         #expect(try rest.call("PUT", "/v1/rooms/durable/attributes", ["entries": ["stage": "open"]]).status == 200)
         #expect(try rest.call("POST", "/v1/rooms/durable/messages", ["content": "remember me"]).status == 201)
         let blocksBefore = try rest.call("GET", "/v1/rooms/durable/blocks").json
+        let noisyUntil = (try rest.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]])?
+            .first { $0.str("userId") == "noisy" }?.int("until")
+        let spammerUntil = (try rest.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]])?.first?.int("until")
         // SIGKILL: no shutdown, no flush.
         g.process.signal(SIGKILL)
         _ = g.process.waitForExit(timeout: 5)
@@ -126,9 +129,11 @@ struct DeliveryTests {
         #expect(try after.call("GET", "/v1/rooms/durable/blocks").json["users"] as? [[String: Int]] == blocksBefore["users"] as? [[String: Int]])
         let mutes = try after.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]] ?? []
         #expect(Set(mutes.compactMap { $0.str("userId") }) == ["noisy", "silenced"])
-        #expect((mutes.first { $0.str("userId") == "noisy" }?.int("until") ?? 0) > 0)
+        #expect(noisyUntil != nil && mutes.first { $0.str("userId") == "noisy" }?.int("until") == noisyUntil)
+        #expect(mutes.first { $0.str("userId") == "silenced" }?["until"] is NSNull)
         #expect(try after.call("GET", "/v1/rooms/durable/mute-allowlist").json["userIds"] as? [String] == ["vip"])
-        #expect((try after.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]])?.first?.str("userId") == "spammer")
+        let globalMutes = try after.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]] ?? []
+        #expect(globalMutes.first?.str("userId") == "spammer" && spammerUntil != nil && globalMutes.first?.int("until") == spammerUntil)
         #expect((try after.call("GET", "/v1/rooms/durable/queue").json["elements"] as? [[String: Any]])?.first?.str("value") == "alice")
         let attrs = try after.call("GET", "/v1/rooms/durable/attributes").json["entries"] as? [[String: Any]] ?? []
         #expect(Set(attrs.compactMap { $0.str("key") }) == ["stage", "topic"])
