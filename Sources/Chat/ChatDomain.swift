@@ -13,6 +13,8 @@ public final class ChatDomain {
     let makeID: IDGenerator
     @exclusivity(unchecked) var deadlines = DeadlineQueue<Deadline>()
     var queueSequence: Int64 = 0
+    /// Orders ultra-group members, channels and private lists in the store.
+    var groupSequence: Int64 = 0
     var lastPrune: [String: Int64] = [:]
 
     enum Deadline: Hashable {
@@ -105,6 +107,21 @@ public final class ChatDomain {
         case .queuePoll(let app, let roomId, let key, let actor): return try queuePoll(app, roomId, key, actor, now, &out)
         case .queueDrop(let app, let roomId, let actor): return try queueDrop(app, roomId, actor, now, &out)
         case .sendMessage(let app, let roomId, let sender, let kind, let content): return try sendMessage(app, roomId, sender, kind, content, now, &out)
+        case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
+        case .dismissGroup(let app, let groupId): return try dismissGroup(app, groupId, now, &out)
+        case .joinGroup(let app, let groupId, let users): return try joinGroup(app, groupId, users, now, &out)
+        case .quitGroup(let app, let groupId, let users): return try quitGroup(app, groupId, users, now, &out)
+        case .createChannel(let app, let groupId, let channelId, let type): return try createChannel(app, groupId, channelId, type, now, &out)
+        case .changeChannelType(let app, let groupId, let channelId, let type): return try changeChannelType(app, groupId, channelId, type, now, &out)
+        case .deleteChannel(let app, let groupId, let channelId): return try deleteChannel(app, groupId, channelId, now, &out)
+        case .addPrivateMembers(let app, let groupId, let channelId, let users): return try addPrivateMembers(app, groupId, channelId, users, now, &out)
+        case .removePrivateMembers(let app, let groupId, let channelId, let users):
+            return try removePrivateMembers(app, groupId, channelId, users, now, &out)
+        case .setConversationStatus(let app, let user, let key, let pinned, let level, let actor):
+            return try setConversationStatus(app, user, key, pinned: pinned, level: level, actor, now, &out)
+        case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
+        case .setGroupNotificationLevel(let app, let groupId, let channelId, let level):
+            return try setGroupLevel(app, groupId, channelId: channelId, level, &out)
         }
     }
 

@@ -161,6 +161,22 @@ public enum Command: Sendable {
 
     // Messages (NIM-8).
     case sendMessage(app: String, roomId: String, MessageSender, ChatMessage.Kind, content: String)
+
+    // Ultra groups (UG-1..UG-4; app server only).
+    case createGroup(app: String, groupId: String, name: String, creator: String?)
+    case dismissGroup(app: String, groupId: String)
+    case joinGroup(app: String, groupId: String, [String])
+    case quitGroup(app: String, groupId: String, [String])
+    case createChannel(app: String, groupId: String, channelId: String, ChannelType)
+    case changeChannelType(app: String, groupId: String, channelId: String, ChannelType)
+    case deleteChannel(app: String, groupId: String, channelId: String)
+    case addPrivateMembers(app: String, groupId: String, channelId: String, [String])
+    case removePrivateMembers(app: String, groupId: String, channelId: String, [String])
+
+    // Conversation status (CS-1, CS-2, CS-4).
+    case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
+    case setConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
+    case setGroupNotificationLevel(app: String, groupId: String, channelId: String?, NotificationLevel)
 }
 
 /// NIM-13 member query types (RC-9 lists everyone present).
@@ -201,4 +217,19 @@ public enum Query: Sendable {
     /// Rooms a session is in (ZIM).
     case roomsOfSession(SessionID)
     case roomIds(app: String)
+
+    // Ultra groups (UG-6): pages are 1-based.
+    case group(app: String, groupId: String)
+    case groupMembers(app: String, groupId: String, page: Int, pageSize: Int)
+    case channels(app: String, groupId: String, page: Int, pageSize: Int)
+    case privateMembers(app: String, groupId: String, channelId: String, page: Int, pageSize: Int)
+    /// Channels the user can see: public ones, and private ones whose list holds the user.
+    case userChannels(app: String, groupId: String, userId: String, page: Int, pageSize: Int)
+    case groupNotificationLevel(app: String, groupId: String, channelId: String?)
+
+    // Conversation status (CS-1, CS-3, CS-4).
+    case conversationStatus(app: String, userId: String, ConversationKey)
+    /// Statuses changed after version `since`, oldest change first (CS-3 sync).
+    case conversationStatuses(app: String, userId: String, since: Int64, limit: Int)
+    case conversationTypeLevel(app: String, userId: String, ConversationType)
 }

@@ -402,6 +402,14 @@ public enum ChatEvent: Equatable, Sendable {
     case notification(NotificationEvent)
     case message(ChatMessage)
     case attributesChanged(AttributesEvent)
+    /// UG-2 (one array per recipient, UG-5).
+    case channelTypeChanged([ChannelTypeChange])
+    /// UG-3.
+    case channelDisbanded([ChannelDisbanded])
+    /// UG-4: users taken off a private channel's list.
+    case channelUsersKicked([ChannelUserKicked])
+    /// CS-2 (and CS-3 sync batches).
+    case conversationStatusChanged([ConversationStatusInfo])
 
     /// The event's wire name.
     public var name: String {
@@ -415,6 +423,10 @@ public enum ChatEvent: Equatable, Sendable {
         case .notification: return "room.notification"
         case .message: return "room.message"
         case .attributesChanged: return "room.attributes"
+        case .channelTypeChanged: return "group.channelTypeChanged"
+        case .channelDisbanded: return "group.channelDisbanded"
+        case .channelUsersKicked: return "group.channelUserKicked"
+        case .conversationStatusChanged: return "conversation.statusChanged"
         }
     }
 }

@@ -266,6 +266,10 @@ final class AppState {
     @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
     /// Online sessions of each user.
     @exclusivity(unchecked) var userSessions: [String: [SessionID]] = [:]
+    /// Ultra groups (SPEC §4).
+    @exclusivity(unchecked) var groups: [String: UltraGroup] = [:]
+    /// Conversation statuses and type defaults of each user (SPEC §5).
+    @exclusivity(unchecked) var conversations: [String: UserConversations] = [:]
 
     init(key: String, settings: AppSettings) {
         self.key = key

@@ -85,6 +85,19 @@ public enum Mutation: Equatable, Sendable {
     case appendMessage(RoomKey, ChatMessage)
     /// Messages older than this (ms) may be deleted.
     case pruneMessages(app: String, before: Int64)
+    case putGroup(GroupRecord)
+    /// Removes the group with its members, channels and private lists.
+    case deleteGroup(app: String, groupId: String)
+    case putGroupMember(app: String, groupId: String, String, sequence: Int64)
+    case deleteGroupMember(app: String, groupId: String, String)
+    /// `sequence` orders new channels; nil updates a channel in place.
+    case putChannel(ChannelRecord, sequence: Int64?)
+    case deleteChannel(app: String, groupId: String, channelId: String)
+    case putPrivateMember(app: String, groupId: String, channelId: String, String, sequence: Int64)
+    case deletePrivateMember(app: String, groupId: String, channelId: String, String)
+    case putConversationStatus(app: String, userId: String, ConversationStatus)
+    /// `.default` removes the user's type default.
+    case putConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
 }
 
 /// Webhook event types (WH-2).
@@ -163,6 +176,15 @@ public enum Reply: Equatable, Sendable {
     case missingKeys([String])
     case message(ChatMessage)
     case messages([ChatMessage])
+    case group(GroupInfo)
+    case channel(ChannelInfo)
+    case channels([ChannelInfo], total: Int)
+    /// A page of user ids and how many there are in all.
+    case userIdsPage([String], total: Int)
+    case notificationLevel(NotificationLevel)
+    case conversationStatus(ConversationStatusView)
+    /// CS-3: statuses in change order, the version to continue after, and whether more follow.
+    case conversationStatuses([ConversationStatus], cursor: Int64, more: Bool)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -183,6 +205,13 @@ public enum Reply: Equatable, Sendable {
         case let (.missingKeys(x), .missingKeys(y)): return x == y
         case let (.message(x), .message(y)): return x == y
         case let (.messages(x), .messages(y)): return x == y
+        case let (.group(x), .group(y)): return x == y
+        case let (.channel(x), .channel(y)): return x == y
+        case let (.channels(x, t1), .channels(y, t2)): return x == y && t1 == t2
+        case let (.userIdsPage(x, t1), .userIdsPage(y, t2)): return x == y && t1 == t2
+        case let (.notificationLevel(x), .notificationLevel(y)): return x == y
+        case let (.conversationStatus(x), .conversationStatus(y)): return x == y
+        case let (.conversationStatuses(x, c1, m1), .conversationStatuses(y, c2, m2)): return x == y && c1 == c2 && m1 == m2
         default: return false
         }
     }

@@ -9,6 +9,8 @@ extension ChatDomain {
     }
 
     private func answer(_ q: Query, now: Int64) throws(ChatError) -> Reply {
+        if let r = try answerGroupQuery(q) { return r }
+        if let r = try answerConversationQuery(q) { return r }
         switch q {
         case .room(let appKey, let roomId):
             return .room(roomInfo(try room(try app(appKey), roomId)))
@@ -132,6 +134,11 @@ extension ChatDomain {
 
         case .roomIds(let appKey):
             return .roomIds(try app(appKey).rooms.keys.sorted())
+
+        case .group, .groupMembers, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
+             .conversationStatus, .conversationStatuses, .conversationTypeLevel:
+            // Answered above.
+            throw .invalid("query", "unanswered query")
         }
     }
 

@@ -93,4 +93,50 @@ extension ChatDomain {
         if room.members[user] == nil { room.members[user] = Member(userId: user) }
         room.fixed.append(user)
     }
+
+    // MARK: Ultra groups and conversation statuses
+
+    public func restoreGroup(_ r: GroupRecord) {
+        guard let app = apps[r.app] else { return }
+        let g = UltraGroup(id: r.groupId, name: r.name, creator: r.creator, createdAt: r.createdAt)
+        g.defaultLevel = r.notificationLevel
+        app.groups[r.groupId] = g
+    }
+
+    /// Members, channels and private members must be restored in `sequence` order.
+    public func restoreGroupMember(app: String, groupId: String, _ user: String, sequence: Int64) {
+        guard let g = apps[app]?.groups[groupId] else { return }
+        g.members.append(user)
+        groupSequence = max(groupSequence, sequence)
+    }
+
+    public func restoreChannel(_ r: ChannelRecord, sequence: Int64) {
+        guard let g = apps[r.app]?.groups[r.groupId] else { return }
+        let c = UltraChannel(id: r.channelId, type: r.type, createdAt: r.createdAt)
+        c.defaultLevel = r.notificationLevel
+        g.channels[r.channelId] = c
+        g.channelOrder.append(r.channelId)
+        groupSequence = max(groupSequence, sequence)
+    }
+
+    public func restorePrivateMember(app: String, groupId: String, channelId: String, _ user: String, sequence: Int64) {
+        guard let c = apps[app]?.groups[groupId]?.channels[channelId] else { return }
+        c.privateMembers.append(user)
+        groupSequence = max(groupSequence, sequence)
+    }
+
+    public func restoreConversationStatus(app: String, userId: String, _ s: ConversationStatus) {
+        guard let a = apps[app] else { return }
+        var state = a.conversations[userId] ?? UserConversations()
+        state.statuses[s.key] = s
+        state.version = max(state.version, s.version)
+        a.conversations[userId] = state
+    }
+
+    public func restoreConversationTypeLevel(app: String, userId: String, _ type: ConversationType, _ level: NotificationLevel) {
+        guard let a = apps[app] else { return }
+        var state = a.conversations[userId] ?? UserConversations()
+        state.typeLevels[type] = level
+        a.conversations[userId] = state
+    }
 }

@@ -20,8 +20,26 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var maxMessageBytes = 16 * 1024
     /// NIM-16: default queue capacity of a room.
     public var defaultQueueLimit = 1000
+    /// CS-4: the app's default Do-Not-Disturb level (the lowest priority).
+    public var notificationLevel = NotificationLevel.default
 
     public init() {}
+
+    /// Settings stored by an older version lack newer fields: those take their defaults.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = AppSettings()
+        memberChangeEvents = try c.decodeIfPresent(Bool.self, forKey: .memberChangeEvents) ?? d.memberChangeEvents
+        multipleRoomsPerUser = try c.decodeIfPresent(Bool.self, forKey: .multipleRoomsPerUser) ?? d.multipleRoomsPerUser
+        enterExitNotifications = try c.decodeIfPresent(Bool.self, forKey: .enterExitNotifications) ?? d.enterExitNotifications
+        maxRoomsPerUser = try c.decodeIfPresent(Int.self, forKey: .maxRoomsPerUser) ?? d.maxRoomsPerUser
+        maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? d.maxRooms
+        historyRetentionMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .historyRetentionMilliseconds) ?? d.historyRetentionMilliseconds
+        historyLimitPerRoom = try c.decodeIfPresent(Int.self, forKey: .historyLimitPerRoom) ?? d.historyLimitPerRoom
+        maxMessageBytes = try c.decodeIfPresent(Int.self, forKey: .maxMessageBytes) ?? d.maxMessageBytes
+        defaultQueueLimit = try c.decodeIfPresent(Int.self, forKey: .defaultQueueLimit) ?? d.defaultQueueLimit
+        notificationLevel = try c.decodeIfPresent(NotificationLevel.self, forKey: .notificationLevel) ?? d.notificationLevel
+    }
 }
 
 /// When an idle or finished room is destroyed automatically (RC-9, ZIM-7).
@@ -104,4 +122,9 @@ public enum Limits {
     public static let maxNicknameBytes = 128
     public static let maxAvatarBytes = 1024
     public static let maxIsInRoomIds = 1000
+    public static let maxChannelIdBytes = 64
+    public static let maxChannelsPerGroup = 1000
+    public static let maxGroupUsersPerCall = 100
+    public static let maxPageSize = 100
+    public static let maxStatusSyncPage = 1000
 }

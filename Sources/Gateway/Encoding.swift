@@ -177,6 +177,100 @@ enum Encode {
             w.field("removed", e.removed)
             w.field("operator", e.operatorId)
             w.field("time", e.time)
+        case .channelTypeChanged(let list):
+            w.key("infoList")
+            w.beginArray()
+            for i in list {
+                w.beginObject()
+                w.field("groupId", i.groupId)
+                w.field("channelId", i.channelId)
+                w.field("changeType", i.changeType.rawValue)
+                w.field("time", i.time)
+                w.endObject()
+            }
+            w.endArray()
+        case .channelDisbanded(let list):
+            w.key("infoList")
+            w.beginArray()
+            for i in list {
+                w.beginObject()
+                w.field("groupId", i.groupId)
+                w.field("channelId", i.channelId)
+                w.field("time", i.time)
+                w.endObject()
+            }
+            w.endArray()
+        case .channelUsersKicked(let list):
+            w.key("infoList")
+            w.beginArray()
+            for i in list {
+                w.beginObject()
+                w.field("groupId", i.groupId)
+                w.field("channelId", i.channelId)
+                w.field("userId", i.userId)
+                w.field("time", i.time)
+                w.endObject()
+            }
+            w.endArray()
+        case .conversationStatusChanged(let list):
+            w.key("infoList")
+            w.beginArray()
+            for i in list { statusInfo(i, &w) }
+            w.endArray()
+        }
+        w.endObject()
+    }
+
+    /// CS-2 RCConversationStatusInfo.
+    static func statusInfo(_ i: ConversationStatusInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("conversationType", i.key.type.rawValue)
+        w.field("targetId", i.key.targetId)
+        w.field("channelId", i.key.channelId)
+        w.field("conversationStatusType", i.statusType.rawValue)
+        w.field("conversationStatusValue", i.value)
+        w.field("notificationLevel", i.level.rawValue)
+        w.field("version", i.version)
+        w.field("time", i.time)
+        w.endObject()
+    }
+
+    static func groupInfo(_ g: GroupInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("groupId", g.groupId)
+        w.field("name", g.name)
+        w.field("creator", g.creator)
+        w.field("memberCount", g.memberCount)
+        w.field("channelCount", g.channelCount)
+        w.field("createdAt", g.createdAt)
+        w.field("notificationLevel", g.notificationLevel.rawValue)
+        w.endObject()
+    }
+
+    static func channelInfo(_ c: ChannelInfo, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("groupId", c.groupId)
+        w.field("channelId", c.channelId)
+        w.field("type", c.type.rawValue)
+        w.field("isDefault", c.isDefault)
+        w.field("privateMemberCount", c.privateMemberCount)
+        w.field("createdAt", c.createdAt)
+        w.field("notificationLevel", c.notificationLevel.rawValue)
+        w.endObject()
+    }
+
+    static func conversationStatus(_ s: ConversationStatus, _ w: inout JSONWriter, view: ConversationStatusView? = nil) {
+        w.beginObject()
+        w.field("conversationType", s.key.type.rawValue)
+        w.field("targetId", s.key.targetId)
+        w.field("channelId", s.key.channelId)
+        w.field("pinned", s.pinned)
+        w.field("notificationLevel", s.level.rawValue)
+        w.field("version", s.version)
+        w.field("updatedAt", s.updatedAt)
+        if let view {
+            w.field("effectiveLevel", view.effectiveLevel.rawValue)
+            w.field("levelSource", view.source.rawValue)
         }
         w.endObject()
     }
@@ -234,6 +328,7 @@ extension ChatEvent {
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
         case .attributesChanged(let e): return e.roomId
+        case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
         }
     }
 }

@@ -241,6 +241,33 @@ extension Encode {
             w.beginArray()
             for m in list { message(m, &w) }
             w.endArray()
+        case .group(let g):
+            w.key("group")
+            groupInfo(g, &w)
+        case .channel(let c):
+            w.key("channel")
+            channelInfo(c, &w)
+        case .channels(let list, let total):
+            w.key("channels")
+            w.beginArray()
+            for c in list { channelInfo(c, &w) }
+            w.endArray()
+            w.field("total", total)
+        case .userIdsPage(let ids, let total):
+            w.field("userIds", ids)
+            w.field("total", total)
+        case .notificationLevel(let level):
+            w.field("notificationLevel", level.rawValue)
+        case .conversationStatus(let view):
+            w.key("status")
+            conversationStatus(view.status, &w, view: view)
+        case .conversationStatuses(let list, let cursor, let more):
+            w.key("statuses")
+            w.beginArray()
+            for s in list { conversationStatus(s, &w) }
+            w.endArray()
+            w.field("cursor", cursor)
+            w.field("more", more)
         }
         w.endObject()
     }

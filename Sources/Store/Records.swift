@@ -191,3 +191,109 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
                     fromServer: fromServer)
     }
 }
+
+struct UltraGroupRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraGroup"
+    var app: String
+    var groupId: String
+    var name: String
+    var creator: String
+    var createdAt: Int64
+    var notificationLevel: Int
+
+    init(_ r: GroupRecord) {
+        app = r.app
+        groupId = r.groupId
+        name = r.name
+        creator = r.creator
+        createdAt = r.createdAt
+        notificationLevel = r.notificationLevel.rawValue
+    }
+
+    var record: GroupRecord {
+        GroupRecord(app: app, groupId: groupId, name: name, creator: creator, createdAt: createdAt,
+                    notificationLevel: NotificationLevel(rawValue: notificationLevel) ?? .default)
+    }
+}
+
+struct UltraGroupMemberRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraGroupMember"
+    var app: String
+    var groupId: String
+    var userId: String
+    var sequence: Int64
+}
+
+struct UltraChannelRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraChannel"
+    var app: String
+    var groupId: String
+    var channelId: String
+    var type: String
+    var createdAt: Int64
+    var notificationLevel: Int
+    var sequence: Int64
+
+    init(_ r: ChannelRecord, sequence: Int64) {
+        app = r.app
+        groupId = r.groupId
+        channelId = r.channelId
+        type = r.type.rawValue
+        createdAt = r.createdAt
+        notificationLevel = r.notificationLevel.rawValue
+        self.sequence = sequence
+    }
+
+    var record: ChannelRecord {
+        ChannelRecord(app: app, groupId: groupId, channelId: channelId, type: ChannelType(rawValue: type) ?? .public, createdAt: createdAt,
+                      notificationLevel: NotificationLevel(rawValue: notificationLevel) ?? .default)
+    }
+}
+
+struct UltraPrivateMemberRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraPrivateMember"
+    var app: String
+    var groupId: String
+    var channelId: String
+    var userId: String
+    var sequence: Int64
+}
+
+struct ConversationStatusRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "conversationStatus"
+    var app: String
+    var userId: String
+    var conversationType: Int
+    var targetId: String
+    var channelId: String
+    var pinned: Bool
+    var notificationLevel: Int
+    var version: Int64
+    var updatedAt: Int64
+
+    init(app: String, userId: String, _ s: ConversationStatus) {
+        self.app = app
+        self.userId = userId
+        conversationType = s.key.type.rawValue
+        targetId = s.key.targetId
+        channelId = s.key.channelId
+        pinned = s.pinned
+        notificationLevel = s.level.rawValue
+        version = s.version
+        updatedAt = s.updatedAt
+    }
+
+    var status: ConversationStatus? {
+        guard let type = ConversationType(rawValue: conversationType), let level = NotificationLevel(rawValue: notificationLevel) else { return nil }
+        return ConversationStatus(key: ConversationKey(type: type, targetId: targetId, channelId: channelId), pinned: pinned, level: level,
+                                  version: version, updatedAt: updatedAt)
+    }
+}
+
+struct ConversationTypeLevelRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "conversationTypeLevel"
+    var app: String
+    var userId: String
+    var conversationType: Int
+    var notificationLevel: Int
+}

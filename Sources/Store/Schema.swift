@@ -124,6 +124,66 @@ enum Schema {
                 CREATE INDEX messageAge ON message(app, time);
                 """)
         }
+        m.registerMigration("v2-ultra-groups-and-conversations") { db in
+            try db.execute(sql: """
+                CREATE TABLE ultraGroup (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    groupId TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    creator TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    notificationLevel INTEGER NOT NULL CHECK (notificationLevel IN (-1, 0, 1, 2, 4, 5)),
+                    PRIMARY KEY (app, groupId)
+                ) WITHOUT ROWID;
+                CREATE TABLE ultraGroupMember (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, userId),
+                    FOREIGN KEY (app, groupId) REFERENCES ultraGroup(app, groupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE ultraChannel (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    type TEXT NOT NULL CHECK (type IN ('public', 'private')),
+                    createdAt INTEGER NOT NULL,
+                    notificationLevel INTEGER NOT NULL CHECK (notificationLevel IN (-1, 0, 1, 2, 4, 5)),
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, channelId),
+                    FOREIGN KEY (app, groupId) REFERENCES ultraGroup(app, groupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE ultraPrivateMember (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, channelId, userId),
+                    FOREIGN KEY (app, groupId, channelId) REFERENCES ultraChannel(app, groupId, channelId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE conversationStatus (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    userId TEXT NOT NULL,
+                    conversationType INTEGER NOT NULL CHECK (conversationType IN (1, 3, 6, 10)),
+                    targetId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    pinned INTEGER NOT NULL CHECK (pinned IN (0, 1)),
+                    notificationLevel INTEGER NOT NULL CHECK (notificationLevel IN (-1, 0, 1, 2, 4, 5)),
+                    version INTEGER NOT NULL,
+                    updatedAt INTEGER NOT NULL,
+                    PRIMARY KEY (app, userId, conversationType, targetId, channelId)
+                ) WITHOUT ROWID;
+                CREATE TABLE conversationTypeLevel (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    userId TEXT NOT NULL,
+                    conversationType INTEGER NOT NULL CHECK (conversationType IN (1, 3, 6, 10)),
+                    notificationLevel INTEGER NOT NULL CHECK (notificationLevel IN (-1, 1, 2, 4, 5)),
+                    PRIMARY KEY (app, userId, conversationType)
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

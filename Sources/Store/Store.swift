@@ -172,6 +172,35 @@ public final class Store: @unchecked Sendable {
                 try MessageRow(k, msg).insert(db, onConflict: .ignore)
             case .pruneMessages(let app, let before):
                 try db.execute(sql: "DELETE FROM message WHERE app = ? AND time < ?", arguments: [app, before])
+            case .putGroup(let g):
+                try UltraGroupRow(g).save(db)
+            case .deleteGroup(let app, let groupId):
+                try db.execute(sql: "DELETE FROM ultraGroup WHERE app = ? AND groupId = ?", arguments: [app, groupId])
+            case .putGroupMember(let app, let groupId, let user, let sequence):
+                try UltraGroupMemberRow(app: app, groupId: groupId, userId: user, sequence: sequence).save(db)
+            case .deleteGroupMember(let app, let groupId, let user):
+                try db.execute(sql: "DELETE FROM ultraGroupMember WHERE app = ? AND groupId = ? AND userId = ?", arguments: [app, groupId, user])
+            case .putChannel(let c, let sequence?):
+                try UltraChannelRow(c, sequence: sequence).save(db)
+            case .putChannel(let c, nil):
+                try db.execute(sql: "UPDATE ultraChannel SET type = ?, notificationLevel = ? WHERE app = ? AND groupId = ? AND channelId = ?",
+                               arguments: [c.type.rawValue, c.notificationLevel.rawValue, c.app, c.groupId, c.channelId])
+            case .deleteChannel(let app, let groupId, let channelId):
+                try db.execute(sql: "DELETE FROM ultraChannel WHERE app = ? AND groupId = ? AND channelId = ?", arguments: [app, groupId, channelId])
+            case .putPrivateMember(let app, let groupId, let channelId, let user, let sequence):
+                try UltraPrivateMemberRow(app: app, groupId: groupId, channelId: channelId, userId: user, sequence: sequence).save(db)
+            case .deletePrivateMember(let app, let groupId, let channelId, let user):
+                try db.execute(sql: "DELETE FROM ultraPrivateMember WHERE app = ? AND groupId = ? AND channelId = ? AND userId = ?",
+                               arguments: [app, groupId, channelId, user])
+            case .putConversationStatus(let app, let user, let status):
+                try ConversationStatusRow(app: app, userId: user, status).save(db)
+            case .putConversationTypeLevel(let app, let user, let type, let level):
+                if level == .default {
+                    try db.execute(sql: "DELETE FROM conversationTypeLevel WHERE app = ? AND userId = ? AND conversationType = ?",
+                                   arguments: [app, user, type.rawValue])
+                } else {
+                    try ConversationTypeLevelRow(app: app, userId: user, conversationType: type.rawValue, notificationLevel: level.rawValue).save(db)
+                }
             }
         }
     }
@@ -230,6 +259,22 @@ public final class Store: @unchecked Sendable {
             for q in try QueueRow.order(Column("sequence")).fetchAll(db) {
                 domain.restoreQueueElement(RoomKey(app: q.app, roomId: q.roomId), q.key,
                                            QueueElement(value: q.value, owner: q.owner, transient: false), sequence: q.sequence)
+            }
+            for g in try UltraGroupRow.fetchAll(db) { domain.restoreGroup(g.record) }
+            for m in try UltraGroupMemberRow.order(Column("sequence")).fetchAll(db) {
+                domain.restoreGroupMember(app: m.app, groupId: m.groupId, m.userId, sequence: m.sequence)
+            }
+            for c in try UltraChannelRow.order(Column("sequence")).fetchAll(db) { domain.restoreChannel(c.record, sequence: c.sequence) }
+            for p in try UltraPrivateMemberRow.order(Column("sequence")).fetchAll(db) {
+                domain.restorePrivateMember(app: p.app, groupId: p.groupId, channelId: p.channelId, p.userId, sequence: p.sequence)
+            }
+            for s in try ConversationStatusRow.fetchAll(db) {
+                if let status = s.status { domain.restoreConversationStatus(app: s.app, userId: s.userId, status) }
+            }
+            for t in try ConversationTypeLevelRow.fetchAll(db) {
+                if let type = ConversationType(rawValue: t.conversationType), let level = NotificationLevel(rawValue: t.notificationLevel) {
+                    domain.restoreConversationTypeLevel(app: t.app, userId: t.userId, type, level)
+                }
             }
             // The newest messages of each room, oldest first (the in-memory history window).
             for key in domain.appKeys {
