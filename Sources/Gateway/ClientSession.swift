@@ -161,6 +161,11 @@ final class ClientSession: WebSocketHandler {
                 return
             }
             guard let a = args(ConnectArgs.self) else { return }
+            if let c = a.conversationCursor, c < 0 {
+                reply(rid, .failure(ChatError(.invalidParameter, "conversationCursor must not be negative", field: "args.conversationCursor")))
+                return
+            }
+            syncCursor = a.conversationCursor ?? 0
             connect(rid, a)
             return
         }
@@ -274,6 +279,20 @@ final class ClientSession: WebSocketHandler {
         case "manage.roomMute":
             guard let a = args(RoomMuteArgs.self) else { return }
             command(rid, .setRoomMuted(app: app, roomId: a.roomId, a.muted, .session(id), rc: nil, nim: NIMNotify(notifyExt: a.notifyExt ?? "")))
+        case "conversation.set":
+            guard let a = args(ConversationArgs.self) else { return }
+            do throws(ChatError) {
+                let level = try a.notificationLevel.map { v throws(ChatError) in try NotificationLevel.parse(v, field: "args.notificationLevel") }
+                command(rid, .setConversationStatus(app: app, userId: userId, try a.key(), pinned: a.pinned, level: level, .session(id)))
+            } catch { reply(rid, .failure(error)) }
+        case "conversation.get":
+            guard let a = args(ConversationArgs.self) else { return }
+            do throws(ChatError) {
+                query(rid, .conversationStatus(app: app, userId: userId, try a.key()))
+            } catch { reply(rid, .failure(error)) }
+        case "group.channels":
+            guard let a = args(GroupChannelsArgs.self) else { return }
+            query(rid, .userChannels(app: app, groupId: a.groupId, userId: userId, page: a.page ?? 1, pageSize: a.pageSize ?? 20))
         default:
             reply(rid, error: GatewayError(.badRequest, "unknown op \(envelope.op)", field: "op"))
         }
@@ -361,6 +380,8 @@ final class ClientSession: WebSocketHandler {
 
     /// The enter profile from the token, used when a join does not name one.
     private var profile = EnterProfile()
+    /// CS-3: where the conversation-status sync on connect starts.
+    private var syncCursor: Int64 = 0
 
     private func connected(_ rid: Int?, _ result: Result<Reply, ChatError>, stream: String, expiresAt: Int64?, anonymous: Bool) {
         connecting = false
@@ -389,6 +410,50 @@ final class ClientSession: WebSocketHandler {
                 if let expiresAt { w.int(expiresAt) } else { w.null() }
                 w.endObject()
             })
+            if !anonymous { syncConversations(after: syncCursor) }
+        }
+    }
+
+    /// CS-3: every status changed after `cursor`, as `conversation.statusChanged` batches, then
+    /// `conversation.statusSynced` with the code and the cursor to keep.
+    private func syncConversations(after cursor: Int64) {
+        let me = LoopBound(self, loop: hub.loop)
+        context.engine.query(.conversationStatuses(app: app, userId: userId, since: cursor, limit: Limits.maxStatusSyncPage)) { result in
+            var frames: [[UInt8]] = []
+            var next: Int64?
+            var end = cursor
+            var code = 0
+            switch result {
+            case .success(.conversationStatuses(let statuses, let c, let more)):
+                var i = 0
+                while i < statuses.count {
+                    let chunk = statuses[i..<min(statuses.count, i + 100)]
+                    let infos = chunk.flatMap { [ConversationStatusInfo.mute($0), ConversationStatusInfo.top($0)] }
+                    frames.append(Encode.event(.conversationStatusChanged(infos), roomId: nil, epoch: nil, offset: nil))
+                    i += 100
+                }
+                end = c
+                if more { next = c }
+            case .failure(let e):
+                code = e.code.rawValue
+            default:
+                code = ChatErrorCode.invalidParameter.rawValue
+            }
+            let done: [UInt8]? = next == nil ? JSONWriter.object { w in
+                w.field("ev", "conversation.statusSynced")
+                w.key("data")
+                w.beginObject()
+                w.field("code", code)
+                w.field("cursor", end)
+                w.endObject()
+            } : nil
+            let more = next
+            let batches = frames
+            me.loop.execute {
+                let s = me.value
+                for f in batches { s.sendJSON(f) }
+                if let more { s.syncConversations(after: more) } else if let done { s.sendJSON(done) }
+            }
         }
     }
 
@@ -468,6 +533,8 @@ struct ConnectArgs: Decodable {
     var appKey: String?
     var anonymous: Anonymous?
     var device: String?
+    /// CS-3: the last conversation-status version this device synced (absent: never).
+    var conversationCursor: Int64?
 }
 
 struct TokenArgs: Decodable { var token: String }
@@ -602,6 +669,25 @@ struct MuteArgs: Decodable {
     var seconds: Int64?
     var kind: String?
     var notifyExt: String?
+}
+
+struct ConversationArgs: Decodable {
+    var conversationType: Int
+    var targetId: String
+    var channelId: String?
+    var pinned: Bool?
+    var notificationLevel: Int?
+
+    func key() throws(ChatError) -> ConversationKey {
+        ConversationKey(type: try ConversationType.parse(conversationType, field: "args.conversationType"), targetId: targetId,
+                        channelId: channelId ?? "")
+    }
+}
+
+struct GroupChannelsArgs: Decodable {
+    var groupId: String
+    var page: Int?
+    var pageSize: Int?
 }
 
 struct RoomMuteArgs: Decodable {

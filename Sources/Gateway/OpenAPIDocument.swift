@@ -123,8 +123,8 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": paths,
-            "components": ["schemas": schemas, "securitySchemes": securitySchemes],
+            "paths": paths.merging(groupPaths) { a, _ in a },
+            "components": ["schemas": allSchemas, "securitySchemes": securitySchemes],
         ]
     }
 
@@ -330,13 +330,15 @@ public enum OpenAPIDocument {
             "Settings": obj([
                 "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(), "maxRoomsPerUser": int(),
                 "maxRooms": int(), "historyRetentionSeconds": int(), "historyLimitPerRoom": int(), "maxMessageBytes": int(),
-                "defaultQueueLimit": int(), "allowedOrigins": ["type": ["array", "null"], "items": ["type": "string"]],
+                "defaultQueueLimit": int(), "notificationLevel": ref("NotificationLevelValue"),
+                "allowedOrigins": ["type": ["array", "null"], "items": ["type": "string"]],
             ]),
             "SettingsUpdate": obj([
                 "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(),
                 "maxRoomsPerUser": int(minimum: 1, maximum: 1000), "maxRooms": int(minimum: 0), "historyRetentionSeconds": int(minimum: 60),
                 "historyLimitPerRoom": int(minimum: 1, maximum: 100_000), "maxMessageBytes": int(minimum: 1, maximum: 1 << 20),
-                "defaultQueueLimit": int(minimum: 1, maximum: 10_000), "allowedOrigins": arr(str(maxLength: 256), maxItems: 100),
+                "defaultQueueLimit": int(minimum: 1, maximum: 10_000), "notificationLevel": ref("NotificationLevelValue"),
+                "allowedOrigins": arr(str(maxLength: 256), maxItems: 100),
             ]),
             "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: 2_592_000), "nickname": str(), "avatar": str(), "device": str()]),
             "CreateRoom": obj([
@@ -370,6 +372,136 @@ public enum OpenAPIDocument {
             "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: 2048)], required: ["elements"]),
             "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": 16384], "fromUserId": id,
                                 "nickname": str(), "avatar": str()], required: ["content"]),
+        ]
+    }
+
+    // MARK: Ultra groups and conversation status (SPEC §4, §5)
+
+    static var allSchemas: [String: Any] { schemas.merging(groupSchemas) { a, _ in a } }
+
+    static var groupIdParam: [String: Any] { param("groupId", "path", id, description: "Ultra group id (1–64 bytes)") }
+    static var channelIdParam: [String: Any] { param("channelId", "path", id, description: "Channel (busChannel) id") }
+    static var pageParams: [[String: Any]] {
+        [param("page", "query", int("1-based; default 1", minimum: 1)), param("pageSize", "query", int("default 20", minimum: 1, maximum: 100))]
+    }
+    static var conversationParams: [[String: Any]] {
+        [param("userId", "path", id),
+         param("conversationType", "path", ["type": "integer", "enum": ConversationType.allCases.map(\.rawValue)],
+               description: "1 private, 3 group, 6 system, 10 ultra group"),
+         param("targetId", "path", id)]
+    }
+
+    /// From a created group to the operations on it (stateful testing).
+    static var groupLinks: [String: Any] {
+        let p: [String: Any] = ["groupId": "$response.body#/group/groupId"]
+        return ["GetGroup": ["operationId": "getGroup", "parameters": p], "CreateChannel": ["operationId": "createChannel", "parameters": p],
+                "ListChannels": ["operationId": "listChannels", "parameters": p], "JoinGroup": ["operationId": "joinGroup", "parameters": p]]
+    }
+
+    static var groupPaths: [String: Any] {
+        let groups = "Ultra groups", conversations = "Conversation status"
+        return [
+            "/v1/groups": ["post": op("Create an ultra group (with its public default channel RCDefault)", tag: groups, spec: ["UG-1"],
+                                      body: "CreateGroup", ok: (201, "GroupResponse"), id: "createGroup", links: groupLinks)],
+            "/v1/groups/{groupId}": [
+                "get": op("An ultra group", tag: groups, spec: ["UG-1"], params: [groupIdParam], ok: (200, "GroupResponse"), id: "getGroup"),
+                "delete": op("Dismiss an ultra group", tag: groups, spec: ["UG-1"], params: [groupIdParam], ok: (200, "Empty")),
+            ],
+            "/v1/groups/{groupId}/members": [
+                "post": op("Add members (up to 100)", tag: groups, spec: ["UG-1"], params: [groupIdParam], body: "GroupUsers",
+                           ok: (200, "GroupResponse"), id: "joinGroup"),
+                "delete": op("Remove members (also from every private list)", tag: groups, spec: ["UG-1"],
+                             params: [groupIdParam, param("userIds", "query", idList, required: true)], ok: (200, "GroupResponse")),
+                "get": op("Members, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam] + pageParams, ok: (200, "UserIdsPage")),
+            ],
+            "/v1/groups/{groupId}/channels": [
+                "post": op("Create a channel", tag: groups, spec: ["UG-1"], params: [groupIdParam], body: "CreateChannel",
+                           ok: (201, "ChannelResponse"), id: "createChannel"),
+                "get": op("Channels, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam] + pageParams, ok: (200, "Channels"),
+                          id: "listChannels"),
+            ],
+            "/v1/groups/{groupId}/channels/{channelId}": [
+                "patch": op("Change a channel's type: public→private tells every member (2 on the list, 6 not); private→public tells the list (3)",
+                            tag: groups, spec: ["UG-2", "UG-5"], params: [groupIdParam, channelIdParam], body: "ChangeChannelType",
+                            ok: (200, "ChannelResponse")),
+                "delete": op("Delete a channel: public tells every member, private only its list", tag: groups, spec: ["UG-3", "UG-5"],
+                             params: [groupIdParam, channelIdParam], ok: (200, "Empty")),
+            ],
+            "/v1/groups/{groupId}/channels/{channelId}/private-members": [
+                "post": op("Add to the private list (up to 20 group members, or nothing: 24406)", tag: groups, spec: ["UG-1"],
+                           params: [groupIdParam, channelIdParam], body: "UserIds20", ok: (200, "ChannelResponse")),
+                "delete": op("Remove from the private list (a private channel tells the removed users)", tag: groups, spec: ["UG-4", "UG-5"],
+                             params: [groupIdParam, channelIdParam, param("userIds", "query", idList, required: true)], ok: (200, "ChannelResponse")),
+                "get": op("The private list, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam, channelIdParam] + pageParams,
+                          ok: (200, "UserIdsPage")),
+            ],
+            "/v1/groups/{groupId}/users/{userId}/channels": [
+                "get": op("Channels a member can see (public, and private ones listing them)", tag: groups, spec: ["UG-6"],
+                          params: [groupIdParam, param("userId", "path", id)] + pageParams, ok: (200, "Channels")),
+            ],
+            "/v1/groups/{groupId}/notification-level": [
+                "put": op("Group or channel default Do-Not-Disturb level", tag: conversations, spec: ["CS-4"], params: [groupIdParam],
+                          body: "GroupNotificationLevel", ok: (200, "NotificationLevel")),
+                "get": op("Group or channel default level", tag: conversations, spec: ["CS-4"],
+                          params: [groupIdParam, param("channelId", "query", id)], ok: (200, "NotificationLevel")),
+            ],
+            "/v1/users/{userId}/conversations": [
+                "get": op("Statuses changed after a version cursor, in change order (what a device syncs)", tag: conversations, spec: ["CS-3"],
+                          params: [param("userId", "path", id), param("cursor", "query", int("0: all", minimum: 0)),
+                                   param("limit", "query", int(minimum: 1, maximum: 1000))], ok: (200, "ConversationStatuses")),
+            ],
+            "/v1/users/{userId}/conversations/{conversationType}/{targetId}": [
+                "put": op("Set pinned and/or the Do-Not-Disturb level; every online device of the user is told", tag: conversations,
+                          spec: ["CS-1", "CS-2"], params: conversationParams, body: "SetConversationStatus", ok: (200, "ConversationStatusResponse")),
+                "get": op("A status with its effective level", tag: conversations, spec: ["CS-1", "CS-4"],
+                          params: conversationParams + [param("channelId", "query", id)], ok: (200, "ConversationStatusResponse")),
+            ],
+            "/v1/users/{userId}/conversation-types/{conversationType}": [
+                "put": op("The user's default level for a conversation type", tag: conversations, spec: ["CS-4"],
+                          params: Array(conversationParams.prefix(2)), body: "NotificationLevelBody", ok: (200, "NotificationLevel")),
+                "get": op("The user's default level for a conversation type", tag: conversations, spec: ["CS-4"],
+                          params: Array(conversationParams.prefix(2)), ok: (200, "NotificationLevel")),
+            ],
+        ]
+    }
+
+    static var groupSchemas: [String: Any] {
+        let level: [String: Any] = ["type": "integer", "enum": NotificationLevel.allCases.map(\.rawValue),
+                                    "description": "-1 all, 0 not set (inherit), 1 @mentions incl. @all, 2 @me only, 4 @all only, 5 none"]
+        let channelType: [String: Any] = ["oneOf": [["type": "string", "enum": ["public", "private"]], ["type": "integer", "enum": [0, 1]]]]
+        let group = obj(["groupId": str(), "name": str(), "creator": str(), "memberCount": int(), "channelCount": int(), "createdAt": int(),
+                         "notificationLevel": level], required: ["groupId", "name", "memberCount", "channelCount", "notificationLevel"])
+        let channel = obj(["groupId": str(), "channelId": str(), "type": ["type": "string", "enum": ["public", "private"]], "isDefault": bool(),
+                           "privateMemberCount": int(), "createdAt": int(), "notificationLevel": level],
+                          required: ["groupId", "channelId", "type", "isDefault", "privateMemberCount"])
+        let status = obj(["conversationType": int(), "targetId": str(), "channelId": str(), "pinned": bool(), "notificationLevel": level,
+                          "version": int(), "updatedAt": int(), "effectiveLevel": level,
+                          "levelSource": ["type": "string", "enum": ["channel", "conversation", "conversationType", "channelDefault", "groupDefault",
+                                                                     "app", "none"]]],
+                         required: ["conversationType", "targetId", "channelId", "pinned", "notificationLevel", "version"])
+        return [
+            "NotificationLevelValue": level,
+            "Group": group,
+            "GroupResponse": obj(["group": ref("Group")], required: ["group"]),
+            "Channel": channel,
+            "ChannelResponse": obj(["channel": ref("Channel")], required: ["channel"]),
+            "Channels": obj(["channels": arr(ref("Channel")), "total": int()], required: ["channels", "total"]),
+            "UserIdsPage": obj(["userIds": arr(str()), "total": int()], required: ["userIds", "total"]),
+            "NotificationLevel": obj(["notificationLevel": level], required: ["notificationLevel"]),
+            "ConversationStatus": status,
+            "ConversationStatusResponse": obj(["status": ref("ConversationStatus")], required: ["status"]),
+            "ConversationStatuses": obj(["statuses": arr(ref("ConversationStatus")), "cursor": int(), "more": bool()],
+                                        required: ["statuses", "cursor", "more"]),
+            "CreateGroup": obj(["groupId": id, "name": str(maxLength: 128), "creator": id], required: ["groupId"]),
+            "GroupUsers": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": 100, "uniqueItems": true]], required: ["userIds"]),
+            "UserIds20": obj(["userIds": userIds], required: ["userIds"]),
+            "CreateChannel": obj(["channelId": id, "type": channelType], required: ["channelId"]),
+            "ChangeChannelType": obj(["type": channelType], required: ["type"]),
+            "GroupNotificationLevel": obj(["notificationLevel": level, "channelId": id], required: ["notificationLevel"]),
+            "NotificationLevelBody": obj(["notificationLevel": level], required: ["notificationLevel"]),
+            "SetConversationStatus": obj(["channelId": id, "pinned": bool(), "notificationLevel": level],
+                                         description: "Give pinned, notificationLevel or both; channelId for ultra groups (type 10) only")
+                .merging(["anyOf": [["required": ["pinned"]], ["required": ["notificationLevel"]]]]) { a, _ in a },
         ]
     }
 }

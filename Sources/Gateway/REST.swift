@@ -106,6 +106,9 @@ struct RESTAPI: Sendable {
         r.add(.GET, "/v1/settings", signed { _, app, writer in api.settings(app, writer) })
         r.add(.PATCH, "/v1/settings", signed { req, app, writer in api.updateSettings(req, app, writer) })
 
+        // Ultra groups and conversation status (SPEC §4, §5).
+        registerGroups(&r)
+
         // Rooms (RC-9, NIM-1, NIM-10, ZIM-1/7/8).
         r.add(.POST, "/v1/rooms", signed { req, app, writer in
             api.attempt(writer, status: .created) { () throws(ChatError) in
@@ -430,6 +433,7 @@ struct RESTAPI: Sendable {
             w.field("historyLimitPerRoom", s.historyLimitPerRoom)
             w.field("maxMessageBytes", s.maxMessageBytes)
             w.field("defaultQueueLimit", s.defaultQueueLimit)
+            w.field("notificationLevel", s.notificationLevel.rawValue)
             w.key("allowedOrigins")
             if let origins { w.stringArray(origins) } else { w.null() }
         }
@@ -446,6 +450,7 @@ struct RESTAPI: Sendable {
             var historyLimitPerRoom: Int?
             var maxMessageBytes: Int?
             var defaultQueueLimit: Int?
+            var notificationLevel: Int?
             var allowedOrigins: [String]?
         }
         do throws(ChatError) {
@@ -480,6 +485,7 @@ struct RESTAPI: Sendable {
                 guard v >= 1 && v <= 10_000 else { throw ChatError(.invalidParameter, "defaultQueueLimit must be 1 to 10000", field: "defaultQueueLimit") }
                 s.defaultQueueLimit = v
             }
+            if let v = b.notificationLevel { s.notificationLevel = try NotificationLevel.parse(v) }
             if let origins = b.allowedOrigins {
                 guard origins.count <= 100, origins.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
                     throw ChatError(.invalidParameter, "allowedOrigins holds up to 100 origins", field: "allowedOrigins")

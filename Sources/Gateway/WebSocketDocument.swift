@@ -85,9 +85,13 @@ public enum WebSocketDocument {
         let notifyExt: [String: [String: Any]] = ["notifyExt": S.str("Sends the NIM notification with this notifyExt", maxLength: 2048)]
         let userIds = S.userIds
         return [
-            Operation(op: "connect", summary: "Authenticate; must be the first message (within the connect timeout)", spec: ["§2", "NIM-3", "BX-1"],
+            Operation(op: "connect",
+                      summary: "Authenticate; must be the first message (within the connect timeout). A user then receives the conversation statuses changed after conversationCursor and conversation.statusSynced",
+                      spec: ["§2", "NIM-3", "BX-1", "CS-3"],
                       args: ["oneOf": [
-                          S.obj(["token": S.str("Client JWT (HS256)"), "device": S.str("Device id; the token's device claim wins")],
+                          S.obj(["token": S.str("Client JWT (HS256)"), "device": S.str("Device id; the token's device claim wins"),
+                                 "conversationCursor": S.int("The cursor of this device's last conversation.statusSynced; absent: never synced",
+                                                             minimum: 0)],
                                 required: ["token"]),
                           S.obj(["appKey": text, "anonymous": S.obj(["nickname": text, "avatar": text]), "device": text],
                                 required: ["appKey", "anonymous"], description: "Anonymous independent-mode client (NIM-3)"),
@@ -168,7 +172,26 @@ public enum WebSocketDocument {
             Operation(op: "manage.roomMute", summary: "Mute or unmute the whole room (318/319)", spec: ["NIM-17", "RC-6"],
                       args: S.obj(["roomId": id, "muted": S.bool()].merging(notifyExt) { a, _ in a }, required: ["roomId", "muted"]),
                       reply: "Empty"),
+            Operation(op: "conversation.set", summary: "Set my pinned and/or Do-Not-Disturb level for a conversation; my other devices are told",
+                      spec: ["CS-1", "CS-2"], args: conversationArgs(withValues: true), reply: "ConversationStatusResponse"),
+            Operation(op: "conversation.get", summary: "My status of a conversation with its effective level", spec: ["CS-1", "CS-4"],
+                      args: conversationArgs(withValues: false), reply: "ConversationStatusResponse"),
+            Operation(op: "group.channels", summary: "The channels of an ultra group I can see (public, and private ones listing me)",
+                      spec: ["UG-6"], args: S.obj(["groupId": id, "page": S.int(minimum: 1), "pageSize": S.int(minimum: 1, maximum: 100)],
+                                                 required: ["groupId"]), reply: "Channels"),
         ]
+    }
+
+    static func conversationArgs(withValues: Bool) -> [String: Any] {
+        var props: [String: [String: Any]] = [
+            "conversationType": ["type": "integer", "enum": ConversationType.allCases.map(\.rawValue)], "targetId": id,
+            "channelId": S.str("Ultra groups (type 10) only", maxLength: 64),
+        ]
+        if withValues {
+            props["pinned"] = S.bool()
+            props["notificationLevel"] = ["type": "integer", "enum": NotificationLevel.allCases.map(\.rawValue)]
+        }
+        return S.obj(props, required: ["conversationType", "targetId"])
     }
 
     // MARK: Events
@@ -235,6 +258,38 @@ public enum WebSocketDocument {
                   spec: ["BX-1"], audience: "Only the resuming connection.", stream: .never,
                   data: S.obj(["resumed": S.bool(), "replayed": S.int(minimum: 0),
                                "reason": enumeration(["epochChanged", "serverRestarted", "outOfWindow"])], required: ["resumed", "replayed"])),
+            Event(ev: "group.channelTypeChanged",
+                  summary: "A channel changed type: changeType 2 public→private (on the private list), 6 public→private (not on it), 3 private→public",
+                  spec: ["UG-2", "UG-5"],
+                  audience: "Public→private: every member of the ultra group (2 or 6). Private→public: only the private list (3). Nobody outside the group.",
+                  stream: .never,
+                  data: S.obj(["infoList": S.arr(S.obj(["groupId": text, "channelId": text, "changeType": ["type": "integer", "enum": [2, 3, 6]],
+                                                        "time": S.int()], required: ["groupId", "channelId", "changeType", "time"]))],
+                              required: ["infoList"])),
+            Event(ev: "group.channelDisbanded", summary: "A channel was deleted", spec: ["UG-3", "UG-5"],
+                  audience: "A public channel: every member of the ultra group. A private one: only its private list.", stream: .never,
+                  data: S.obj(["infoList": S.arr(S.obj(["groupId": text, "channelId": text, "time": S.int()],
+                                                       required: ["groupId", "channelId", "time"]))], required: ["infoList"])),
+            Event(ev: "group.channelUserKicked", summary: "You were taken off a private channel's list", spec: ["UG-4", "UG-5"],
+                  audience: "Only each removed user, about themselves; nobody when the channel is public.", stream: .never,
+                  data: S.obj(["infoList": S.arr(S.obj(["groupId": text, "channelId": text, "userId": text, "time": S.int()],
+                                                       required: ["groupId", "channelId", "userId", "time"]))], required: ["infoList"])),
+            Event(ev: "conversation.statusChanged",
+                  summary: "Conversation statuses changed (or, after connect, the sync): conversationStatusType 1 Do-Not-Disturb (value 1 on, 0 DND, with notificationLevel), 2 pinned (value 1/0)",
+                  spec: ["CS-2", "CS-3"],
+                  audience: "Every online device of the user (a change made from a device: the user's other devices); nobody else.",
+                  stream: .never,
+                  data: S.obj(["infoList": S.arr(S.obj(["conversationType": S.int(), "targetId": text, "channelId": text,
+                                                        "conversationStatusType": ["type": "integer", "enum": [1, 2]],
+                                                        "conversationStatusValue": ["type": "integer", "enum": [0, 1]],
+                                                        "notificationLevel": ["type": "integer", "enum": NotificationLevel.allCases.map(\.rawValue)],
+                                                        "version": S.int(), "time": S.int()],
+                                                       required: ["conversationType", "targetId", "channelId", "conversationStatusType",
+                                                                  "conversationStatusValue", "notificationLevel", "version"]))],
+                              required: ["infoList"])),
+            Event(ev: "conversation.statusSynced", summary: "The connect-time sync is complete: code 0 on success; keep cursor for the next connect",
+                  spec: ["CS-3"], audience: "Only the connecting device (users, not anonymous clients).", stream: .never,
+                  data: S.obj(["code": S.int(), "cursor": S.int(minimum: 0)], required: ["code", "cursor"])),
             Event(ev: "token.expired", summary: "The token expired; refresh it within graceSeconds or the connection closes with 4002",
                   spec: ["§2"], audience: "Only the connection whose token expired.", stream: .never,
                   data: S.obj(["graceSeconds": S.int(minimum: 0)], required: ["graceSeconds"])),
@@ -258,7 +313,7 @@ public enum WebSocketDocument {
 
     /// The OpenAPI component schemas, with their references pointed at `$defs`.
     static var openAPISchemas: [String: Any] {
-        rewriteRefs(OpenAPIDocument.schemas) as? [String: Any] ?? [:]
+        rewriteRefs(OpenAPIDocument.allSchemas) as? [String: Any] ?? [:]
     }
 
     private static func rewriteRefs(_ value: Any) -> Any {

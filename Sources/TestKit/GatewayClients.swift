@@ -118,14 +118,28 @@ public final class ProtocolClient {
         ws = try WSClient(port: port, path: "/ws", headers: origin.map { ["Origin": $0] } ?? [:], receiveBuffer: receiveBuffer)
     }
 
-    /// Connects with a token; returns the `ok` object.
+    /// The events the last `waitFor` passed over.
+    public private(set) var skipped: [[String: Any]] = []
+    /// Conversation statuses the connect-time sync delivered (CS-3), in order.
+    public private(set) var syncedStatuses: [[String: Any]] = []
+    /// The cursor `conversation.statusSynced` handed out.
+    public private(set) var conversationCursor: Int64 = 0
+
+    /// Connects with a token and waits for the conversation-status sync to finish (CS-3);
+    /// returns the `ok` object.
     @discardableResult
-    public func connect(token: String, device: String? = nil) throws -> [String: Any] {
+    public func connect(token: String, device: String? = nil, conversationCursor: Int64? = nil) throws -> [String: Any] {
         var args: [String: Any] = ["token": token]
         if let device { args["device"] = device }
+        if let conversationCursor { args["conversationCursor"] = conversationCursor }
         let ok = try expectOK(try command("connect", args))
         userId = ok["userId"] as? String ?? ""
         stream = ok["stream"] as? String ?? ""
+        let synced = try waitFor("conversation.statusSynced")
+        self.conversationCursor = Int64(synced.obj("data").int("cursor") ?? 0)
+        syncedStatuses = skipped.filter { $0.str("ev") == "conversation.statusChanged" }.flatMap { $0.obj("data")["infoList"] as? [[String: Any]] ?? [] }
+        // Anything else that arrived meanwhile stays queued, in order.
+        events.insert(contentsOf: skipped.filter { $0.str("ev") != "conversation.statusChanged" }, at: 0)
         return ok
     }
 
@@ -176,6 +190,7 @@ public final class ProtocolClient {
         while true {
             if let i = events.firstIndex(where: { ($0["ev"] as? String) == name && match($0) }) {
                 let e = events[i]
+                skipped = Array(events[..<i])
                 events.removeFirst(i + 1)
                 return e
             }
