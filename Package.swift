@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
     ],
     targets: [
         // C: what Glibc does not export (epoll, eventfd, timerfd, accept4).
@@ -39,7 +41,8 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "Server", "Gateway", "Store", .product(name: "Logging", package: "swift-log"),
+            "Server", "Gateway", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "RoomcastEcho", dependencies: [
@@ -49,17 +52,26 @@ let package = Package(
 
         // Load generator: only our Reactor/HTTP1/WebSocket, so it can measure us and our peers.
         .executableTarget(name: "RoomcastBench", dependencies: [
-            "Reactor", "HTTP1", "WebSocket", "Gateway", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Crypto", package: "swift-crypto"),
+            "Reactor", "HTTP1", "WebSocket", "Gateway", "Server", "Store", "Webhooks", "Chat",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Benchmark of the chat domain alone (commands per second on one thread).
         .executableTarget(name: "ChatBench", dependencies: ["Chat"]),
 
+        // Webhooks: the durable outbox, signing formats, egress policy, libcurl multi delivery (SPEC §9).
+        .target(name: "Webhooks", dependencies: [
+            "CCurl", "Chat", "Store", "Reactor", "HTTP1", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+        ]),
+
         // Joins the server and the domain: REST, the WebSocket protocol, auth, engine, fan-out.
         .target(name: "Gateway", dependencies: [
-            "Server", "Chat", "Store", "Reactor", "HTTP1", "WebSocket",
+            "Server", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
@@ -67,6 +79,7 @@ let package = Package(
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Chat", "Store", "Reactor"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Chat", "Store", "TestKit"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

@@ -11,3 +11,5 @@ static inline CURLcode ccurl_easy_getinfo_long(CURL *h, CURLINFO i, long *out) {
 static inline CURLcode ccurl_easy_getinfo_double(CURL *h, CURLINFO i, double *out) { return curl_easy_getinfo(h, i, out); }
 static inline CURLcode ccurl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) { return curl_easy_getinfo(h, i, out); }
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+typedef curl_socket_t (*ccurl_opensocket_cb)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
+static inline CURLcode ccurl_easy_setopt_opensocket_cb(CURL *h, ccurl_opensocket_cb cb) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb); }

@@ -116,16 +116,18 @@ extension Dictionary {
 /// A min-heap of (deadline, key) with lazy deletion: callers push whenever a deadline is set and
 /// re-check the real state when an entry comes due, so moving or cancelling a deadline costs
 /// nothing. `tick(now:)` stays proportional to what expires.
-struct DeadlineQueue<Key: Hashable> {
+public struct DeadlineQueue<Key: Hashable> {
     private struct Entry {
         var deadline: Int64
         var key: Key
     }
     private var heap: [Entry] = []
 
-    var count: Int { heap.count }
+    public init() {}
 
-    mutating func push(_ deadline: Int64, _ key: Key) {
+    public var count: Int { heap.count }
+
+    public mutating func push(_ deadline: Int64, _ key: Key) {
         heap.append(Entry(deadline: deadline, key: key))
         var c = heap.count - 1
         while c > 0 {
@@ -137,7 +139,7 @@ struct DeadlineQueue<Key: Hashable> {
     }
 
     /// Removes and returns every key whose deadline is <= now.
-    mutating func popDue(_ now: Int64) -> [Key] {
+    public mutating func popDue(_ now: Int64) -> [Key] {
         var out: [Key] = []
         while let top = heap.first, top.deadline <= now {
             out.append(top.key)
@@ -157,7 +159,7 @@ struct DeadlineQueue<Key: Hashable> {
         return out
     }
 
-    var nextDeadline: Int64? { heap.first?.deadline }
+    public var nextDeadline: Int64? { heap.first?.deadline }
 }
 
 /// A bounded ring: appends overwrite the oldest element once full.

@@ -104,6 +104,12 @@ public enum Socket {
         }
     }
 
+    /// A new socket of the given family/type/protocol, close-on-exec (for libraries that ask the
+    /// caller to open their sockets, like curl's open-socket callback).
+    public static func open(family: Int32, type: Int32, protocol proto: Int32) throws(SyscallError) -> Int32 {
+        try syscallChecked("socket") { Glibc.socket(family, type | Int32(SOCK_CLOEXEC.rawValue), proto) }
+    }
+
     /// The error pending on a socket (used after a non-blocking connect completes).
     public static func pendingError(_ fd: Int32) -> Int32 {
         var err: Int32 = 0

@@ -184,6 +184,63 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        m.registerMigration("v3-webhooks") { db in
+            try db.execute(sql: """
+                CREATE TABLE webhookEndpoint (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    url TEXT NOT NULL,
+                    secret TEXT NOT NULL,
+                    previousSecret TEXT,
+                    previousSecretExpiresAt INTEGER,
+                    events TEXT NOT NULL,
+                    format TEXT NOT NULL CHECK (format IN ('standard', 'rongcloud', 'nim')),
+                    allowPrivateNetwork INTEGER NOT NULL CHECK (allowPrivateNetwork IN (0, 1)),
+                    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+                    disabledReason TEXT NOT NULL,
+                    origin TEXT NOT NULL CHECK (origin IN ('api', 'config')),
+                    createdAt INTEGER NOT NULL
+                );
+                CREATE TABLE webhookMessage (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    app TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    time INTEGER NOT NULL,
+                    roomId TEXT NOT NULL,
+                    userIds TEXT NOT NULL,
+                    cause INTEGER NOT NULL,
+                    details TEXT NOT NULL,
+                    sequence INTEGER NOT NULL
+                );
+                CREATE INDEX webhookMessageByTime ON webhookMessage(app, time);
+                CREATE TABLE webhookDelivery (
+                    endpointId TEXT NOT NULL REFERENCES webhookEndpoint(id) ON DELETE CASCADE,
+                    messageId TEXT NOT NULL REFERENCES webhookMessage(id) ON DELETE CASCADE,
+                    sequence INTEGER NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+                    attempts INTEGER NOT NULL,
+                    nextAttemptAt INTEGER NOT NULL,
+                    lastStatus INTEGER NOT NULL,
+                    lastError TEXT NOT NULL,
+                    updatedAt INTEGER NOT NULL,
+                    PRIMARY KEY (endpointId, messageId)
+                ) WITHOUT ROWID;
+                CREATE INDEX webhookDeliveryByStatus ON webhookDelivery(status, sequence);
+                CREATE INDEX webhookDeliveryByEndpoint ON webhookDelivery(endpointId, sequence);
+                CREATE INDEX webhookDeliveryByMessage ON webhookDelivery(messageId);
+                CREATE TABLE webhookAttempt (
+                    endpointId TEXT NOT NULL,
+                    messageId TEXT NOT NULL,
+                    attempt INTEGER NOT NULL,
+                    time INTEGER NOT NULL,
+                    status INTEGER NOT NULL,
+                    error TEXT NOT NULL,
+                    durationMs INTEGER NOT NULL,
+                    FOREIGN KEY (endpointId, messageId) REFERENCES webhookDelivery(endpointId, messageId) ON DELETE CASCADE
+                );
+                CREATE INDEX webhookAttemptByDelivery ON webhookAttempt(endpointId, messageId);
+                """)
+        }
         return m
     }
 }

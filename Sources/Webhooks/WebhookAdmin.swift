@@ -1,0 +1,215 @@
+import Chat
+import Crypto
+import Foundation
+import GRDB
+import Store
+
+/// Managing endpoints (WH-1), the delivery log and replays (WH-4). Changes are answered once durable.
+extension WebhookService {
+    public typealias Completion<T> = @Sendable (Result<T, ChatError>) -> Void
+
+    /// What a create or update asks for; nil fields are left as they are.
+    public struct EndpointSpec: Sendable {
+        public var url: String?
+        public var secret: String?
+        public var events: [String]?
+        public var format: String?
+        public var allowPrivateNetwork: Bool?
+        public var enabled: Bool?
+        public init(url: String? = nil, secret: String? = nil, events: [String]? = nil, format: String? = nil, allowPrivateNetwork: Bool? = nil,
+                    enabled: Bool? = nil) {
+            self.url = url
+            self.secret = secret
+            self.events = events
+            self.format = format
+            self.allowPrivateNetwork = allowPrivateNetwork
+            self.enabled = enabled
+        }
+    }
+
+    /// Applies a spec to an endpoint, refusing bad input with the field's name.
+    static func apply(_ spec: EndpointSpec, to e: inout WebhookEndpoint) throws(ChatError) {
+        if let v = spec.allowPrivateNetwork { e.allowPrivateNetwork = v }
+        if let url = spec.url { e.url = url }
+        do {
+            e.url = try WebhookURL(e.url, allowPrivate: e.allowPrivateNetwork).string
+        } catch {
+            throw ChatError(.invalidParameter, error.description, field: "url")
+        }
+        if let secret = spec.secret {
+            guard StandardWebhooks.isValidSecret(secret) else {
+                throw ChatError(.invalidParameter, "secret must be whsec_ followed by the base64 of 16 to 64 bytes", field: "secret")
+            }
+            e.secret = secret
+        }
+        if let events = spec.events {
+            var types: [WebhookEventType] = []
+            for name in events where name != "*" {
+                guard let t = WebhookEventType(rawValue: name) else {
+                    throw ChatError(.invalidParameter, "unknown event type \(name); use * or " + WebhookEventType.allCases.map(\.rawValue).joined(separator: ", "),
+                                    field: "events")
+                }
+                if !types.contains(t) { types.append(t) }
+            }
+            e.events = events.contains("*") ? [] : types
+        }
+        if let f = spec.format {
+            guard let format = WebhookFormat(rawValue: f) else { throw ChatError(.invalidParameter, "format must be standard, rongcloud or nim", field: "format") }
+            e.format = format
+        }
+        if let enabled = spec.enabled {
+            e.enabled = enabled
+            if enabled { e.disabledReason = "" } else if e.disabledReason.isEmpty { e.disabledReason = "disabled through the API" }
+        }
+    }
+
+    public func endpoints(app: String) -> [WebhookEndpoint] {
+        registry.withLock { r in (r.byApp[app] ?? []).compactMap { r.byId[$0] } }
+    }
+
+    public func endpoint(app: String, id: String) -> WebhookEndpoint? {
+        registry.withLock { r in r.byId[id].flatMap { $0.app == app ? $0 : nil } }
+    }
+
+    private func lookup(app: String, id: String) throws(ChatError) -> WebhookEndpoint {
+        guard let e = endpoint(app: app, id: id) else { throw ChatError(.notFound, "no webhook endpoint \(id)", field: "id") }
+        return e
+    }
+
+    private func saveThen(_ e: WebhookEndpoint, _ completion: @escaping Completion<WebhookEndpoint>) {
+        store.submit(Store.Commit(mutations: [], extra: { db in try WebhookDatabase.save(e, db) }, onDurable: { [self] in
+            registry.withLock { $0.put(e) }
+            completion(.success(e))
+        }))
+    }
+
+    public func createEndpoint(app: String, _ spec: EndpointSpec, origin: String = "api", completion: @escaping Completion<WebhookEndpoint>) {
+        do throws(ChatError) {
+            guard spec.url != nil else { throw ChatError(.invalidParameter, "url is required", field: "url") }
+            guard endpoints(app: app).count < configuration.maxEndpointsPerApp else {
+                throw ChatError(.limitExceeded, "an app has at most \(configuration.maxEndpointsPerApp) webhook endpoints", field: "url")
+            }
+            var e = WebhookEndpoint(id: "ep_" + makeID(), app: app, url: "", secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
+                                    events: [], format: .standard, allowPrivateNetwork: false, origin: origin, createdAt: clock())
+            try Self.apply(spec, to: &e)
+            saveThen(e, completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    public func updateEndpoint(app: String, id: String, _ spec: EndpointSpec, completion: @escaping Completion<WebhookEndpoint>) {
+        do throws(ChatError) {
+            var e = try lookup(app: app, id: id)
+            try Self.apply(spec, to: &e)
+            saveThen(e, completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// A new secret; the previous one keeps signing (a second signature) for `secretGraceMs`.
+    public func rotateSecret(app: String, id: String, completion: @escaping Completion<WebhookEndpoint>) {
+        do throws(ChatError) {
+            var e = try lookup(app: app, id: id)
+            e.previousSecret = e.secret
+            e.previousSecretExpiresAt = clock() + configuration.secretGraceMs
+            e.secret = StandardWebhooks.makeSecret { UInt8.random(in: 0...255) }
+            saveThen(e, completion)
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    public func deleteEndpoint(app: String, id: String, completion: @escaping Completion<Void>) {
+        do throws(ChatError) {
+            let e = try lookup(app: app, id: id)
+            registry.withLock { $0.remove(e.id) }
+            store.submit(Store.Commit(mutations: [], extra: { db in try WebhookDatabase.deleteEndpoint(e.id, db) }, onDurable: { [self] in
+                post(.endpointRemoved(e.id))
+                completion(.success(()))
+            }))
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// Creates or updates an endpoint from the command line (id derived from app and URL, so a
+    /// restart finds the same endpoint and its deliveries). Runs before `start`.
+    public func configure(app: String, _ spec: EndpointSpec) throws {
+        guard let url = spec.url else { throw ChatError(.invalidParameter, "url is required", field: "url") }
+        let id = "cfg_" + String(hex(SHA256.hash(data: Array((app + "\n" + url).utf8))).prefix(20))
+        let existing = try store.pool.read { db in try WebhookDatabase.endpoints(db) }.first { $0.id == id }
+        var e = existing ?? WebhookEndpoint(id: id, app: app, url: url, secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
+                                            events: [], format: .standard, allowPrivateNetwork: false, origin: "config", createdAt: clock())
+        try Self.apply(spec, to: &e)
+        let endpoint = e
+        try store.pool.write { db in try WebhookDatabase.save(endpoint, db) }
+    }
+
+    // MARK: The delivery log and replays
+
+    public struct DeliveryPage: Sendable {
+        public var deliveries: [DeliveryRecord]
+        /// Pass as `before` for the next (older) page; nil at the end.
+        public var next: Int64?
+    }
+
+    /// The newest deliveries of an endpoint, each with its attempts (read on the delivery thread).
+    public func deliveries(app: String, id: String, status: DeliveryStatus?, before: Int64?, limit: Int,
+                           completion: @escaping Completion<DeliveryPage>) {
+        do throws(ChatError) {
+            _ = try lookup(app: app, id: id)
+            guard limit >= 1 && limit <= 100 else { throw ChatError(.invalidParameter, "limit must be 1 to 100", field: "limit") }
+            post(.task { s in
+                do {
+                    let rows = try s.store.pool.read { db in
+                        try WebhookDatabase.deliveries(endpointId: id, status: status, beforeSequence: before, limit: limit, db)
+                    }
+                    completion(.success(DeliveryPage(deliveries: rows.map(\.0), next: rows.count == limit ? rows.last?.1 : nil)))
+                } catch {
+                    completion(.failure(ChatError(.invalidParameter, "the delivery log could not be read", field: "id")))
+                }
+            })
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    /// Re-sends messages to an endpoint: the given ids, or every message since `since` (ms) that the
+    /// endpoint wants. Messages already pending are left alone. Answers how many were queued.
+    public func replay(app: String, id: String, messageIds: [String]?, since: Int64?, completion: @escaping Completion<Int>) {
+        do throws(ChatError) {
+            let e = try lookup(app: app, id: id)
+            guard e.enabled else { throw ChatError(.permissionDenied, "the endpoint is disabled; enable it first", field: "id") }
+            guard (messageIds == nil) != (since == nil) else {
+                throw ChatError(.invalidParameter, "give messageIds or since, not both", field: "messageIds")
+            }
+            if let ids = messageIds, ids.isEmpty || ids.count > 1000 {
+                throw ChatError(.invalidParameter, "messageIds holds 1 to 1000 ids", field: "messageIds")
+            }
+            post(.task { s in
+                do {
+                    let found = try s.store.pool.read { db -> [WebhookMessage] in
+                        let list = try messageIds.map { try WebhookDatabase.messages(app: app, ids: $0, db) }
+                            ?? WebhookDatabase.messages(app: app, since: since ?? 0, limit: 100_000, db)
+                        let pending = Set(try String.fetchAll(db, sql: "SELECT messageId FROM webhookDelivery WHERE endpointId = ? AND status = 'pending'",
+                                                               arguments: [id]))
+                        return list.filter { !pending.contains($0.id) && (messageIds != nil || e.wants($0.type)) && e.format.supports($0.type) }
+                    }
+                    let now = s.clock()
+                    s.store.submit(Store.Commit(mutations: [], extra: { db in
+                        for m in found { try WebhookDatabase.queue(endpointId: id, m, at: now, db) }
+                    }, onDurable: {
+                        s.post(.deliveries(found.map { Queued(endpointId: id, message: $0, attempts: 0, dueAt: 0) }))
+                        completion(.success(found.count))
+                    }))
+                } catch {
+                    completion(.failure(ChatError(.invalidParameter, "the messages could not be read", field: "id")))
+                }
+            })
+        } catch {
+            completion(.failure(error))
+        }
+    }
+}

@@ -1,0 +1,436 @@
+import Chat
+import CoreMetrics
+import Crypto
+import Foundation
+import GRDB
+import Logging
+import Reactor
+import Store
+import Synchronization
+
+/// Webhooks (SPEC §9): endpoints per app, a durable outbox written in the transaction of the change
+/// that caused each message, and one delivery thread driving libcurl's multi interface.
+///
+/// The way of a message: the engine asks `stage` which endpoints want each of an outcome's records,
+/// `persist` writes the messages and their pending deliveries with the outcome's mutations, and once
+/// that transaction is durable `enqueue` hands them to the delivery thread. Every attempt's result is
+/// written back (attempt log, delivery status) through the store's writer. A crash between the
+/// commit and a recorded success re-sends the message after the restart, with the same id:
+/// at-least-once.
+///
+/// Ordering per endpoint: first attempts leave in the order the events happened, at most
+/// `maxInFlightPerEndpoint` at a time; a message being retried can arrive after newer ones. Receivers
+/// order by `time`/`webhook-timestamp` and de-duplicate by the message id.
+public final class WebhookService: @unchecked Sendable {
+    // Safety: `registry` and `inbox` are Mutexes and `sequence`/`stopping` atomics, reachable from any
+    // thread. Everything under "Delivery thread" is touched only by the thread `start` creates (the
+    // only caller of `run`); other threads reach it through `inbox` and `CurlTransport.wakeup`.
+    // `multi` is written once before that thread starts.
+
+    public struct Configuration: Sendable {
+        public var retry = RetrySchedule.standard
+        public var timeoutMs = 10_000
+        public var connectTimeoutMs = 3_000
+        public var maxInFlight = 256
+        public var maxInFlightPerEndpoint = 32
+        /// Delivered and dead messages are kept this long for the delivery log and replays.
+        public var retentionMs: Int64 = 7 * 24 * 3_600_000
+        /// After a rotation, the previous secret keeps signing this long.
+        public var secretGraceMs: Int64 = 24 * 3_600_000
+        public var maxEndpointsPerApp = 20
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    let store: Store
+    let logger: Logger
+    let clock: @Sendable () -> Int64
+    let random: @Sendable () -> Double
+    let makeID: @Sendable () -> String
+    let appSecret: @Sendable (String) -> String?
+
+    struct Registry {
+        var byId: [String: WebhookEndpoint] = [:]
+        var byApp: [String: [String]] = [:]
+
+        mutating func put(_ e: WebhookEndpoint) {
+            if byId.updateValue(e, forKey: e.id) == nil { byApp[e.app, default: []].append(e.id) }
+        }
+
+        mutating func remove(_ id: String) {
+            guard let e = byId.removeValue(forKey: id) else { return }
+            byApp[e.app]?.removeAll { $0 == id }
+            if byApp[e.app]?.isEmpty == true { byApp[e.app] = nil }
+        }
+    }
+
+    enum Work: Sendable {
+        case deliveries([Queued])
+        case endpointRemoved(String)
+        case task(@Sendable (WebhookService) -> Void)
+    }
+
+    struct Queued: Sendable {
+        var endpointId: String
+        var message: WebhookMessage
+        var attempts: Int
+        var dueAt: Int64
+    }
+
+    let registry = Mutex(Registry())
+    private let inbox = Mutex<[Work]>([])
+    private let sequence = Atomic<Int64>(0)
+    private let stopping = Atomic<Bool>(false)
+    private var multi: UnsafeMutableRawPointer?
+    private var thread: PosixThread?
+
+    // MARK: Metrics (swift-metrics: exported by the backend the process bootstrapped)
+
+    private let attemptsCounter = Counter(label: "roomcast_webhook_attempts_total")
+    private let failedAttemptsCounter = Counter(label: "roomcast_webhook_failed_attempts_total")
+    private let deliveredCounter = Counter(label: "roomcast_webhook_delivered_total")
+    private let deadCounter = Counter(label: "roomcast_webhook_dead_total")
+    private let depthGauge = Gauge(label: "roomcast_webhook_queue_depth")
+    private let latencyTimer = CoreMetrics.Timer(label: "roomcast_webhook_attempt_duration")
+
+    /// Counters for the service's own status answers and benchmarks.
+    public final class Stats: Sendable {
+        public let attempts = Atomic<Int>(0)
+        public let delivered = Atomic<Int>(0)
+        public let failedAttempts = Atomic<Int>(0)
+        public let dead = Atomic<Int>(0)
+        public let queueDepth = Atomic<Int>(0)
+    }
+    public let stats = Stats()
+
+    // MARK: Delivery thread
+
+    private struct EndpointQueue {
+        var items: [Item] = []
+        var head = 0
+        var inFlight = 0
+        var isEmpty: Bool { head >= items.count }
+
+        mutating func push(_ i: Item) { items.append(i) }
+
+        mutating func pop() -> Item? {
+            guard head < items.count else { return nil }
+            defer {
+                head += 1
+                if head > 64 && head * 2 > items.count {
+                    items.removeFirst(head)
+                    head = 0
+                }
+            }
+            return items[head]
+        }
+
+        var count: Int { items.count - head }
+    }
+
+    private struct Item {
+        var messageId: String
+        var attempts: Int
+    }
+
+    private struct RetryKey: Hashable {
+        var endpointId: String
+        var messageId: String
+        var attempts: Int
+    }
+
+    private struct InFlight {
+        var endpointId: String
+        var messageId: String
+        var attempts: Int
+    }
+
+    private var transport: CurlTransport?
+    private var queues: [String: EndpointQueue] = [:]
+    private var messages: [String: (message: WebhookMessage, refs: Int)] = [:]
+    private var retries = DeadlineQueue<RetryKey>()
+    private var waitingRetries = 0
+    private var flights: [Int: InFlight] = [:]
+    private var nextTag = 0
+    private var writes: [@Sendable (Database) throws -> Void] = []
+    private var nextPrune: Int64 = 0
+
+    public init(store: Store, configuration: Configuration = Configuration(), logger: Logger, clock: @escaping @Sendable () -> Int64,
+                random: @escaping @Sendable () -> Double, makeID: @escaping @Sendable () -> String,
+                appSecret: @escaping @Sendable (String) -> String?) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.clock = clock
+        self.random = random
+        self.makeID = makeID
+        self.appSecret = appSecret
+    }
+
+    // MARK: Start and stop
+
+    /// Loads endpoints and pending deliveries, then starts the delivery thread.
+    public func start() throws {
+        let (endpoints, pending, maxSeq) = try store.pool.read { db in
+            (try WebhookDatabase.endpoints(db), try WebhookDatabase.pending(db), try WebhookDatabase.maxSequence(db))
+        }
+        sequence.store(maxSeq, ordering: .relaxed)
+        registry.withLock { r in for e in endpoints { r.put(e) } }
+        let now = clock()
+        if !pending.isEmpty {
+            post(.deliveries(pending.map { Queued(endpointId: $0.endpointId, message: $0.message, attempts: $0.attempts, dueAt: max($0.nextAttemptAt, now)) }))
+            logger.info("webhook deliveries resumed", metadata: ["pending": "\(pending.count)"])
+        }
+        let t = CurlTransport(maxConnectionsPerHost: configuration.maxInFlightPerEndpoint)
+        transport = t
+        multi = t.handle
+        thread = PosixThread.start(name: "roomcast-webhooks") { [self] in run() }
+    }
+
+    /// Stops the delivery thread after recording what finished (in-flight attempts are retried after a restart).
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        if let multi { CurlTransport.wakeup(multi) }
+        thread?.join()
+        thread = nil
+    }
+
+    func post(_ w: Work) {
+        inbox.withLock { $0.append(w) }
+        if let multi { CurlTransport.wakeup(multi) }
+    }
+
+    // MARK: The outbox (engine thread)
+
+    /// Messages of one outcome and the endpoints that want each.
+    public struct Staged: Sendable {
+        public var messages: [WebhookMessage]
+        public var deliveries: [(endpointId: String, message: Int)]
+        public var isEmpty: Bool { deliveries.isEmpty }
+    }
+
+    /// Which endpoints want these records; nil when none does (the common case costs one lock).
+    public func stage(_ records: [WebhookRecord]) -> Staged? {
+        guard !records.isEmpty else { return nil }
+        let targets: [[WebhookEndpoint]] = registry.withLock { r in
+            guard !r.byApp.isEmpty else { return [] }
+            return records.map { rec in (r.byApp[rec.app] ?? []).compactMap { r.byId[$0] }.filter { $0.wants(rec.type) } }
+        }
+        guard targets.contains(where: { !$0.isEmpty }) else { return nil }
+        var staged = Staged(messages: [], deliveries: [])
+        for (rec, eps) in zip(records, targets) where !eps.isEmpty {
+            var details: [String: String] = [:]
+            for p in rec.details { details[p.key] = p.value }
+            let m = WebhookMessage(id: "msg_" + makeID(), app: rec.app, type: rec.type, time: rec.time, roomId: rec.roomId, userIds: rec.userIds,
+                                   cause: rec.cause, details: details, sequence: sequence.add(1, ordering: .relaxed).newValue)
+            staged.messages.append(m)
+            for e in eps { staged.deliveries.append((e.id, staged.messages.count - 1)) }
+        }
+        return staged
+    }
+
+    /// Writes the staged messages and their pending deliveries (inside the outcome's transaction).
+    public static func persist(_ s: Staged, _ db: Database) throws {
+        for m in s.messages { try WebhookDatabase.insert(m, db) }
+        for d in s.deliveries { try WebhookDatabase.queue(endpointId: d.endpointId, s.messages[d.message], at: s.messages[d.message].time, db) }
+    }
+
+    /// Hands durable messages to the delivery thread.
+    public func enqueue(_ s: Staged) {
+        post(.deliveries(s.deliveries.map { Queued(endpointId: $0.endpointId, message: s.messages[$0.message], attempts: 0, dueAt: 0) }))
+    }
+
+    // MARK: The delivery loop
+
+    private func run() {
+        guard let transport else { return }
+        while !stopping.load(ordering: .acquiring) {
+            take(inbox.withLock { w -> [Work] in
+                let all = w
+                w.removeAll(keepingCapacity: true)
+                return all
+            })
+            var now = clock()
+            for key in retries.popDue(now) {
+                waitingRetries -= 1
+                queues[key.endpointId, default: EndpointQueue()].push(Item(messageId: key.messageId, attempts: key.attempts))
+            }
+            // Start what may start, let curl work (new transfers need a perform before a poll can
+            // wait on their sockets), and go round while transfers finish.
+            while true {
+                startTransfers(transport, now: clock())
+                let done = transport.perform()
+                for (tag, result) in done { complete(tag, result) }
+                if done.isEmpty { break }
+            }
+            flushWrites()
+            now = clock()
+            if now >= nextPrune {
+                nextPrune = now + 600_000
+                let before = now - configuration.retentionMs
+                writes.append { db in try WebhookDatabase.prune(before: before, db) }
+                flushWrites()
+            }
+            let depth = queues.values.reduce(0) { $0 + $1.count } + waitingRetries + transport.inFlight
+            stats.queueDepth.store(depth, ordering: .relaxed)
+            depthGauge.record(depth)
+            var wait: Int64 = 1000
+            if let due = retries.nextDeadline { wait = min(wait, max(0, due - now)) }
+            if inbox.withLock({ $0.isEmpty }) { transport.poll(timeoutMs: Int32(wait)) }
+        }
+        flushWrites()
+    }
+
+    private func take(_ work: [Work]) {
+        for w in work {
+            switch w {
+            case .deliveries(let list):
+                let now = clock()
+                for q in list {
+                    if var held = messages[q.message.id] {
+                        held.refs += 1
+                        messages[q.message.id] = held
+                    } else {
+                        messages[q.message.id] = (q.message, 1)
+                    }
+                    if q.dueAt > now {
+                        retries.push(q.dueAt, RetryKey(endpointId: q.endpointId, messageId: q.message.id, attempts: q.attempts))
+                        waitingRetries += 1
+                    } else {
+                        queues[q.endpointId, default: EndpointQueue()].push(Item(messageId: q.message.id, attempts: q.attempts))
+                    }
+                }
+            case .endpointRemoved(let id):
+                if var q = queues.removeValue(forKey: id) {
+                    while let item = q.pop() { release(item.messageId) }
+                }
+            case .task(let body):
+                body(self)
+            }
+        }
+    }
+
+    private func release(_ messageId: String) {
+        guard var held = messages[messageId] else { return }
+        held.refs -= 1
+        messages[messageId] = held.refs > 0 ? held : nil
+    }
+
+    private func startTransfers(_ transport: CurlTransport, now: Int64) {
+        guard !queues.isEmpty else { return }
+        let endpoints = registry.withLock { $0.byId }
+        for id in Array(queues.keys) {
+            guard var q = queues[id] else { continue }
+            guard let e = endpoints[id] else {
+                // The endpoint was deleted: its deliveries went with it.
+                while let item = q.pop() { release(item.messageId) }
+                queues[id] = nil
+                continue
+            }
+            while transport.inFlight < configuration.maxInFlight, q.inFlight < configuration.maxInFlightPerEndpoint, let item = q.pop() {
+                guard let m = messages[item.messageId]?.message else { continue }
+                guard e.enabled else {
+                    finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
+                           error: "endpoint disabled: \(e.disabledReason)", now: now)
+                    continue
+                }
+                let nonce = String(UInt32.random(in: 0...UInt32.max))
+                guard let request = WebhookRenderer.render(m, for: e, appSecret: appSecret(e.app) ?? "", now: clock(), nonce: nonce) else {
+                    finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
+                           error: "the \(e.format.rawValue) format cannot express \(m.type.rawValue)", now: now)
+                    continue
+                }
+                let url = request.query.isEmpty ? e.url : e.url + (e.url.contains("?") ? "&" : "?") + request.query
+                nextTag += 1
+                flights[nextTag] = InFlight(endpointId: e.id, messageId: m.id, attempts: item.attempts)
+                q.inFlight += 1
+                transport.start(TransferJob(tag: nextTag, url: url, headers: request.headers, body: request.body,
+                                            allowPrivateNetwork: e.allowPrivateNetwork, timeoutMs: configuration.timeoutMs,
+                                            connectTimeoutMs: configuration.connectTimeoutMs))
+            }
+            queues[id] = q.isEmpty && q.inFlight == 0 ? nil : q
+        }
+    }
+
+    private func complete(_ tag: Int, _ result: TransferResult) {
+        guard let f = flights.removeValue(forKey: tag) else { return }
+        if var q = queues[f.endpointId] {
+            q.inFlight -= 1
+            queues[f.endpointId] = q.isEmpty && q.inFlight == 0 ? nil : q
+        }
+        let now = clock()
+        let attempts = f.attempts + 1
+        let attempt = DeliveryAttempt(attempt: attempts, time: now, status: result.status, error: result.error, durationMs: result.durationMs)
+        stats.attempts.add(1, ordering: .relaxed)
+        attemptsCounter.increment()
+        latencyTimer.recordMilliseconds(result.durationMs)
+        let verdict: AttemptVerdict = result.status > 0 ? .of(status: result.status) : .retry
+        let error = result.error.isEmpty && verdict != .delivered ? "HTTP \(result.status)" : result.error
+        writes.append { db in try WebhookDatabase.record(attempt, endpointId: f.endpointId, messageId: f.messageId, db) }
+        let item = Item(messageId: f.messageId, attempts: attempts)
+        switch verdict {
+        case .delivered:
+            stats.delivered.add(1, ordering: .relaxed)
+            deliveredCounter.increment()
+            finish(f.endpointId, item, status: .delivered, attempts: attempts, next: 0, lastStatus: result.status, error: "", now: now)
+        case .gone:
+            failed()
+            disable(f.endpointId, reason: "the receiver answered 410 Gone at \(now)")
+            finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status, error: "410 Gone: endpoint disabled", now: now)
+        case .retry:
+            failed()
+            if let next = configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: random()) {
+                retries.push(next, RetryKey(endpointId: f.endpointId, messageId: f.messageId, attempts: attempts))
+                waitingRetries += 1
+                let (e, m, s) = (f.endpointId, f.messageId, result.status)
+                writes.append { db in
+                    try WebhookDatabase.update(endpointId: e, messageId: m, status: .pending, attempts: attempts, nextAttemptAt: next, lastStatus: s,
+                                               lastError: error, now: now, db)
+                }
+            } else {
+                finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status,
+                       error: "retries exhausted; last: \(error)", now: now)
+            }
+        }
+    }
+
+    private func failed() {
+        stats.failedAttempts.add(1, ordering: .relaxed)
+        failedAttemptsCounter.increment()
+    }
+
+    /// A delivery reached its end (delivered or dead): record it and let go of the message.
+    private func finish(_ endpointId: String, _ item: Item, status: DeliveryStatus, attempts: Int, next: Int64, lastStatus: Int, error: String, now: Int64) {
+        if status == .dead {
+            stats.dead.add(1, ordering: .relaxed)
+            deadCounter.increment()
+            logger.warning("webhook dead-lettered", metadata: ["endpoint": "\(endpointId)", "message": "\(item.messageId)", "error": "\(error)"])
+        }
+        let m = item.messageId
+        writes.append { db in
+            try WebhookDatabase.update(endpointId: endpointId, messageId: m, status: status, attempts: attempts, nextAttemptAt: next,
+                                       lastStatus: lastStatus, lastError: error, now: now, db)
+        }
+        release(m)
+    }
+
+    /// 410 Gone: the endpoint stops receiving; what is queued for it becomes dead letters.
+    private func disable(_ id: String, reason: String) {
+        guard let e = registry.withLock({ r -> WebhookEndpoint? in
+            guard var e = r.byId[id], e.enabled else { return nil }
+            e.enabled = false
+            e.disabledReason = reason
+            r.put(e)
+            return e
+        }) else { return }
+        logger.warning("webhook endpoint disabled", metadata: ["endpoint": "\(id)", "reason": "\(reason)"])
+        writes.append { db in try WebhookDatabase.save(e, db) }
+    }
+
+    private func flushWrites() {
+        guard !writes.isEmpty else { return }
+        let batch = writes
+        writes.removeAll(keepingCapacity: true)
+        store.submit(Store.Commit(mutations: [], extra: { db in for w in batch { try w(db) } }, onDurable: {}))
+    }
+}
