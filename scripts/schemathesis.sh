@@ -31,8 +31,11 @@ echo "== openapi-spec-validator: repository file and live document"
 "$validator" openapi/roomcast.openapi.json
 curl -sf "http://127.0.0.1:$port/openapi.json" | "$validator" -
 
+# Creating or re-pointing webhook endpoints would make the server send traffic to whatever hosts the
+# fuzzer invents; those two operations are covered by the end-to-end tests instead.
 echo "== schemathesis ($examples examples per operation)"
 SCHEMATHESIS_HOOKS=scripts.schemathesis_hooks PYTHONPATH=. timeout 360 "$venv/bin/schemathesis" run \
   "http://127.0.0.1:$port/openapi.json" --url "http://127.0.0.1:$port" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method \
+  --exclude-operation-id createWebhook --exclude-operation-id updateWebhook \
   -n "$examples" --max-failures 25 --no-color

@@ -5,7 +5,9 @@ import Glibc
 import Logging
 import Reactor
 import Store
+import GRDB
 import Synchronization
+import Webhooks
 import WebSocket
 
 /// What the engine hands every I/O loop, in the order it happened. Frames are encoded once and
@@ -41,6 +43,7 @@ final class Engine: @unchecked Sendable {
     private let logger: Logger
     private let clock: @Sendable () -> Int64
     private let publisher: Publisher
+    private let webhooks: WebhookService?
     private var thread: PosixThread?
 
     struct Stream {
@@ -49,10 +52,12 @@ final class Engine: @unchecked Sendable {
     }
     private var streams: [RoomKey: Stream] = [:]
 
-    init(domain: ChatDomain, store: Store, publisher: Publisher, clock: @escaping @Sendable () -> Int64, logger: Logger) throws {
+    init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
+         logger: Logger) throws {
         self.domain = domain
         self.store = store
         self.publisher = publisher
+        self.webhooks = webhooks
         self.clock = clock
         self.logger = logger
         loop = try EventLoop(name: "roomcast-engine", readBufferSize: 16)
@@ -132,10 +137,17 @@ final class Engine: @unchecked Sendable {
         let reply = out.reply
         let publisher = self.publisher
         let published = items
-        store.submit(Store.Commit(mutations: out.mutations) {
+        // Webhook messages are written in the same transaction as the change (the outbox, WH-4)
+        // and handed to the delivery thread once it is durable.
+        let staged = webhooks?.stage(out.webhooks)
+        let webhooks = self.webhooks
+        var extra: (@Sendable (Database) throws -> Void)?
+        if let staged { extra = { db in try WebhookService.persist(staged, db) } }
+        store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
             publisher.enqueue(published)
+            if let staged { webhooks?.enqueue(staged) }
             if case .callback(let callback) = replyTo { callback(reply) }
-        })
+        }))
     }
 }
 

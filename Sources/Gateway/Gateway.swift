@@ -4,8 +4,10 @@ import HTTP1
 import Logging
 import Reactor
 import Server
+import Prometheus
 import Store
 import Synchronization
+import Webhooks
 
 /// Gateway options (the CLI maps flags and environment variables onto these).
 public struct GatewayConfiguration: Sendable {
@@ -25,6 +27,12 @@ public struct GatewayConfiguration: Sendable {
     /// Resume window per room (BX-1).
     public var resumeMaxEvents = 1024
     public var resumeMaxAgeSeconds: Int64 = 300
+    /// Webhook delivery (retry schedule, timeouts, concurrency).
+    public var webhooks = WebhookService.Configuration()
+    /// Endpoints from the command line (`--webhook`), created or updated at start.
+    public var webhookEndpoints: [(app: String, spec: WebhookService.EndpointSpec)] = []
+    /// Where `/metrics` reads from (the process's swift-metrics backend); nil serves no metrics.
+    public var metrics: PrometheusCollectorRegistry?
 
     public init() {}
 }
@@ -40,10 +48,12 @@ final class GatewayContext: Sendable {
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
     let persistOrigins: @Sendable (String, [String]?) -> Void
+    let webhooks: WebhookService
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], persistOrigins: @escaping @Sendable (String, [String]?) -> Void) {
+         publicURLs: [String], webhooks: WebhookService, persistOrigins: @escaping @Sendable (String, [String]?) -> Void) {
         self.engine = engine
+        self.webhooks = webhooks
         self.apps = apps
         self.authenticator = RequestAuthenticator(apps: apps, clock: clock)
         self.clock = clock
@@ -61,6 +71,7 @@ public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     public let server: HTTPServer
     public let store: Store
+    public let webhooks: WebhookService
     let engine: Engine
     let context: GatewayContext
     private let hubs: HubTable
@@ -100,8 +111,17 @@ public final class Gateway: Sendable {
         let domain = ChatDomain(makeID: { ids.next() })
         try store.restore(into: domain, now: now)
 
+        // Webhooks: endpoints from the command line, then the service (started with the store).
+        let apps = registry
+        webhooks = WebhookService(store: store, configuration: configuration.webhooks, logger: logger, clock: clock,
+                                  random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.app($0)?.secret })
+        for (app, spec) in configuration.webhookEndpoints {
+            guard registry.app(app) != nil else { throw ChatError(.unknownApp, "--webhook names unknown app \(app)", field: "app") }
+            try webhooks.configure(app: app, spec)
+        }
+
         let publisher = Publisher()
-        engine = try Engine(domain: domain, store: store, publisher: publisher, clock: clock, logger: logger)
+        engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, logger: logger)
         stream = randomHex(8)
 
         var urls = configuration.publicURLs
@@ -111,7 +131,7 @@ public final class Gateway: Sendable {
         }
         let store = self.store
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: urls,
-                                 persistOrigins: { app, origins in try? store.setAllowedOrigins(app: app, origins) })
+                                 webhooks: webhooks, persistOrigins: { app, origins in try? store.setAllowedOrigins(app: app, origins) })
 
         let hubs = HubTable()
         self.hubs = hubs
@@ -130,6 +150,8 @@ public final class Gateway: Sendable {
         routes.add(.GET, "/openapi.json", sync: { _ in spec })
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))
         routes.add(.GET, "/websocket.json", sync: { _ in wsSpec })
+        let metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks)
+        routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
 
         server = try HTTPServer(
@@ -147,6 +169,7 @@ public final class Gateway: Sendable {
                 loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
             },
             logger: logger)
+        metrics.attach(server.metrics)
 
         // Each committed batch reaches every loop once.
         let loops = server.loops
@@ -163,6 +186,7 @@ public final class Gateway: Sendable {
     /// Starts the store writer, the engine and the server; returns once they serve.
     public func start() throws {
         store.start()
+        try webhooks.start()
         engine.start()
         try server.start()
         ready.set(true)
@@ -178,6 +202,7 @@ public final class Gateway: Sendable {
         ready.set(false)
         server.shutdown()
         engine.stop()
+        webhooks.stop()
         store.stop()
     }
 }

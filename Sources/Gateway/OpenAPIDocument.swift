@@ -123,7 +123,7 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": paths.merging(groupPaths) { a, _ in a },
+            "paths": paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a },
             "components": ["schemas": allSchemas, "securitySchemes": securitySchemes],
         ]
     }
@@ -157,6 +157,10 @@ public enum OpenAPIDocument {
                                       "responses": ["200": ["description": "OpenAPI 3.1", "content": ["application/json": ["schema": ["type": "object"]]]]]]],
             "/websocket.json": ["get": ["summary": "The WebSocket protocol (JSON Schema 2020-12)", "tags": ["Health"], "security": [],
                                         "responses": ["200": ["description": "JSON Schema", "content": ["application/json": ["schema": ["type": "object"]]]]]]],
+            "/metrics": ["get": ["summary": "Prometheus metrics: connections, requests, store commits, webhook attempts, outcomes, latency and queue depth",
+                                 "tags": ["Health"], "security": [], "description": "SPEC: BX-2, WH-4",
+                                 "responses": ["200": ["description": "Prometheus text format 0.0.4",
+                                                       "content": ["text/plain": ["schema": ["type": "string"]]]]]]],
             "/v1/users/{userId}/tokens": ["post": op("Issue a client token (JWT HS256)", tag: "Tokens", spec: ["§2"],
                                                      params: [param("userId", "path", id)], body: "TokenRequest", ok: (201, "Token"))],
             "/v1/settings": [
@@ -377,7 +381,7 @@ public enum OpenAPIDocument {
 
     // MARK: Ultra groups and conversation status (SPEC §4, §5)
 
-    static var allSchemas: [String: Any] { schemas.merging(groupSchemas) { a, _ in a } }
+    static var allSchemas: [String: Any] { schemas.merging(groupSchemas) { a, _ in a }.merging(webhookSchemas) { a, _ in a } }
 
     static var groupIdParam: [String: Any] { param("groupId", "path", id, description: "Ultra group id (1–64 bytes)") }
     static var channelIdParam: [String: Any] { param("channelId", "path", id, description: "Channel (busChannel) id") }
@@ -502,6 +506,76 @@ public enum OpenAPIDocument {
             "SetConversationStatus": obj(["channelId": id, "pinned": bool(), "notificationLevel": level],
                                          description: "Give pinned, notificationLevel or both; channelId for ultra groups (type 10) only")
                 .merging(["anyOf": [["required": ["pinned"]], ["required": ["notificationLevel"]]]]) { a, _ in a },
+        ]
+    }
+
+    // MARK: Webhooks (SPEC §9)
+
+    static var webhookPaths: [String: Any] {
+        let tag = "Webhooks"
+        let idParam = param("id", "path", ["type": "string", "pattern": "^(ep|cfg)_[0-9a-f]+$"], description: "Endpoint id")
+        return [
+            "/v1/webhooks": [
+                "post": op("Add an endpoint (answers its secret once)", tag: tag, spec: ["WH-1", "WH-3", "WH-5"], body: "WebhookEndpointCreate",
+                           ok: (201, "WebhookEndpointResponse"), id: "createWebhook"),
+                "get": op("The app's endpoints", tag: tag, spec: ["WH-1"], ok: (200, "WebhookEndpoints")),
+            ],
+            "/v1/webhooks/{id}": [
+                "get": op("An endpoint", tag: tag, spec: ["WH-1"], params: [idParam], ok: (200, "WebhookEndpointResponse")),
+                "patch": op("Change an endpoint (enabled: true re-enables one a 410 disabled)", tag: tag, spec: ["WH-1", "WH-4", "WH-5"],
+                            params: [idParam], body: "WebhookEndpointUpdate", ok: (200, "WebhookEndpointResponse"), id: "updateWebhook"),
+                "delete": op("Remove an endpoint with its delivery log", tag: tag, spec: ["WH-1"], params: [idParam], ok: (200, "Empty")),
+            ],
+            "/v1/webhooks/{id}/rotate-secret": [
+                "post": op("New secret; the previous one keeps signing (a second signature) for 24 hours", tag: tag, spec: ["WH-3"],
+                           params: [idParam], ok: (200, "WebhookEndpointResponse")),
+            ],
+            "/v1/webhooks/{id}/deliveries": [
+                "get": op("Deliveries, newest first, each with its attempts (status=dead: the dead-letter list)", tag: tag, spec: ["WH-4"],
+                          params: [idParam, param("status", "query", ["type": "string", "enum": DeliveryStatusNames.all]),
+                                   param("limit", "query", int(minimum: 1, maximum: 100)), param("before", "query", int("The next of the previous page"))],
+                          ok: (200, "WebhookDeliveries")),
+            ],
+            "/v1/webhooks/{id}/replay": [
+                "post": op("Send messages again, by id or since a time (same ids)", tag: tag, spec: ["WH-4"], params: [idParam],
+                           body: "WebhookReplay", ok: (200, "WebhookReplayed")),
+            ],
+        ]
+    }
+
+    enum DeliveryStatusNames {
+        static let all = ["pending", "delivered", "dead"]
+    }
+
+    static var webhookSchemas: [String: Any] {
+        let events: [String: Any] = ["type": "array", "items": ["type": "string", "enum": ["*"] + WebhookEventType.allCases.map(\.rawValue)],
+                                     "minItems": 1, "uniqueItems": true]
+        let format: [String: Any] = ["type": "string", "enum": ["standard", "rongcloud", "nim"]]
+        let url: [String: Any] = ["type": "string", "maxLength": 2048, "pattern": "^https?://",
+                                  "description": "http or https; loopback, private and link-local targets need allowPrivateNetwork"]
+        let secret: [String: Any] = ["type": "string", "pattern": "^whsec_[A-Za-z0-9+/=]+$", "description": "whsec_ + base64 of 16–64 bytes; generated when omitted"]
+        let endpoint = obj(["id": str(), "url": str(), "events": arr(str()), "format": format, "allowPrivateNetwork": bool(), "enabled": bool(),
+                            "disabledReason": str(), "origin": ["type": "string", "enum": ["api", "config"]], "createdAt": int(),
+                            "rotating": bool("Two secrets sign during a rotation"), "secret": str("Only when created or rotated")],
+                           required: ["id", "url", "events", "format", "allowPrivateNetwork", "enabled"])
+        let attempt = obj(["attempt": int(), "time": int(), "status": int("HTTP status; 0: no response"), "error": str(), "durationMs": int()],
+                          required: ["attempt", "time", "status"])
+        let delivery = obj(["messageId": str(), "type": str(), "messageTime": int(), "status": ["type": "string", "enum": DeliveryStatusNames.all],
+                            "attempts": int(), "nextAttemptAt": int(), "lastStatus": int(), "lastError": str(), "updatedAt": int(),
+                            "history": arr(attempt)], required: ["messageId", "type", "status", "attempts", "history"])
+        return [
+            "WebhookEndpoint": endpoint,
+            "WebhookEndpointResponse": obj(["endpoint": ref("WebhookEndpoint")], required: ["endpoint"]),
+            "WebhookEndpoints": obj(["endpoints": arr(ref("WebhookEndpoint"))], required: ["endpoints"]),
+            "WebhookEndpointCreate": obj(["url": url, "secret": secret, "events": events, "format": format, "allowPrivateNetwork": bool()],
+                                         required: ["url"]),
+            "WebhookEndpointUpdate": obj(["url": url, "secret": secret, "events": events, "format": format, "allowPrivateNetwork": bool(),
+                                          "enabled": bool()]),
+            "WebhookDelivery": delivery,
+            "WebhookDeliveries": obj(["deliveries": arr(ref("WebhookDelivery")), "next": ["type": ["integer", "null"]]], required: ["deliveries", "next"]),
+            "WebhookReplay": ["oneOf": [obj(["messageIds": ["type": "array", "items": str(), "minItems": 1, "maxItems": 1000]], required: ["messageIds"]),
+                                        obj(["since": int("ms", minimum: 0)], required: ["since"])]],
+            "WebhookReplayed": obj(["queued": int()], required: ["queued"]),
         ]
     }
 }

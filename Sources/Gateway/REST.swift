@@ -108,6 +108,8 @@ struct RESTAPI: Sendable {
 
         // Ultra groups and conversation status (SPEC §4, §5).
         registerGroups(&r)
+        // Webhooks (SPEC §9).
+        registerWebhooks(&r)
 
         // Rooms (RC-9, NIM-1, NIM-10, ZIM-1/7/8).
         r.add(.POST, "/v1/rooms", signed { req, app, writer in

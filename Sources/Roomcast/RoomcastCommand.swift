@@ -2,10 +2,13 @@ import ArgumentParser
 import Gateway
 import HTTP1
 import Logging
+import Metrics
+import Prometheus
 import Reactor
 import Server
 import Store
 import Synchronization
+import Webhooks
 import WebSocket
 #if canImport(Glibc)
 import Glibc
@@ -113,6 +116,19 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Seconds events are kept for resuming clients [ROOMCAST_RESUME_SECONDS].")
     var resumeSeconds: Int = environment("ROOMCAST_RESUME_SECONDS").flatMap(Int.init) ?? 300
 
+    @Option(name: .customLong("webhook"),
+            help: "A webhook endpoint: 'APP URL [format=standard|rongcloud|nim] [events=member.joined,...] [secret=whsec_...] [allow-private]' (repeatable) [ROOMCAST_WEBHOOKS, ';'-separated].")
+    var webhooks: [String] = environment("ROOMCAST_WEBHOOKS").map { $0.split(separator: ";").map(String.init) } ?? []
+
+    @Option(help: "Delays between webhook attempts, e.g. '5s,30s,2m,10m,30m,2h,6h,12h' (the default) [ROOMCAST_WEBHOOK_RETRY_SCHEDULE].")
+    var webhookRetrySchedule: String = environment("ROOMCAST_WEBHOOK_RETRY_SCHEDULE") ?? ""
+
+    @Option(help: "Seconds a webhook attempt may take in all [ROOMCAST_WEBHOOK_TIMEOUT].")
+    var webhookTimeout: Int = environment("ROOMCAST_WEBHOOK_TIMEOUT").flatMap(Int.init) ?? 10
+
+    @Option(help: "Webhook attempts in flight at once [ROOMCAST_WEBHOOK_CONCURRENCY].")
+    var webhookConcurrency: Int = environment("ROOMCAST_WEBHOOK_CONCURRENCY").flatMap(Int.init) ?? 256
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
@@ -126,6 +142,12 @@ struct RoomcastCommand: ParsableCommand {
         guard tokenGrace >= 0 else { throw ValidationError("--token-grace must not be negative") }
         guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
         _ = try parsedApps()
+        _ = try parsedWebhooks()
+        if !webhookRetrySchedule.isEmpty, RetrySchedule.parse(webhookRetrySchedule) == nil {
+            throw ValidationError("--webhook-retry-schedule: give delays like 5s,30s,2m,1h (ms, s, m, h)")
+        }
+        guard webhookTimeout >= 1 && webhookTimeout <= 120 else { throw ValidationError("--webhook-timeout must be 1 to 120 seconds") }
+        guard webhookConcurrency >= 1 && webhookConcurrency <= 4096 else { throw ValidationError("--webhook-concurrency must be 1 to 4096") }
     }
 
     func parsedApps() throws -> [(key: String, secret: String)] {
@@ -148,7 +170,36 @@ struct RoomcastCommand: ParsableCommand {
         g.connectTimeoutSeconds = Int64(connectTimeout)
         g.resumeMaxEvents = resumeEvents
         g.resumeMaxAgeSeconds = Int64(resumeSeconds)
+        g.webhookEndpoints = try parsedWebhooks()
+        if let schedule = RetrySchedule.parse(webhookRetrySchedule) { g.webhooks.retry = schedule }
+        g.webhooks.timeoutMs = webhookTimeout * 1000
+        g.webhooks.connectTimeoutMs = min(3000, webhookTimeout * 1000)
+        g.webhooks.maxInFlight = webhookConcurrency
+        g.webhooks.maxInFlightPerEndpoint = min(32, webhookConcurrency)
         return g
+    }
+
+    /// `APP URL [format=...] [events=a,b] [secret=...] [allow-private]`.
+    func parsedWebhooks() throws -> [(app: String, spec: WebhookService.EndpointSpec)] {
+        try webhooks.map { line in
+            let parts = line.split(separator: " ").map(String.init)
+            guard parts.count >= 2 else { throw ValidationError("--webhook '\(line)': give the app key and the URL") }
+            var spec = WebhookService.EndpointSpec(url: parts[1])
+            for option in parts.dropFirst(2) {
+                if option == "allow-private" {
+                    spec.allowPrivateNetwork = true
+                } else if option.hasPrefix("format=") {
+                    spec.format = String(option.dropFirst(7))
+                } else if option.hasPrefix("events=") {
+                    spec.events = option.dropFirst(7).split(separator: ",").map(String.init)
+                } else if option.hasPrefix("secret=") {
+                    spec.secret = String(option.dropFirst(7))
+                } else {
+                    throw ValidationError("--webhook '\(line)': unknown option \(option)")
+                }
+            }
+            return (parts[0], spec)
+        }
     }
 
     func serverConfiguration() -> ServerConfiguration {
@@ -210,7 +261,12 @@ struct RoomcastCommand: ParsableCommand {
         // Signals are received by this thread only: block them before any thread starts.
         blockSignals([SIGINT, SIGTERM])
 
-        let gateway = try Gateway(configuration: gatewayConfiguration(), server: serverConfiguration(), logger: logger)
+        // swift-metrics goes to a Prometheus registry that /metrics serves.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var configuration = try gatewayConfiguration()
+        configuration.metrics = registry
+        let gateway = try Gateway(configuration: configuration, server: serverConfiguration(), logger: logger)
         try gateway.start()
         if let dev = gateway.createdDevelopmentApp {
             printDevelopmentApp(dev, port: gateway.port)

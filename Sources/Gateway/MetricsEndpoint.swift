@@ -1,0 +1,49 @@
+import HTTP1
+import Prometheus
+import Server
+import Store
+import Synchronization
+import Webhooks
+
+/// `GET /metrics` (BX-2): the swift-metrics backend's registry (webhook delivery metrics and
+/// anything else recorded through swift-metrics), then the server's and store's own counters,
+/// which live in per-loop atomics and are read at scrape time.
+final class MetricsEndpoint: Sendable {
+    let registry: PrometheusCollectorRegistry?
+    let store: Store
+    let webhooks: WebhookService
+    private let server = Mutex<ServerMetrics?>(nil)
+
+    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService) {
+        self.registry = registry
+        self.store = store
+        self.webhooks = webhooks
+    }
+
+    func attach(_ metrics: ServerMetrics) { server.withLock { $0 = metrics } }
+
+    func render() -> Response {
+        var out: [UInt8] = []
+        registry?.emit(into: &out)
+        var text = ""
+        func metric(_ name: String, _ type: String, _ help: String, _ value: Int) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+        }
+        if let s = server.withLock({ $0 }) {
+            metric("roomcast_connections_accepted_total", "counter", "TCP connections accepted.", s.accepted)
+            metric("roomcast_connections_open", "gauge", "Connections open now.", s.open)
+            metric("roomcast_http_requests_total", "counter", "HTTP requests answered.", s.requests)
+            metric("roomcast_websockets_opened_total", "counter", "WebSocket upgrades.", s.webSocketsOpened)
+            metric("roomcast_websockets_open", "gauge", "WebSockets open now.", s.webSocketsOpen)
+            metric("roomcast_slow_consumers_total", "counter", "WebSockets closed for not reading (4008).", s.slowConsumers)
+        }
+        metric("roomcast_store_batches_total", "counter", "Store transactions committed.", store.batchesCommitted.load(ordering: .relaxed))
+        metric("roomcast_store_commits_total", "counter", "Changes made durable (group-committed in batches).", store.commitsCommitted.load(ordering: .relaxed))
+        let w = webhooks.stats
+        metric("roomcast_webhook_pending", "gauge", "Webhook deliveries queued, waiting to retry or in flight.", w.queueDepth.load(ordering: .relaxed))
+        out += Array(text.utf8)
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        return Response(status: .ok, headers: headers, body: out)
+    }
+}

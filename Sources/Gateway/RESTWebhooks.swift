@@ -1,0 +1,172 @@
+import Chat
+import HTTP1
+import Server
+import Webhooks
+
+/// REST for webhook endpoints, their delivery log and replays (SPEC §9, WH-1..WH-4).
+extension RESTAPI {
+    static func endpointJSON(_ e: WebhookEndpoint, withSecret: Bool, now: Int64, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("id", e.id)
+        w.field("url", e.url)
+        w.field("events", e.events.isEmpty ? ["*"] : e.events.map(\.rawValue))
+        w.field("format", e.format.rawValue)
+        w.field("allowPrivateNetwork", e.allowPrivateNetwork)
+        w.field("enabled", e.enabled)
+        w.field("disabledReason", e.disabledReason)
+        w.field("origin", e.origin)
+        w.field("createdAt", e.createdAt)
+        w.field("rotating", e.signingSecrets(now: now).count > 1)
+        if withSecret { w.field("secret", e.secret) }
+        w.endObject()
+    }
+
+    static func endpointBody(_ e: WebhookEndpoint, withSecret: Bool, now: Int64) -> [UInt8] {
+        JSONWriter.object { w in
+            w.key("endpoint")
+            endpointJSON(e, withSecret: withSecret, now: now, &w)
+        }
+    }
+
+    static func deliveriesBody(_ page: WebhookService.DeliveryPage) -> [UInt8] {
+        JSONWriter.object { w in
+            w.key("deliveries")
+            w.beginArray()
+            for d in page.deliveries {
+                w.beginObject()
+                w.field("messageId", d.messageId)
+                w.field("type", d.type.rawValue)
+                w.field("messageTime", d.messageTime)
+                w.field("status", d.status.rawValue)
+                w.field("attempts", d.attempts)
+                w.field("nextAttemptAt", d.nextAttemptAt)
+                w.field("lastStatus", d.lastStatus)
+                w.field("lastError", d.lastError)
+                w.field("updatedAt", d.updatedAt)
+                w.key("history")
+                w.beginArray()
+                for a in d.history {
+                    w.beginObject()
+                    w.field("attempt", a.attempt)
+                    w.field("time", a.time)
+                    w.field("status", a.status)
+                    w.field("error", a.error)
+                    w.field("durationMs", a.durationMs)
+                    w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            w.key("next")
+            if let n = page.next { w.int(n) } else { w.null() }
+        }
+    }
+
+    struct EndpointBody: Decodable {
+        var url: String?
+        var secret: String?
+        var events: [String]?
+        var format: String?
+        var allowPrivateNetwork: Bool?
+        var enabled: Bool?
+
+        var spec: WebhookService.EndpointSpec {
+            .init(url: url, secret: secret, events: events, format: format, allowPrivateNetwork: allowPrivateNetwork, enabled: enabled)
+        }
+    }
+
+    func registerWebhooks(_ r: inout Router.Builder) {
+        let hooks = context.webhooks
+        let clock = context.clock
+        @Sendable func reply(_ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) -> WebhookService.Completion<WebhookEndpoint> {
+            { result in
+                switch result {
+                case .success(let e): writer.send(.json(status, Self.endpointBody(e, withSecret: withSecret, now: clock())))
+                case .failure(let e): writer.send(Self.error(e))
+                }
+            }
+        }
+
+        r.add(.POST, "/v1/webhooks", signed { req, app, writer in
+            do throws(ChatError) {
+                let b = try decodeBody(EndpointBody.self, from: req.body)
+                hooks.createEndpoint(app: app, b.spec, completion: reply(writer, status: .created, withSecret: true))
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+        r.add(.GET, "/v1/webhooks", signed { _, app, writer in
+            let now = clock()
+            writer.send(.json(.ok, JSONWriter.object { w in
+                w.key("endpoints")
+                w.beginArray()
+                for e in hooks.endpoints(app: app) { Self.endpointJSON(e, withSecret: false, now: now, &w) }
+                w.endArray()
+            }))
+        })
+        r.add(.GET, "/v1/webhooks/{id}", signed { req, app, writer in
+            guard let e = hooks.endpoint(app: app, id: Self.param(req, "id")) else {
+                writer.send(Self.error(ChatError(.notFound, "no webhook endpoint \(Self.param(req, "id"))", field: "id")))
+                return
+            }
+            writer.send(.json(.ok, Self.endpointBody(e, withSecret: false, now: clock())))
+        })
+        r.add(.PATCH, "/v1/webhooks/{id}", signed { req, app, writer in
+            do throws(ChatError) {
+                let b = try decodeBody(EndpointBody.self, from: req.body)
+                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), b.spec, completion: reply(writer, withSecret: false))
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+        r.add(.DELETE, "/v1/webhooks/{id}", signed { req, app, writer in
+            hooks.deleteEndpoint(app: app, id: Self.param(req, "id")) { result in
+                switch result {
+                case .success: writer.send(.json(.ok, "{}"))
+                case .failure(let e): writer.send(Self.error(e))
+                }
+            }
+        })
+        r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, app, writer in
+            hooks.rotateSecret(app: app, id: Self.param(req, "id"), completion: reply(writer, withSecret: true))
+        })
+        r.add(.GET, "/v1/webhooks/{id}/deliveries", signed { req, app, writer in
+            do throws(ChatError) {
+                var status: DeliveryStatus?
+                if let s = req.query("status") {
+                    guard let v = DeliveryStatus(rawValue: s) else {
+                        throw ChatError(.invalidParameter, "status must be pending, delivered or dead", field: "status")
+                    }
+                    status = v
+                }
+                let before = try Self.int(req, "before").map(Int64.init)
+                hooks.deliveries(app: app, id: Self.param(req, "id"), status: status, before: before, limit: try Self.int(req, "limit") ?? 20) { result in
+                    switch result {
+                    case .success(let page): writer.send(.json(.ok, Self.deliveriesBody(page)))
+                    case .failure(let e): writer.send(Self.error(e))
+                    }
+                }
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+        r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, app, writer in
+            struct Body: Decodable {
+                var messageIds: [String]?
+                var since: Int64?
+            }
+            do throws(ChatError) {
+                let b = try decodeBody(Body.self, from: req.body)
+                hooks.replay(app: app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since) { result in
+                    switch result {
+                    case .success(let n): writer.send(.json(.ok, JSONWriter.object { w in w.field("queued", n) }))
+                    case .failure(let e): writer.send(Self.error(e))
+                    }
+                }
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+    }
+}
