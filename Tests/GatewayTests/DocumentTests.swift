@@ -36,4 +36,21 @@ struct DocumentTests {
         let ws = try rest.call("GET", "/websocket.json", headers: [])
         #expect(ws.status == 200 && ws.text == WebSocketDocument.json)
     }
+
+    // BX-2: health, readiness and Prometheus metrics.
+    @Test func healthReadinessAndMetrics() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("GET", "/healthz", headers: []).json.str("status") == "ok")
+        #expect(try rest.call("GET", "/readyz", headers: []).json.str("status") == "ready")
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "m"]).status == 201)
+        let metrics = try rest.call("GET", "/metrics", headers: []).text
+        for name in ["roomcast_connections_open", "roomcast_http_requests_total", "roomcast_store_commits_total", "roomcast_webhook_attempts_total",
+                     "roomcast_webhook_queue_depth", "roomcast_webhook_attempt_duration_bucket"] {
+            #expect(metrics.contains("\n\(name)"), "missing \(name)")
+        }
+        let requests = metrics.split(separator: "\n").first { $0.hasPrefix("roomcast_http_requests_total ") }
+        #expect((requests.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0) >= 3)
+    }
 }
