@@ -75,7 +75,7 @@ let package = Package(
         ]),
 
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
-        .target(name: "TestKit", dependencies: ["WebSocket", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),

@@ -186,16 +186,7 @@ public final class RequestAuthenticator: Sendable {
     }
 }
 
-func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out = [UInt8]()
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 0xF)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func hex(_ bytes: [UInt8]) -> String { hexEncoded(bytes) }
 
 func constantTimeEqual(_ a: String, _ b: String) -> Bool {
     let x = Array(a.utf8), y = Array(b.utf8)

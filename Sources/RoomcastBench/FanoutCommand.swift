@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Gateway
+import HTTP1
 import Reactor
 import Synchronization
 import WebSocket
@@ -186,18 +187,7 @@ enum RoomcastSignature {
         let nonce = "\(getpid())-\(n)-\(UInt32.random(in: 0...UInt32.max))"
         let timestamp = String(time(nil))
         let digest = Insecure.SHA1.hash(data: Array((secret + nonce + timestamp).utf8))
-        return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", timestamp), ("Signature", hex(Array(digest)))]
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", timestamp), ("Signature", hexEncoded(digest))]
     }
 }
 
@@ -542,7 +532,7 @@ final class PublisherConnection: EventHandler {
 
     /// Takes whole answers off `inbound`: status line, Content-Length, body.
     private func parseAnswers() {
-        while let end = headEnd() {
+        while let end = headerSectionEnd(inbound) {
             let head = String(decoding: inbound[0..<end], as: UTF8.self)
             let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
             var length = 0
@@ -556,14 +546,6 @@ final class PublisherConnection: EventHandler {
             inFlight -= 1
             publisher?.answered(status: status, detail: String(body.prefix(200)))
         }
-    }
-
-    private func headEnd() -> Int? {
-        guard inbound.count >= 4 else { return nil }
-        for i in 0...(inbound.count - 4) where inbound[i] == 13 && inbound[i + 1] == 10 && inbound[i + 2] == 13 && inbound[i + 3] == 10 {
-            return i
-        }
-        return nil
     }
 
     private func fail(_ reason: String) {

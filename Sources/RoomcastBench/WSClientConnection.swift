@@ -124,7 +124,7 @@ final class WSClientConnection: EventHandler {
         case .processed(let n):
             if state == .handshaking {
                 inbound.append(contentsOf: buffer[0..<n])
-                guard let end = headerEnd() else { return }
+                guard let end = headerSectionEnd(inbound) else { return }
                 guard inbound.starts(with: Array("HTTP/1.1 101".utf8)) else {
                     fail("upgrade refused: " + String(decoding: inbound.prefix(80), as: UTF8.self))
                     return
@@ -159,14 +159,6 @@ final class WSClientConnection: EventHandler {
                 delegate?.client(self, didReceive: event)
             }
         }
-    }
-
-    private func headerEnd() -> Int? {
-        guard inbound.count >= 4 else { return nil }
-        for i in 0...(inbound.count - 4) where inbound[i] == 13 && inbound[i + 1] == 10 && inbound[i + 2] == 13 && inbound[i + 3] == 10 {
-            return i
-        }
-        return nil
     }
 
     func fail(_ reason: String) {

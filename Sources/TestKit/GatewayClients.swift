@@ -27,6 +27,14 @@ public final class GatewayProcess {
 
     public func rest() -> RESTClient { RESTClient(port: port, appKey: appKey, secret: secret) }
 
+    /// A protocol client connected as `user` with a token from the REST API (nickname: the
+    /// capitalised user id), after its conversation-status sync.
+    public func client(_ user: String, device: String? = nil, cursor: Int64? = nil) throws -> ProtocolClient {
+        let c = try ProtocolClient(port: port)
+        try c.connect(token: try rest().token(user, nickname: user.capitalized, device: device), device: device, conversationCursor: cursor)
+        return c
+    }
+
     public func stop() { process.kill9() }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -105,7 +106,7 @@ public final class HTTPReceiver: @unchecked Sendable {
             // Head.
             var headEnd: Int?
             while headEnd == nil {
-                if let r = find(buffer, [13, 10, 13, 10]) { headEnd = r; break }
+                if let r = headerSectionEnd(buffer) { headEnd = r; break }
                 let n = read(c, &chunk, chunk.count)
                 if n <= 0 { return }
                 buffer += chunk[0..<n]
@@ -134,11 +135,5 @@ public final class HTTPReceiver: @unchecked Sendable {
             let response = Array("HTTP/1.1 \(answer.status) X\r\nContent-Length: 0\r\n\r\n".utf8)
             if write(c, response, response.count) <= 0 { return }
         }
-    }
-
-    private func find(_ hay: [UInt8], _ needle: [UInt8]) -> Int? {
-        guard hay.count >= needle.count else { return nil }
-        for i in 0...(hay.count - needle.count) where hay[i] == needle[0] && Array(hay[i..<(i + needle.count)]) == needle { return i }
-        return nil
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTP1
 
 /// Standard Webhooks signing (WH-3): `webhook-signature: v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>`,
 /// with one signature per active secret (two during a rotation), space-separated.
@@ -55,12 +56,4 @@ public enum NIMCallback {
     }
 }
 
-func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for b in digest {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 { hexEncoded(digest) }

@@ -7,19 +7,13 @@ import Glibc
 
 @Suite("Fan-out, resume and durability over real sockets", .serialized)
 struct DeliveryTests {
-    func client(_ g: GatewayProcess, _ user: String) throws -> ProtocolClient {
-        let c = try ProtocolClient(port: g.port)
-        try c.connect(token: try g.rest().token(user))
-        return c
-    }
-
     // BX-1
     @Test func resumeDeliversExactlyTheMissedEventsInOrder() throws {
         let g = try GatewayProcess()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let alice = try client(g, "alice"), bob = try client(g, "bob")
+        let alice = try g.client("alice"), bob = try g.client("bob")
         _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
         _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
         for i in 0..<3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "before\(i)"])) }
@@ -32,7 +26,7 @@ struct DeliveryTests {
         _ = Glibc.shutdown(bob.ws.tcp.fd, Int32(SHUT_RDWR))
         for i in 0..<5 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "missed\(i)"])) }
         // He comes back with his position.
-        let back = try client(g, "bob")
+        let back = try g.client("bob")
         _ = try back.expectOK(try back.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
         let events = back.drain(for: 0.5)
         let replayed = events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
@@ -47,12 +41,12 @@ struct DeliveryTests {
         #expect(last.obj("data").obj("message").str("content") == "after")
 
         // A position from another server run cannot be resumed; a recreated room is a reset.
-        let stale = try client(g, "carol")
+        let stale = try g.client("carol")
         _ = try stale.expectOK(try stale.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": "other-run", "offset": 3]]))
         #expect(try stale.waitFor("room.resume").obj("data").str("reason") == "serverRestarted")
         #expect(try rest.call("DELETE", "/v1/rooms/r").status == 200)
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let reset = try client(g, "dave")
+        let reset = try g.client("dave")
         _ = try reset.expectOK(try reset.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
         let statuses = reset.drain(for: 0.4).filter { $0.str("ev") == "room.status" }.compactMap { $0.obj("data").str("status") }
         // RC-1: reset, then joined.
@@ -65,7 +59,7 @@ struct DeliveryTests {
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
-        let reader = try client(g, "reader"), sender = try client(g, "sender")
+        let reader = try g.client("reader"), sender = try g.client("sender")
         // The slow one has a tiny receive buffer and never reads.
         let slow = try ProtocolClient(port: g.port, receiveBuffer: 2048)
         try slow.connect(token: try rest.token("slow"))

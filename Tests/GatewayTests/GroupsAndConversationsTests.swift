@@ -10,12 +10,6 @@ import Glibc
 /// nothing), the WebSocket ops, connect-time sync, and `kill -9` durability.
 @Suite("Ultra groups and conversation status over real sockets", .serialized)
 struct GroupsAndConversationsTests {
-    func client(_ g: GatewayProcess, _ user: String, device: String? = nil, cursor: Int64? = nil) throws -> ProtocolClient {
-        let c = try ProtocolClient(port: g.port)
-        try c.connect(token: try g.rest().token(user, device: device), device: device, conversationCursor: cursor)
-        return c
-    }
-
     func infos(_ e: [String: Any]) -> [[String: Any]] { e.obj("data")["infoList"] as? [[String: Any]] ?? [] }
 
     func restart(_ g: inout GatewayProcess) throws {
@@ -36,8 +30,8 @@ struct GroupsAndConversationsTests {
         #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "p1", "type": 1]).status == 201)
         #expect(try rest.call("POST", "/v1/groups/g1/channels/c1/private-members", ["userIds": ["alice"]]).status == 200)
         #expect(try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["bob", "carol"]]).status == 200)
-        let phone = try client(g, "alice", device: "phone"), tablet = try client(g, "alice", device: "tablet")
-        let bob = try client(g, "bob"), carol = try client(g, "carol"), dave = try client(g, "dave")
+        let phone = try g.client("alice", device: "phone"), tablet = try g.client("alice", device: "tablet")
+        let bob = try g.client("bob"), carol = try g.client("carol"), dave = try g.client("dave")
 
         // UG-2: public → private: alice (on the list, both devices) 2; bob and carol 6; dave nothing.
         #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": "private"]).json.obj("channel").str("type") == "private")
@@ -92,7 +86,7 @@ struct GroupsAndConversationsTests {
         #expect(try after.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["carol"])
 
         // UG-3: deleting the private channel tells its list (carol) only; the public one, everyone.
-        let carol2 = try client(g, "carol"), bob2 = try client(g, "bob"), dave2 = try client(g, "dave")
+        let carol2 = try g.client("carol"), bob2 = try g.client("bob"), dave2 = try g.client("dave")
         #expect(try after.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
         #expect(infos(try carol2.waitFor("group.channelDisbanded")).first?.str("channelId") == "p1")
         for c in [bob2, dave2] { #expect(c.eventNames(within: 0.3).isEmpty) }
@@ -106,7 +100,7 @@ struct GroupsAndConversationsTests {
         var g = try GatewayProcess()
         defer { g.stop() }
         let rest = g.rest()
-        let phone = try client(g, "alice", device: "phone"), tablet = try client(g, "alice", device: "tablet"), bob = try client(g, "bob")
+        let phone = try g.client("alice", device: "phone"), tablet = try g.client("alice", device: "tablet"), bob = try g.client("bob")
         #expect(phone.syncedStatuses.isEmpty && phone.conversationCursor == 0)
 
         // CS-1/CS-2: a server change reaches both of alice's devices as one array; bob nothing.
@@ -146,14 +140,14 @@ struct GroupsAndConversationsTests {
         _ = [phone, tablet].map { $0.drain(for: 0.3) }
 
         // CS-3: a device that never synced gets every status, then statusSynced with the cursor.
-        let laptop = try client(g, "alice", device: "laptop")
+        let laptop = try g.client("alice", device: "laptop")
         #expect(laptop.conversationCursor == 3)
         #expect(Set(laptop.syncedStatuses.compactMap { $0.str("targetId") }) == ["bob", "team", "g1"])
         #expect(laptop.syncedStatuses.count == 6)
         // From a cursor: only what changed after it.
-        let resumed = try client(g, "alice", device: "laptop", cursor: 2)
+        let resumed = try g.client("alice", device: "laptop", cursor: 2)
         #expect(resumed.syncedStatuses.compactMap { $0.str("targetId") } == ["g1", "g1"] && resumed.conversationCursor == 3)
-        let current = try client(g, "alice", device: "laptop", cursor: 3)
+        let current = try g.client("alice", device: "laptop", cursor: 3)
         #expect(current.syncedStatuses.isEmpty && current.conversationCursor == 3)
         #expect(try bob.command("connect", ["token": "x"]).obj("error").int("code") != nil)
 
@@ -164,7 +158,7 @@ struct GroupsAndConversationsTests {
         #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
         #expect(try after.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
         #expect(try after.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
-        let again = try client(g, "alice", device: "phone", cursor: 1)
+        let again = try g.client("alice", device: "phone", cursor: 1)
         #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
         // The next change continues the version sequence.
         #expect(try after.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)

@@ -6,12 +6,6 @@ import TestKit
 /// caller gets back, who is told, and that a client in another room is told nothing.
 @Suite("WebSocket protocol operations over real sockets", .serialized)
 struct ProtocolOpsTests {
-    func client(_ g: GatewayProcess, _ user: String, device: String? = nil) throws -> ProtocolClient {
-        let c = try ProtocolClient(port: g.port)
-        try c.connect(token: try g.rest().token(user, nickname: user.capitalized, device: device))
-        return c
-    }
-
     func ok(_ c: ProtocolClient, _ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
         try c.expectOK(try c.command(op, args))
     }
@@ -31,12 +25,12 @@ struct ProtocolOpsTests {
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "ops", "creator": "alice", "multiDevice": "multiple"]).status == 201)
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "other"]).status == 201)
-        let bob = try client(g, "bob"), carol = try client(g, "carol")
+        let bob = try g.client("bob"), carol = try g.client("carol")
         _ = try ok(bob, "room.join", ["roomId": "ops"])
         _ = try ok(carol, "room.join", ["roomId": "other"])
         try carol.waitFor("room.status") { $0.obj("data").str("status") == "joined" }
-        let tablet = try client(g, "alice", device: "tablet")
-        let alice = try client(g, "alice", device: "phone")
+        let tablet = try g.client("alice", device: "tablet")
+        let alice = try g.client("alice", device: "phone")
         _ = try ok(alice, "room.join", ["roomId": "ops"])
 
         // RC-3: alice's other online device learns of the join; bob (another user) does not.
@@ -90,7 +84,7 @@ struct ProtocolOpsTests {
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "q", "creator": "alice"]).status == 201)
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "other"]).status == 201)
-        let alice = try client(g, "alice"), bob = try client(g, "bob"), carol = try client(g, "carol")
+        let alice = try g.client("alice"), bob = try g.client("bob"), carol = try g.client("carol")
         for c in [alice, bob] { _ = try ok(c, "room.join", ["roomId": "q"]) }
         _ = try ok(carol, "room.join", ["roomId": "other"])
         try carol.waitFor("room.status") { $0.obj("data").str("status") == "joined" }
@@ -137,7 +131,7 @@ struct ProtocolOpsTests {
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "m", "creator": "alice"]).status == 201)
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "other"]).status == 201)
-        let alice = try client(g, "alice"), bob = try client(g, "bob"), dave = try client(g, "dave"), carol = try client(g, "carol")
+        let alice = try g.client("alice"), bob = try g.client("bob"), dave = try g.client("dave"), carol = try g.client("carol")
         for c in [alice, bob, dave] { _ = try ok(c, "room.join", ["roomId": "m"]) }
         _ = try ok(carol, "room.join", ["roomId": "other"])
         try carol.waitFor("room.status") { $0.obj("data").str("status") == "joined" }

@@ -5,12 +5,6 @@ import TestKit
 /// End-to-end: REST calls into the real binary, events observed by several WebSocket clients.
 @Suite("Gateway scenarios over real sockets", .serialized)
 struct ScenarioTests {
-    func client(_ g: GatewayProcess, _ user: String, device: String? = nil) throws -> ProtocolClient {
-        let c = try ProtocolClient(port: g.port)
-        try c.connect(token: try g.rest().token(user, nickname: user.capitalized, device: device))
-        return c
-    }
-
     func join(_ c: ProtocolClient, _ room: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
         var args: [String: Any] = ["roomId": room]
         for (k, v) in extra { args[k] = v }
@@ -24,7 +18,7 @@ struct ScenarioTests {
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "rc"]).status == 201)
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "elsewhere"]).status == 201)
-        let alice = try client(g, "alice"), bob = try client(g, "bob"), dave = try client(g, "dave"), carol = try client(g, "carol")
+        let alice = try g.client("alice"), bob = try g.client("bob"), dave = try g.client("dave"), carol = try g.client("carol")
         let joined = try join(alice, "rc")
         #expect(joined.obj("joinInfo").int("memberCount") == 1)
         try alice.waitFor("room.status") { $0.obj("data").str("status") == "joined" }
@@ -90,7 +84,7 @@ struct ScenarioTests {
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "nim", "creator": "owner"]).status == 201)
-        let owner = try client(g, "owner"), guest = try client(g, "guest"), viewer = try client(g, "viewer"), outsider = try client(g, "outsider")
+        let owner = try g.client("owner"), guest = try g.client("guest"), viewer = try g.client("viewer"), outsider = try g.client("outsider")
         _ = try join(owner, "nim")
         _ = try join(guest, "nim", ["ext": "{\"vip\":true}", "notifyExt": "hello"])
         // NIM-2/NIM-9: the enter notification carries notifyExt and the member's ext.
@@ -139,7 +133,7 @@ struct ScenarioTests {
     @Test func zimCreateJoinSwitchAndLeaveAll() throws {
         let g = try GatewayProcess()
         defer { g.stop() }
-        let alice = try client(g, "alice"), bob = try client(g, "bob"), carol = try client(g, "carol"), eve = try client(g, "eve")
+        let alice = try g.client("alice"), bob = try g.client("bob"), carol = try g.client("carol"), eve = try g.client("eve")
         _ = try join(alice, "z1", ["mode": "create", "room": ["name": "One", "destroy": ["policy": "whenEmpty", "seconds": 60]]])
         // ZIM-1: creating again fails; ZIM-2: joining a missing room fails.
         #expect(try bob.command("room.join", ["roomId": "z1", "mode": "create"]).obj("error").int("code") == 40901)
