@@ -220,8 +220,9 @@ extension ChatDomain {
     func page<T>(_ all: [T], _ page: Int, _ size: Int) throws(ChatError) -> [T] {
         guard page >= 1 else { throw .invalid("page", "page starts at 1") }
         guard size >= 1 && size <= Limits.maxPageSize else { throw .invalid("pageSize", "pageSize must be between 1 and \(Limits.maxPageSize)") }
-        let start = (page - 1) * size
-        guard start < all.count else { return [] }
+        // A page far beyond the end is empty (and must not overflow on the way there).
+        let (start, overflow) = (page - 1).multipliedReportingOverflow(by: size)
+        guard !overflow, start < all.count else { return [] }
         return Array(all[start..<min(all.count, start + size)])
     }
 

@@ -252,6 +252,10 @@ public enum ClientToken {
         guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payloadBytes)) else {
             return .failure(GatewayError(.badToken, "token claims must include sub, app and exp", field: "token"))
         }
+        // Seconds since 1970, before the year 5000: expiry arithmetic in milliseconds stays in range.
+        guard claims.exp > 0 && claims.exp < 95_617_584_000 else {
+            return .failure(GatewayError(.badToken, "token exp must be seconds since 1970", field: "token"))
+        }
         guard let app = apps.app(claims.app) else {
             return .failure(GatewayError(.badToken, "token is for an unknown app", field: "token"))
         }

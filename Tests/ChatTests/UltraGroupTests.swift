@@ -155,6 +155,8 @@ struct UltraGroupTests {
         }
         #expect(page2.map(\.channelId) == ["b", "c"] && total == 4)
         #expect(h.query(.channels(app: h.app, groupId: "g1", page: 3, pageSize: 2)) == .channels([], total: 4))
+        // A page far past the end is empty, not an arithmetic overflow.
+        #expect(h.query(.channels(app: h.app, groupId: "g1", page: Int.max / 2, pageSize: 32)) == .channels([], total: 4))
         #expect(h.domain.query(.channels(app: h.app, groupId: "g1", page: 0, pageSize: 2), now: h.now).error?.field == "page")
         #expect(h.domain.query(.channels(app: h.app, groupId: "g1", page: 1, pageSize: 101), now: h.now).error?.field == "pageSize")
         #expect(h.query(.groupMembers(app: h.app, groupId: "g1", page: 2, pageSize: 2)) == .userIdsPage(["carol"], total: 3))

@@ -79,6 +79,12 @@ struct AuthTests {
             #expect(bad.closeCode == 4004 || bad.closeCode == nil)
         }
 
+        // A correctly signed token with an absurd expiry is refused, and the server keeps serving.
+        let absurd = try ProtocolClient(port: g.port)
+        let reply = try absurd.command("connect", ["token": ClientToken.mint(TokenClaims(sub: "m", app: g.appKey, exp: Int64.max), secret: g.secret)])
+        #expect(reply.obj("error").int("code") == 40105 && reply.obj("error").str("field") == "token")
+        #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
+
         // The first message must be connect.
         let rude = try ProtocolClient(port: g.port)
         #expect(throws: (any Error).self) { _ = try rude.command("room.join", ["roomId": "x"]) }
