@@ -178,52 +178,45 @@ enum Encode {
             w.field("operator", e.operatorId)
             w.field("time", e.time)
         case .channelTypeChanged(let list):
-            w.key("infoList")
-            w.beginArray()
-            for i in list {
-                w.beginObject()
+            infoList(list, &w) { i, w in
                 w.field("groupId", i.groupId)
                 w.field("channelId", i.channelId)
                 w.field("changeType", i.changeType.rawValue)
                 w.field("time", i.time)
-                w.endObject()
             }
-            w.endArray()
         case .channelDisbanded(let list):
-            w.key("infoList")
-            w.beginArray()
-            for i in list {
-                w.beginObject()
+            infoList(list, &w) { i, w in
                 w.field("groupId", i.groupId)
                 w.field("channelId", i.channelId)
                 w.field("time", i.time)
-                w.endObject()
             }
-            w.endArray()
         case .channelUsersKicked(let list):
-            w.key("infoList")
-            w.beginArray()
-            for i in list {
-                w.beginObject()
+            infoList(list, &w) { i, w in
                 w.field("groupId", i.groupId)
                 w.field("channelId", i.channelId)
                 w.field("userId", i.userId)
                 w.field("time", i.time)
-                w.endObject()
             }
-            w.endArray()
         case .conversationStatusChanged(let list):
-            w.key("infoList")
-            w.beginArray()
-            for i in list { statusInfo(i, &w) }
-            w.endArray()
+            infoList(list, &w, statusFields)
         }
         w.endObject()
     }
 
-    /// CS-2 RCConversationStatusInfo.
-    static func statusInfo(_ i: ConversationStatusInfo, _ w: inout JSONWriter) {
-        w.beginObject()
+    /// `"infoList": [{...}, ...]`: the array shape of the ultra-group and status events (UG-5, CS-2).
+    static func infoList<T>(_ items: [T], _ w: inout JSONWriter, _ fields: (T, inout JSONWriter) -> Void) {
+        w.key("infoList")
+        w.beginArray()
+        for i in items {
+            w.beginObject()
+            fields(i, &w)
+            w.endObject()
+        }
+        w.endArray()
+    }
+
+    /// CS-2 RCConversationStatusInfo fields.
+    static func statusFields(_ i: ConversationStatusInfo, _ w: inout JSONWriter) {
         w.field("conversationType", i.key.type.rawValue)
         w.field("targetId", i.key.targetId)
         w.field("channelId", i.key.channelId)
@@ -232,7 +225,6 @@ enum Encode {
         w.field("notificationLevel", i.level.rawValue)
         w.field("version", i.version)
         w.field("time", i.time)
-        w.endObject()
     }
 
     static func groupInfo(_ g: GroupInfo, _ w: inout JSONWriter) {
