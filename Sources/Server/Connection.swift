@@ -377,19 +377,33 @@ public final class Connection: EventHandler {
             switch action {
             case .deliver(let message):
                 wsHandler?.webSocket(self, didReceive: message)
-            case .write(let bytes):
-                if bytes.count >= 2, bytes[0] & 0x0F == 0x08 {
-                    if closeFrameQueued { continue }
-                    closeFrameQueued = true
-                    closeCode = bytes.count >= 4 ? WebSocketCloseCode(UInt16(bytes[2]) << 8 | UInt16(bytes[3])) : .noStatus
-                }
-                enqueue(ByteBlock.from(bytes))
+            case .sendPong(let payload):
+                enqueue(ByteBlock.from(Self.pongFrame(payload)))
+            case .sendPing:
+                enqueue(Self.pingBlock)
+            case .sendClose(let code, let reason):
+                if closeFrameQueued { continue }
+                closeFrameQueued = true
+                // An empty close carries no code: the handler is told 1005 (RFC 6455 §7.1.5).
+                closeCode = code ?? .noStatus
+                enqueue(ByteBlock.from(Self.closeFrame(code: code, reason: reason)))
             case .closeAfterFlush:
                 beginClose()
             case .closeNow:
                 closeNow()
             }
         }
+    }
+
+    static func pongFrame(_ payload: [UInt8]) -> [UInt8] {
+        WebSocketFrameEncoder.frame(opcode: .pong, payload: payload)
+    }
+
+    static let pingBlock = ByteBlock.from(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]()))
+
+    /// A close frame; without a code the payload is empty (a reason cannot be sent without one).
+    static func closeFrame(code: WebSocketCloseCode?, reason: String) -> [UInt8] {
+        WebSocketFrameEncoder.frame(opcode: .close, payload: code.map { WebSocketFrameEncoder.closePayload(code: $0, reason: reason) } ?? [])
     }
 
     /// Sends a text or binary message (compressed when permessage-deflate was negotiated).

@@ -16,8 +16,13 @@ public enum WebSocketMessage: Equatable, Sendable {
 public enum WebSocketConnectionAction: Equatable, Sendable {
     /// Hand a message to the application.
     case deliver(WebSocketMessage)
-    /// Write these frame bytes (pong, ping, close).
-    case write([UInt8])
+    /// Answer a ping: a pong frame carrying the ping's payload.
+    case sendPong(payload: [UInt8])
+    /// A keep-alive ping with an empty payload.
+    case sendPing
+    /// A close frame. A nil code sends an empty close payload (the answer to an empty close);
+    /// otherwise the payload is the code and `reason` (cut to fit a control frame).
+    case sendClose(code: WebSocketCloseCode?, reason: String)
     /// Stop reading; close TCP once queued bytes are written (the peer has seen our close).
     case closeAfterFlush
     /// Drop the TCP connection now.
@@ -76,14 +81,13 @@ public struct WebSocketConnectionStateMachine {
         case .binary(let bytes):
             if state == .open { actions.append(.deliver(.binary(bytes))) }
         case .ping(let payload):
-            if state == .open { actions.append(.write(WebSocketFrameEncoder.frame(opcode: .pong, payload: payload))) }
+            if state == .open { actions.append(.sendPong(payload: payload)) }
         case .pong:
             break
         case .close(let code, _):
             if state == .open {
                 // Echo the peer's code (§5.5.1); an empty close is answered with an empty close.
-                let payload = code.map { WebSocketFrameEncoder.closePayload(code: $0) } ?? []
-                actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: payload)))
+                actions.append(.sendClose(code: code, reason: ""))
             }
             state = .closed
             actions.append(.closeAfterFlush)
@@ -93,7 +97,7 @@ public struct WebSocketConnectionStateMachine {
     /// Fails the connection (§7.1.7): send a close frame with the code, then close.
     private mutating func fail(_ code: WebSocketCloseCode, _ reason: String, into actions: inout [WebSocketConnectionAction]) {
         if state == .open {
-            actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))
+            actions.append(.sendClose(code: code, reason: reason))
         }
         state = .closed
         actions.append(.closeAfterFlush)
@@ -102,7 +106,7 @@ public struct WebSocketConnectionStateMachine {
     /// Starts the closing handshake from our side (shutdown 1001, policy closes, slow consumers).
     public mutating func close(code: WebSocketCloseCode, reason: String, now: Instant, into actions: inout [WebSocketConnectionAction]) {
         guard state == .open else { return }
-        actions.append(.write(WebSocketFrameEncoder.frame(opcode: .close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))))
+        actions.append(.sendClose(code: code, reason: reason))
         state = .closeSent(at: now)
     }
 
@@ -116,7 +120,7 @@ public struct WebSocketConnectionStateMachine {
                 }
             } else if now - lastInbound >= configuration.pingInterval {
                 pingSentAt = now
-                actions.append(.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]())))
+                actions.append(.sendPing)
             }
         case .closeSent(let at):
             if now - at >= configuration.closeTimeout {

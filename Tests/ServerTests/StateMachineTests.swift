@@ -163,21 +163,25 @@ struct WebSocketConnectionStateMachineTests {
     @Test func deliversMessagesAndAnswersPings() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         let a = wsFeed(&sm, clientFrame(.text, Array("hi".utf8)) + clientFrame(.ping, [1, 2]))
-        #expect(a == [.deliver(.text(Array("hi".utf8))), .write(WebSocketFrameEncoder.frame(opcode: .pong, payload: [UInt8]([1, 2])))])
+        #expect(a == [.deliver(.text(Array("hi".utf8))), .sendPong(payload: [1, 2])])
     }
 
     @Test func peerInitiatedCloseIsEchoed() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         let a = wsFeed(&sm, clientFrame(.close, [0x03, 0xE8]) + clientFrame(.text, Array("late".utf8)))
-        #expect(a == [.write(WebSocketFrameEncoder.frame(opcode: .close, payload: [UInt8]([0x03, 0xE8]))), .closeAfterFlush])
+        #expect(a == [.sendClose(code: .normal, reason: ""), .closeAfterFlush])
+    }
+
+    @Test func emptyCloseIsAnsweredWithAnEmptyClose() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        #expect(wsFeed(&sm, clientFrame(.close, [])) == [.sendClose(code: nil, reason: ""), .closeAfterFlush])
     }
 
     @Test func protocolErrorSendsCloseWithCode() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         let a = wsFeed(&sm, WebSocketFrameEncoder.frame(opcode: .text, payload: [UInt8]([0x61]))) // unmasked
-        guard case .write(let frame) = a.first else { Issue.record("no close"); return }
-        #expect(frame[0] == 0x88)
-        #expect(Array(frame[2...3]) == [0x03, 0xEA]) // 1002
+        guard case .sendClose(let code, _) = a.first else { Issue.record("no close"); return }
+        #expect(code == .protocolError)
         #expect(a.last == .closeAfterFlush)
     }
 
@@ -187,14 +191,12 @@ struct WebSocketConnectionStateMachineTests {
         sm.tick(now: at(24), into: &actions)
         #expect(actions.isEmpty)
         sm.tick(now: at(25), into: &actions)
-        #expect(actions == [.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]()))])
+        #expect(actions == [.sendPing])
         actions = []
         sm.tick(now: at(34), into: &actions)
         #expect(actions.isEmpty)
         sm.tick(now: at(35), into: &actions)
-        #expect(actions.last == .closeAfterFlush)
-        guard case .write(let frame) = actions.first else { Issue.record("no close frame"); return }
-        #expect(Array(frame[2...3]) == [0x03, 0xE9]) // 1001
+        #expect(actions == [.sendClose(code: .goingAway, reason: "no pong"), .closeAfterFlush])
     }
 
     @Test func pongKeepsTheConnection() {
@@ -206,14 +208,14 @@ struct WebSocketConnectionStateMachineTests {
         sm.tick(now: at(40), into: &actions)
         #expect(actions.isEmpty)
         sm.tick(now: at(51), into: &actions) // 25 s after the pong: the next ping
-        #expect(actions == [.write(WebSocketFrameEncoder.frame(opcode: .ping, payload: [UInt8]()))])
+        #expect(actions == [.sendPing])
     }
 
     @Test func serverCloseWaitsForPeerThenTimesOut() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         var actions: [WebSocketConnectionAction] = []
         sm.close(code: .goingAway, reason: "bye", now: at(0), into: &actions)
-        #expect(actions.count == 1)
+        #expect(actions == [.sendClose(code: .goingAway, reason: "bye")])
         // Data after our close is ignored; the peer's close completes the handshake.
         #expect(wsFeed(&sm, clientFrame(.text, Array("x".utf8)), at: at(1)).isEmpty)
         actions = []
@@ -226,5 +228,35 @@ struct WebSocketConnectionStateMachineTests {
         var ignore: [WebSocketConnectionAction] = []
         sm2.close(code: .goingAway, reason: "bye", now: at(0), into: &ignore)
         #expect(wsFeed(&sm2, clientFrame(.close, [0x03, 0xE9]), at: at(1)) == [.closeAfterFlush])
+    }
+}
+
+/// What `Connection` writes for each control action: the same bytes as before the actions were typed.
+@Suite("WebSocket control frames on the wire")
+struct WebSocketControlFrameTests {
+    @Test func pongEchoesThePingPayload() {
+        #expect(Connection.pongFrame([1, 2]) == [0x8A, 0x02, 1, 2])
+        #expect(Connection.pongFrame([]) == [0x8A, 0x00])
+    }
+
+    @Test func pingIsEmpty() {
+        #expect(Connection.pingBlock.array == [0x89, 0x00])
+    }
+
+    @Test func closeCarriesCodeAndReason() {
+        #expect(Connection.closeFrame(code: .normal, reason: "") == [0x88, 0x02, 0x03, 0xE8])
+        #expect(Connection.closeFrame(code: .goingAway, reason: "bye") == [0x88, 0x05, 0x03, 0xE9] + Array("bye".utf8))
+    }
+
+    @Test func closeWithoutCodeIsEmpty() {
+        #expect(Connection.closeFrame(code: nil, reason: "") == [0x88, 0x00])
+        // A reason cannot travel without a code.
+        #expect(Connection.closeFrame(code: nil, reason: "ignored") == [0x88, 0x00])
+    }
+
+    @Test func longReasonIsCutToFitAControlFrame() {
+        let frame = Connection.closeFrame(code: .policyViolation, reason: String(repeating: "x", count: 200))
+        #expect(frame.count == 2 + 125)
+        #expect(Array(frame[0...3]) == [0x88, 125, 0x03, 0xF0])
     }
 }
