@@ -238,9 +238,7 @@ public final class Connection: EventHandler {
                 enqueue(Self.continueBlock)
             case .reject(let status, let reason):
                 context.logger.debug("request refused", metadata: ["connection.peer": "\(peer)", "status": "\(status.code)", "reason": "\(reason)"])
-                var response = Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(reason))}")
-                response.closeConnection = true
-                write(response, close: true)
+                write(refusal(status, reason, close: true), close: true)
                 beginClose()
             case .upgrade(let head, let leftover):
                 upgrade(head, leftover: leftover)
@@ -258,11 +256,11 @@ public final class Connection: EventHandler {
         context.metrics.requests.add(1, ordering: .relaxed)
         switch context.router.match(method: head.method, path: head.path) {
         case .notFound:
-            complete(sequence, Response.json(.notFound, "{\"code\":404,\"message\":\"no such path\"}"))
+            complete(sequence, refusal(.notFound, "no such path"))
         case .methodNotAllowed(let allowed):
             var h = HTTPHeaders()
             h.add("Allow", allowed.map(\.rawValue).joined(separator: ", "))
-            complete(sequence, Response.json(.methodNotAllowed, "{\"code\":405,\"message\":\"method not allowed\"}", headers: h))
+            complete(sequence, refusal(.methodNotAllowed, "method not allowed", headers: h))
         case .handler(.sync(let handler), let parameters):
             complete(sequence, handler(Request(head: head, body: body, pathParameters: parameters, peer: peer)))
         case .handler(.async(let handler), let parameters):
@@ -291,6 +289,11 @@ public final class Connection: EventHandler {
         runHTTPActions()
         // Input paused for this response may be waiting (no new edge will announce it).
         if readPending && !inReadLoop { readAvailable() }
+    }
+
+    /// A refusal of the server's own, rendered by the application's renderer.
+    private func refusal(_ status: HTTPStatus, _ message: String, headers: HTTPHeaders = HTTPHeaders(), close: Bool = false) -> Response {
+        ServerRefusal(status: status, message: message).response(renderedBy: context.errorRenderer, headers: headers, close: close)
     }
 
     private func write(_ response: Response, http10: Bool = false, headRequest: Bool = false, close: Bool) {
@@ -325,8 +328,7 @@ public final class Connection: EventHandler {
             case .unsupportedVersion: message = "unsupported WebSocket version"
             case .forbiddenOrigin(let origin): message = "origin not allowed: \(origin)"
             }
-            let status = HTTPStatus(code: rejection.statusCode)
-            write(Response.json(status, "{\"code\":\(status.code),\"message\":\(jsonQuote(message))}", headers: headers),
+            write(refusal(HTTPStatus(code: rejection.statusCode), message, headers: headers, close: true),
                   http10: head.version == .http1_0, headRequest: head.method == .HEAD, close: true)
             beginClose()
             return

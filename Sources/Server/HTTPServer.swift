@@ -14,6 +14,7 @@ public final class HTTPServer: Sendable {
     public let loops: [EventLoop]
     private let router: Router
     private let upgradeHandler: UpgradeHandler
+    private let errorRenderer: ErrorRenderer
     private let onLoopStart: @Sendable (EventLoop, Int) -> Void
     private let logger: Logger
     private let state = Mutex<State>(State())
@@ -26,15 +27,22 @@ public final class HTTPServer: Sendable {
         var stopped = false
     }
 
-    /// - `upgradeHandler`: decides on valid WebSocket handshakes (called on the connection's loop).
+    /// - `upgradeHandler`: decides on valid WebSocket handshakes (called on the connection's loop);
+    ///   without one, every handshake is refused with 404.
+    /// - `errorRenderer`: renders the refusals the server makes by itself (unknown path, wrong
+    ///   method, malformed or timed-out requests, refused handshakes).
     /// - `onLoopStart`: runs on each loop's thread before it serves (per-loop application state).
     public init(configuration: ServerConfiguration, router: Router,
-                upgradeHandler: @escaping UpgradeHandler = { _, _, _ in .reject(.json(.notFound, "{\"code\":404,\"message\":\"no WebSocket here\"}")) },
+                upgradeHandler: UpgradeHandler? = nil,
+                errorRenderer: @escaping ErrorRenderer = ServerRefusal.defaultRenderer,
                 onLoopStart: @escaping @Sendable (EventLoop, Int) -> Void = { _, _ in },
                 logger: Logger) throws {
         self.configuration = configuration
         self.router = router
-        self.upgradeHandler = upgradeHandler
+        self.upgradeHandler = upgradeHandler ?? { _, _, _ in
+            .reject(ServerRefusal(status: .notFound, message: "no WebSocket here").response(renderedBy: errorRenderer, close: true))
+        }
+        self.errorRenderer = errorRenderer
         self.onLoopStart = onLoopStart
         self.logger = logger
         loops = try (0..<max(1, configuration.eventLoops)).map { try EventLoop(name: "roomcast-io-\($0)") }
@@ -67,7 +75,7 @@ public final class HTTPServer: Sendable {
             let fd = fds[index]
             let thread = PosixThread.start(name: loop.name) { [self] in
                 let context = LoopContext(index: index, loop: loop, configuration: configuration, router: router,
-                                          upgradeHandler: upgradeHandler, logger: logger, metrics: metrics.loops[index])
+                                          upgradeHandler: upgradeHandler, errorRenderer: errorRenderer, logger: logger, metrics: metrics.loops[index])
                 do {
                     try context.start(listenerFD: fd)
                 } catch {

@@ -42,6 +42,7 @@ final class LoopContext {
     let configuration: ServerConfiguration
     let router: Router
     let upgradeHandler: UpgradeHandler
+    let errorRenderer: ErrorRenderer
     let logger: Logger
     let metrics: LoopMetrics
     @exclusivity(unchecked) private(set) var connections: [Connection] = []
@@ -55,12 +56,13 @@ final class LoopContext {
     private var listener: Listener?
 
     init(index: Int, loop: EventLoop, configuration: ServerConfiguration, router: Router, upgradeHandler: @escaping UpgradeHandler,
-         logger: Logger, metrics: LoopMetrics) {
+         errorRenderer: @escaping ErrorRenderer, logger: Logger, metrics: LoopMetrics) {
         self.index = index
         self.loop = loop
         self.configuration = configuration
         self.router = router
         self.upgradeHandler = upgradeHandler
+        self.errorRenderer = errorRenderer
         self.logger = logger
         self.metrics = metrics
         refreshDate()

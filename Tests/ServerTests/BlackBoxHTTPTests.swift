@@ -33,11 +33,14 @@ struct BlackBoxHTTPTests {
         defer { server.kill9() }
         let c = try TCPClient(port: port)
         try c.send("GET /no/such/path HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(try c.readResponse().status == 404)
+        let notFound = try c.readResponse()
+        #expect(notFound.status == 404)
+        #expect(notFound.text.contains("\"code\":40400,"))
         try c.send("DELETE /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         let r = try c.readResponse()
         #expect(r.status == 405)
         #expect(r.header("Allow") == "GET, HEAD")
+        #expect(r.text.contains("\"code\":40500,"))
         try c.send("TRACE /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try c.readResponse().status == 405)
     }
@@ -112,7 +115,8 @@ struct BlackBoxHTTPTests {
         let r = try c.readResponse()
         #expect(r.status == status)
         #expect(r.header("Connection") == "close")
-        #expect(r.text.contains("\"code\":\(status)"))
+        // HTTP-level refusals carry code = status × 100 (the error table's convention).
+        #expect(r.text.contains("\"code\":\(status * 100),"))
         #expect(c.waitForClose(), "connection must close and nothing more be answered")
     }
 

@@ -99,6 +99,7 @@ struct BlackBoxWebSocketTests {
         let wrongVersion = try attempt("GET / HTTP/1.1\r\n" + base + "Sec-WebSocket-Version: 8\r\n\r\n")
         #expect(wrongVersion.status == 426)
         #expect(wrongVersion.header("Sec-WebSocket-Version") == "13")
+        #expect(wrongVersion.text.contains("\"code\":42600,"))
     }
 
     @Test func originOutsideAllowlistIs403() throws {
