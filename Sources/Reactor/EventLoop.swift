@@ -81,7 +81,7 @@ public final class EventLoop: @unchecked Sendable {
     private static let timerToken: UInt64 = .max - 1
 
     public let name: String
-    private let epfd: Int32
+    let epfd: Int32 // internal: a test breaks it to check that epoll_wait failures are fatal
     private let wakeFD: Int32
     private let timerFD: Int32
 
@@ -310,9 +310,15 @@ public final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
             for hook in beforeSleepHooks { hook() }
-            let n = epoll_wait(epfd, events, capacity, -1)
+            let n: Int32
+            do {
+                // A signal interrupting the wait (EINTR) is retried by the wrapper. Any other error
+                // means the loop's epoll instance is unusable, and the loop cannot go on.
+                n = try syscallChecked("epoll_wait") { epoll_wait(epfd, events, capacity, -1) }
+            } catch {
+                fatalError("\(error)")
+            }
             now = Instant.now()
-            if n < 0 { continue } // EINTR: a signal interrupted the wait
             for i in 0..<Int(n) {
                 let ev = events[i]
                 let token = ev.data.u64

@@ -187,6 +187,42 @@ struct ReactorTests {
         }
     }
 
+    @Test func signalsDuringTheWaitAreRetried() throws {
+        // A handler is installed so the signal interrupts epoll_wait (EINTR) instead of killing us.
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in }
+        sigemptyset(&action.sa_mask)
+        var previous = sigaction()
+        sigaction(SIGUSR2, &action, &previous)
+        defer { sigaction(SIGUSR2, &previous, nil) }
+        try withRunningLoop { loop in
+            let loopThread = Mutex<pthread_t?>(nil)
+            loop.execute { loopThread.withLock { $0 = pthread_self() } }
+            #expect(waitUntil { loopThread.withLock { $0 } != nil })
+            guard let thread = loopThread.withLock({ $0 }) else { return }
+            for _ in 0..<5 {
+                usleep(10_000) // back asleep in epoll_wait
+                pthread_kill(thread, SIGUSR2)
+            }
+            let recorder = Recorder()
+            loop.execute { recorder.add("still running") }
+            #expect(waitUntil { recorder.all == ["still running"] })
+        }
+    }
+
+    @Test func epollWaitFailureStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            // Were the error ignored, the loop would spin forever: the alarm ends that, and the
+            // message check below fails.
+            alarm(10)
+            let loop = try EventLoop(name: "broken")
+            closeDescriptor(loop.epfd)
+            loop.run()
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("epoll_wait failed: \(String(cString: strerror(EBADF))) (errno \(EBADF))"))
+    }
+
     @Test func instantArithmetic() {
         let t = Instant(nanoseconds: 5_000_000_000)
         #expect((t + .milliseconds(1500)).nanoseconds == 6_500_000_000)
