@@ -348,9 +348,10 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// A value confined to one event loop, carried across threads only to be used back on that loop.
-/// (NIO's `NIOLoopBound`.)
+/// (NIO's `NIOLoopBound`.) Using it off its loop stops the process, in release builds too.
 public struct LoopBound<Value>: @unchecked Sendable {
-    // Safety: `value` is only read through `value`, which requires being on `loop`'s thread.
+    // Safety: `_value` is only read through `value`, which checks (in every build) that it runs on
+    // `loop`'s thread; `loop` is Sendable and both fields are immutable.
     public let loop: EventLoop
     private let _value: Value
     public init(_ value: Value, loop: EventLoop) {
@@ -358,7 +359,7 @@ public struct LoopBound<Value>: @unchecked Sendable {
         self._value = value
     }
     public var value: Value {
-        assert(loop.inEventLoop, "LoopBound value used off its loop")
+        precondition(loop.inEventLoop, "LoopBound value used off its loop")
         return _value
     }
 }

@@ -48,6 +48,12 @@ final class ReadCounter: EventHandler {
     }
 }
 
+/// A non-Sendable value, the kind `LoopBound` exists for.
+final class LoopConfined {
+    let n: Int
+    init(_ n: Int) { self.n = n }
+}
+
 func socketPair() -> (Int32, Int32) {
     var fds: [Int32] = [0, 0]
     _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &fds)
@@ -221,6 +227,25 @@ struct ReactorTests {
         }
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("epoll_wait failed: \(String(cString: strerror(EBADF))) (errno \(EBADF))"))
+    }
+
+    @Test func loopBoundValueIsReadableOnItsLoop() throws {
+        try withRunningLoop { loop in
+            let bound = LoopBound(LoopConfined(7), loop: loop)
+            let seen = Mutex<Int?>(nil)
+            loop.execute { seen.withLock { $0 = bound.value.n } }
+            #expect(waitUntil { seen.withLock { $0 } == 7 })
+        }
+    }
+
+    @Test func loopBoundValueOffItsLoopStopsTheProcess() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let loop = try EventLoop(name: "elsewhere")
+            let bound = LoopBound(LoopConfined(1), loop: loop)
+            _ = bound.value.n // not on the loop's thread (the loop is not even running)
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("LoopBound value used off its loop"))
     }
 
     @Test func instantArithmetic() {
