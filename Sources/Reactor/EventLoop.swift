@@ -13,7 +13,7 @@ public protocol EventHandler: AnyObject {
 /// Identity of a registration. A slot is reused after deregistration, but with a new generation,
 /// so an event queued for the old registration is never delivered to the new one (even when the
 /// kernel reuses the same fd number).
-public struct RegistrationID: Hashable, Sendable, CustomStringConvertible {
+public struct RegistrationID: Hashable, Sendable {
     public let slot: UInt32
     public let generation: UInt32
     var packed: UInt64 { UInt64(generation) << 32 | UInt64(slot) }
@@ -25,7 +25,6 @@ public struct RegistrationID: Hashable, Sendable, CustomStringConvertible {
         self.slot = UInt32(truncatingIfNeeded: packed)
         self.generation = UInt32(truncatingIfNeeded: packed >> 32)
     }
-    public var description: String { "\(slot).\(generation)" }
 }
 
 public struct TimerID: Hashable, Sendable {
@@ -66,10 +65,15 @@ public func wallClockMilliseconds() -> Int64 {
 ///
 /// Shaped after Redis `ae.c`: epoll_wait → handle events → run due timers → flush → sleep.
 public final class EventLoop: @unchecked Sendable {
-    // Safety: every stored property except `inbox`, `threadID`, `stopRequested` and the fds is
-    // touched only on the loop thread (`run()` is the only entry to the loop's work, and
-    // `register`/`schedule`/... assert `inEventLoop` in debug builds). `inbox` is a Mutex,
-    // `threadID`/`stopRequested` are atomics, and the fds are immutable after `init`.
+    // Safety: what other threads use is thread-safe: `inbox` is a Mutex; `wakePending`,
+    // `threadID` and `stopRequested` are atomics (`execute`, `wake`, `stop` and `inEventLoop` are
+    // the calls for any thread); `name`, `epfd`, `wakeFD`, `timerFD`, `readBuffer` and `iovecs`
+    // are immutable after `init`. The rest (`slots`, `freeSlots`, `timerHeap`, `timerActions`,
+    // `nextTimerID`, `armedDeadline`, `beforeSleepHooks`, `now`, and the memory behind
+    // `readBuffer`/`iovecs`) is used only by the thread that runs the loop: registrations, timers
+    // and hooks are documented "loop thread only". Before `run()` starts, the loop's owner may set
+    // them up from its own thread; starting the loop's thread orders those writes before the
+    // loop's reads. The rule is not checked at run time.
     public static let readable = UInt32(EPOLLIN.rawValue)
     public static let writable = UInt32(EPOLLOUT.rawValue)
     public static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLRDHUP.rawValue)
@@ -209,8 +213,6 @@ public final class EventLoop: @unchecked Sendable {
         let s = slots[Int(id.slot)]
         return s.generation == id.generation ? s.handler : nil
     }
-
-    public var registrationCount: Int { slots.count - freeSlots.count }
 
     // MARK: Timers (loop thread only)
 

@@ -16,7 +16,6 @@ public struct OutboundQueue {
     public init() {}
 
     public var isEmpty: Bool { pendingBytes == 0 }
-    public var blockCount: Int { blocks.count - head }
 
     public mutating func append(_ block: ByteBlock) {
         guard block.count > 0 else { return }

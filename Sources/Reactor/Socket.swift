@@ -187,12 +187,6 @@ public enum Socket {
     public static func shutdownWrite(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
-
-    /// Sets SO_LINGER to 0 so that close() sends RST (used when abandoning a connection).
-    public static func setLingerZero(_ fd: Int32) {
-        var l = linger(l_onoff: 1, l_linger: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
-    }
 }
 
 /// close(2) is never retried: on Linux the descriptor is released even when it reports EINTR.

@@ -20,13 +20,6 @@ public enum UpgradeDecision {
     case reject(Response)
 }
 
-/// Where a connection lives, usable from any thread to reach it on its loop.
-public struct ConnectionAddress: Hashable, Sendable, CustomStringConvertible {
-    public let loopIndex: Int
-    public let registration: RegistrationID
-    public var description: String { "\(loopIndex)/\(registration)" }
-}
-
 /// One accepted TCP connection: the shell that performs the I/O its state machines ask for.
 /// Confined to its event loop; its hot properties skip dynamic exclusivity checks (the loop
 /// never holds two accesses to them at once).
@@ -85,8 +78,6 @@ public final class Connection: EventHandler {
     /// machine's state: messages received before a protocol error are still delivered, and the
     /// application's replies to them must go out before the close frame.)
     private var closeFrameQueued = false
-    /// Application data attached to a WebSocket connection (e.g. the session).
-    public var userInfo: AnyObject?
 
     init(context: LoopContext, fd: Int32, peer: Socket.Address, now: Instant) {
         self.context = context
@@ -103,13 +94,7 @@ public final class Connection: EventHandler {
             fd: fd, events: EventLoop.readable | EventLoop.writable | EventLoop.hangup | EventLoop.edgeTriggered, handler: self)
     }
 
-    public var address: ConnectionAddress? {
-        registration.map { ConnectionAddress(loopIndex: context.index, registration: $0) }
-    }
-
-    public var loop: EventLoop { context.loop }
     public var isWebSocket: Bool { phase == .webSocket }
-    public var queuedBytes: Int { output.pendingBytes }
 
     // MARK: Events
 
@@ -543,7 +528,6 @@ public final class Connection: EventHandler {
             context.metrics.webSocketsOpen.subtract(1, ordering: .relaxed)
             handler.webSocketDidClose(self, code: closeCode)
         }
-        userInfo = nil
     }
 
     /// Shutdown: idle HTTP connections close now, busy ones after their response, WebSockets

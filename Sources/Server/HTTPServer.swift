@@ -105,15 +105,6 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Runs `body` with the connection at `address` on its loop, if it is still open.
-    public func withConnection(_ address: ConnectionAddress, _ body: @escaping @Sendable (Connection) -> Void) {
-        guard address.loopIndex < loops.count else { return }
-        let loop = loops[address.loopIndex]
-        loop.execute {
-            if let c = loop.handler(for: address.registration) as? Connection { body(c) }
-        }
-    }
-
     /// Graceful shutdown: stop accepting, let in-flight responses finish, close WebSockets with
     /// 1001, wait up to `drainTimeout`, then stop the loops. Returns when every loop has exited.
     public func shutdown() {

@@ -54,12 +54,6 @@ public struct Response: Sendable, Equatable {
     public static func json(_ status: HTTPStatus = .ok, _ body: String, headers: HTTPHeaders = HTTPHeaders()) -> Response {
         json(status, Array(body.utf8), headers: headers)
     }
-
-    public static func text(_ status: HTTPStatus, _ body: String) -> Response {
-        var h = HTTPHeaders()
-        h.add("Content-Type", "text/plain; charset=utf-8")
-        return Response(status: status, headers: h, body: Array(body.utf8))
-    }
 }
 
 /// Completes a request, from any thread, exactly once. Later calls are ignored, and a response for

@@ -51,8 +51,6 @@ public struct WebSocketConnectionStateMachine {
         self.lastInbound = now
     }
 
-    public var isOpen: Bool { state == .open }
-
     public mutating func read(_ buffer: UnsafeMutableRawBufferPointer, now: Instant, into actions: inout [WebSocketConnectionAction]) {
         guard state != .closed else { return }
         lastInbound = now

@@ -25,8 +25,7 @@ func waitUntil(_ timeout: Double = 5, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
-final class Recorder: @unchecked Sendable {
-    // Safety: guarded by the mutex.
+final class Recorder: Sendable {
     let events = Mutex<[String]>([])
     func add(_ s: String) { events.withLock { $0.append(s) } }
     var all: [String] { events.withLock { $0 } }
