@@ -157,8 +157,11 @@ public final class Store: @unchecked Sendable {
         for m in mutations {
             switch m {
             case .putApp(let key, let settings):
+                // The allowlist lives in the settings JSON; the column keeps a copy for readers
+                // of the previous version (and `AppRow.allowedOrigins`).
                 let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
-                try db.execute(sql: "UPDATE app SET settings = ? WHERE key = ?", arguments: [json, key])
+                try db.execute(sql: "UPDATE app SET settings = ?, allowedOrigins = ? WHERE key = ?",
+                               arguments: [json, AppRow.originsColumn(settings.allowedOrigins), key])
             case .putRoom(let r):
                 try RoomRow(r).save(db)
             case .deleteRoom(let k):
@@ -242,7 +245,8 @@ public final class Store: @unchecked Sendable {
         try database.read { db in try AppRow.order(Column("createdAt")).fetchAll(db) }
     }
 
-    /// Inserts an app, or updates its secret (and origin) if it exists; keeps its settings.
+    /// Inserts an app, or updates its secret (and origin) if it exists; keeps its settings
+    /// (allowlist included).
     public func upsertApp(key: String, secret: String, origin: String, settings: AppSettings, now: Int64) throws {
         let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
         try database.write { db in
@@ -251,14 +255,9 @@ public final class Store: @unchecked Sendable {
                 existing.origin = origin
                 try existing.update(db)
             } else {
-                try AppRow(key: key, secret: secret, settings: json, createdAt: now, origin: origin).insert(db)
+                try AppRow(key: key, secret: secret, settings: json, createdAt: now, origin: origin,
+                           allowedOrigins: AppRow.originsColumn(settings.allowedOrigins)).insert(db)
             }
-        }
-    }
-
-    public func setAllowedOrigins(app: String, _ origins: [String]?) throws {
-        try database.write { db in
-            try db.execute(sql: "UPDATE app SET allowedOrigins = ? WHERE key = ?", arguments: [(origins ?? []).joined(separator: "\n"), app])
         }
     }
 
@@ -269,7 +268,9 @@ public final class Store: @unchecked Sendable {
     public func restore(into domain: ChatDomain, now: Int64) throws {
         try database.read { db in
             for app in try AppRow.fetchAll(db) {
-                let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(app.settings.utf8))) ?? AppSettings()
+                var settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(app.settings.utf8))) ?? AppSettings()
+                // Settings written by the previous version have no allowlist: it was only in the column.
+                if settings.allowedOrigins == nil { settings.allowedOrigins = app.allowedOriginList }
                 domain.restoreApp(app.key, settings)
             }
             for r in try RoomRow.fetchAll(db) { domain.restoreRoom(r.record) }
