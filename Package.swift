@@ -80,6 +80,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Chat", "Store", "Reactor"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Chat", "Store", "TestKit"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

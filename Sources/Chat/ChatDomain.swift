@@ -70,6 +70,7 @@ public final class ChatDomain {
     private func perform(_ command: Command, now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         switch command {
         case .configureApp(let app, let settings): return try configureApp(app, settings, &out)
+        case .updateAppSettings(let app, let patch): return try updateAppSettings(app, patch, &out)
         case .connect(let s, let app, let user, let device, let anon): return try connect(s, app, user, device, anon, &out)
         case .disconnect(let s): return try disconnect(s, now, &out)
         case .join(let s, let roomId, let profile, let mode): return try join(s, roomId, profile, mode, now, &out)
@@ -226,6 +227,11 @@ public final class ChatDomain {
               settings.historyRetentionMilliseconds > 0, settings.maxMessageBytes >= 1, settings.defaultQueueLimit >= 1 else {
             throw .invalid("settings", "settings must be positive")
         }
+        var settings = settings
+        if let origins = settings.allowedOrigins {
+            try SettingsLimits.validateAllowedOrigins(origins)
+            if origins.isEmpty { settings.allowedOrigins = nil }
+        }
         if let existing = apps[key] {
             existing.settings = settings
         } else {
@@ -233,6 +239,18 @@ public final class ChatDomain {
         }
         out.mutations.append(.putApp(key, settings))
         return .done
+    }
+
+    /// Merges a partial change into the app's settings after validating every present field; a
+    /// bad field refuses the whole patch. An unchanged result writes nothing.
+    private func updateAppSettings(_ key: String, _ patch: AppSettingsPatch, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let app = try app(key)
+        let settings = try patch.applied(to: app.settings)
+        if settings != app.settings {
+            app.settings = settings
+            out.mutations.append(.putApp(key, settings))
+        }
+        return .appSettings(settings)
     }
 
     public func appSettings(_ key: String) -> AppSettings? { apps[key]?.settings }

@@ -115,7 +115,10 @@ public struct AnonymousProfile: Equatable, Sendable {
 
 /// Every state-changing operation of SPEC §3, §6 and §7.
 public enum Command: Sendable {
+    /// Replaces an app's settings whole (start-up, tools); creates the app if it is new.
     case configureApp(app: String, AppSettings)
+    /// Changes the present fields of an existing app's settings (→ `Reply.appSettings`).
+    case updateAppSettings(app: String, AppSettingsPatch)
 
     // Sessions.
     /// A client connected; `userId` nil means anonymous (NIM-3), with `anonymous` required.
@@ -200,6 +203,8 @@ public enum SortOrder: String, Equatable, Sendable {
 
 /// Read-only questions; they change nothing.
 public enum Query: Sendable {
+    /// The app's settings (→ `Reply.appSettings`).
+    case appSettings(app: String)
     case room(app: String, roomId: String)
     case rooms(app: String, [String])
     /// NIM-10: room info as a member sees it (members only).

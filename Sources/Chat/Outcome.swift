@@ -185,6 +185,8 @@ public enum Reply: Equatable, Sendable {
     case conversationStatus(ConversationStatusView)
     /// CS-3: statuses in change order, the version to continue after, and whether more follow.
     case conversationStatuses([ConversationStatus], cursor: Int64, more: Bool)
+    /// An app's settings (after `updateAppSettings`, or asked by `Query.appSettings`).
+    case appSettings(AppSettings)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -212,6 +214,7 @@ public enum Reply: Equatable, Sendable {
         case let (.notificationLevel(x), .notificationLevel(y)): return x == y
         case let (.conversationStatus(x), .conversationStatus(y)): return x == y
         case let (.conversationStatuses(x, c1, m1), .conversationStatuses(y, c2, m2)): return x == y && c1 == c2 && m1 == m2
+        case let (.appSettings(x), .appSettings(y)): return x == y
         default: return false
         }
     }

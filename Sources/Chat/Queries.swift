@@ -135,6 +135,9 @@ extension ChatDomain {
         case .roomIds(let appKey):
             return .roomIds(try app(appKey).rooms.keys.sorted())
 
+        case .appSettings(let appKey):
+            return .appSettings(try app(appKey).settings)
+
         case .group, .groupMembers, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
              .conversationStatus, .conversationStatuses, .conversationTypeLevel:
             // Answered above.

@@ -22,6 +22,9 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var defaultQueueLimit = 1000
     /// CS-4: the app's default Do-Not-Disturb level (the lowest priority).
     public var notificationLevel = NotificationLevel.default
+    /// The app's WebSocket `Origin` allowlist (exact origins, `*`, or `*.host` patterns); nil allows
+    /// any origin. Never empty: an empty list is stored as nil.
+    public var allowedOrigins: [String]?
 
     public init() {}
 
@@ -39,6 +42,110 @@ public struct AppSettings: Equatable, Sendable, Codable {
         maxMessageBytes = try c.decodeIfPresent(Int.self, forKey: .maxMessageBytes) ?? d.maxMessageBytes
         defaultQueueLimit = try c.decodeIfPresent(Int.self, forKey: .defaultQueueLimit) ?? d.defaultQueueLimit
         notificationLevel = try c.decodeIfPresent(NotificationLevel.self, forKey: .notificationLevel) ?? d.notificationLevel
+        allowedOrigins = try c.decodeIfPresent([String].self, forKey: .allowedOrigins)
+    }
+}
+
+/// A partial change of an app's settings (`Command.updateAppSettings`): nil leaves a field as it
+/// is. The domain validates every present field against `SettingsLimits` and merges them into the
+/// app's current settings in one step, so changes of different fields never lose each other.
+public struct AppSettingsPatch: Equatable, Sendable {
+    public var memberChangeEvents: Bool?
+    public var multipleRoomsPerUser: Bool?
+    public var enterExitNotifications: Bool?
+    public var maxRoomsPerUser: Int?
+    public var maxRooms: Int?
+    /// In seconds (the settings keep milliseconds).
+    public var historyRetentionSeconds: Int64?
+    public var historyLimitPerRoom: Int?
+    public var maxMessageBytes: Int?
+    public var defaultQueueLimit: Int?
+    public var notificationLevel: NotificationLevel?
+    /// An empty list clears the allowlist (nil: any origin).
+    public var allowedOrigins: [String]?
+
+    public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
+                maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
+                maxMessageBytes: Int? = nil, defaultQueueLimit: Int? = nil, notificationLevel: NotificationLevel? = nil,
+                allowedOrigins: [String]? = nil) {
+        self.memberChangeEvents = memberChangeEvents
+        self.multipleRoomsPerUser = multipleRoomsPerUser
+        self.enterExitNotifications = enterExitNotifications
+        self.maxRoomsPerUser = maxRoomsPerUser
+        self.maxRooms = maxRooms
+        self.historyRetentionSeconds = historyRetentionSeconds
+        self.historyLimitPerRoom = historyLimitPerRoom
+        self.maxMessageBytes = maxMessageBytes
+        self.defaultQueueLimit = defaultQueueLimit
+        self.notificationLevel = notificationLevel
+        self.allowedOrigins = allowedOrigins
+    }
+
+    /// `settings` with every present field applied, or the first bad field's error (in
+    /// declaration order). Nothing is applied unless every field is valid.
+    func applied(to settings: AppSettings) throws(ChatError) -> AppSettings {
+        typealias L = SettingsLimits
+        var s = settings
+        if let v = memberChangeEvents { s.memberChangeEvents = v }
+        if let v = multipleRoomsPerUser { s.multipleRoomsPerUser = v }
+        if let v = enterExitNotifications { s.enterExitNotifications = v }
+        if let v = maxRoomsPerUser {
+            guard L.maxRoomsPerUser.contains(v) else { throw L.rangeError("maxRoomsPerUser", L.maxRoomsPerUser) }
+            s.maxRoomsPerUser = v
+        }
+        if let v = maxRooms {
+            guard v >= L.minMaxRooms else { throw .invalid("maxRooms", "maxRooms must not be negative") }
+            s.maxRooms = v
+        }
+        if let v = historyRetentionSeconds {
+            guard L.historyRetentionSeconds.contains(v) else { throw L.rangeError("historyRetentionSeconds", L.historyRetentionSeconds) }
+            s.historyRetentionMilliseconds = v * 1000
+        }
+        if let v = historyLimitPerRoom {
+            guard L.historyLimitPerRoom.contains(v) else { throw L.rangeError("historyLimitPerRoom", L.historyLimitPerRoom) }
+            s.historyLimitPerRoom = v
+        }
+        if let v = maxMessageBytes {
+            guard L.maxMessageBytes.contains(v) else { throw L.rangeError("maxMessageBytes", L.maxMessageBytes) }
+            s.maxMessageBytes = v
+        }
+        if let v = defaultQueueLimit {
+            guard L.defaultQueueLimit.contains(v) else { throw L.rangeError("defaultQueueLimit", L.defaultQueueLimit) }
+            s.defaultQueueLimit = v
+        }
+        if let v = notificationLevel { s.notificationLevel = v }
+        if let v = allowedOrigins {
+            try L.validateAllowedOrigins(v)
+            s.allowedOrigins = v.isEmpty ? nil : v
+        }
+        return s
+    }
+}
+
+/// Bounds of the app settings a client may set (`AppSettingsPatch`), declared once for
+/// validation and for the published API documents.
+public enum SettingsLimits {
+    public static let maxRoomsPerUser: ClosedRange<Int> = 1...1000
+    /// `maxRooms` has no upper bound (0 = no limit).
+    public static let minMaxRooms = 0
+    /// One minute to 365 days.
+    public static let historyRetentionSeconds: ClosedRange<Int64> = 60...31_536_000
+    public static let historyLimitPerRoom: ClosedRange<Int> = 1...100_000
+    public static let maxMessageBytes: ClosedRange<Int> = 1...1_048_576
+    public static let defaultQueueLimit: ClosedRange<Int> = 1...10_000
+    public static let maxAllowedOrigins = 100
+    /// Bytes (UTF-8) of one allowed origin.
+    public static let allowedOriginBytes: ClosedRange<Int> = 1...256
+
+    static func rangeError<T: BinaryInteger>(_ field: String, _ range: ClosedRange<T>) -> ChatError {
+        .invalid(field, "\(field) must be \(range.lowerBound) to \(range.upperBound)")
+    }
+
+    /// At most `maxAllowedOrigins` origins of `allowedOriginBytes` each.
+    static func validateAllowedOrigins(_ origins: [String]) throws(ChatError) {
+        guard origins.count <= maxAllowedOrigins, origins.allSatisfy({ allowedOriginBytes.contains($0.utf8.count) }) else {
+            throw .invalid("allowedOrigins", "allowedOrigins holds up to \(maxAllowedOrigins) origins")
+        }
     }
 }
 

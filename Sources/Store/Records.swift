@@ -23,6 +23,16 @@ public struct AppRow: Codable, Sendable, Equatable, FetchableRecord, Persistable
         self.origin = origin
         self.allowedOrigins = allowedOrigins
     }
+
+    /// `allowedOrigins` as a list; nil (any origin) when the column is empty.
+    public var allowedOriginList: [String]? {
+        allowedOrigins.isEmpty ? nil : allowedOrigins.split(separator: "\n").map(String.init)
+    }
+
+    /// The column's form of an allowlist: one origin per line, empty for nil (any origin).
+    static func originsColumn(_ origins: [String]?) -> String {
+        (origins ?? []).joined(separator: "\n")
+    }
 }
 
 struct RoomRow: Codable, FetchableRecord, PersistableRecord {

@@ -7,9 +7,12 @@ import Synchronization
 
 /// The SQLite store (WAL, through GRDB): the domain's durable state, written by one thread in
 /// batches (group commit). A change is acknowledged only after the batch holding it committed.
+/// `Store(inMemory:)` keeps the same schema and writer in memory, for in-process tests.
 public final class Store: @unchecked Sendable {
-    // Safety: `pool` is GRDB's thread-safe DatabasePool; `pending` is a Mutex; everything the
-    // writer thread mutates (`extensions`) is touched only on `writer`'s thread after `start`.
+    // Safety: `database` is GRDB's thread-safe DatabasePool or DatabaseQueue; `pending` is a
+    // Mutex; the counters are atomics. `thread` is set by `start` and cleared by `stop`, and
+    // `afterBatch` is set before `start`, both on the owner's thread; the writer thread only
+    // reads `afterBatch`.
 
     /// How commits reach the disk. `normal` survives a killed process (the OS has the data);
     /// `full` also survives power loss, at the cost of an fsync per batch.
@@ -18,20 +21,31 @@ public final class Store: @unchecked Sendable {
         case full
     }
 
+    /// The open write transaction of a batch, handed to each commit's `extra`. Only valid while
+    /// `extra` runs. Callers that only forward an `extra` closure need not know GRDB; the writes
+    /// themselves (e.g. the webhook outbox) use `database`.
+    public struct Transaction {
+        public let database: Database
+    }
+
     /// One unit of work for the writer: mutations to make durable, extra writes that must share
     /// their transaction (e.g. webhook outbox rows), and what to do once they are on disk.
     public struct Commit: Sendable {
         public var mutations: [Mutation]
-        public var extra: (@Sendable (Database) throws -> Void)?
+        public var extra: (@Sendable (Transaction) throws -> Void)?
         public var onDurable: @Sendable () -> Void
-        public init(mutations: [Mutation], extra: (@Sendable (Database) throws -> Void)? = nil, onDurable: @escaping @Sendable () -> Void) {
+        public init(mutations: [Mutation], extra: (@Sendable (Transaction) throws -> Void)? = nil,
+                    onDurable: @escaping @Sendable () -> Void) {
             self.mutations = mutations
             self.extra = extra
             self.onDurable = onDurable
         }
     }
 
-    public let pool: DatabasePool
+    /// The database: a `DatabasePool` (WAL) for a file, a `DatabaseQueue` in memory. Reads may
+    /// use it from any thread; commits of the domain go through `submit`.
+    public let database: any DatabaseWriter
+    /// The file, or ":memory:" for an in-memory store.
     public let path: String
     private let logger: Logger
     private let pending = Mutex<[Commit]>([])
@@ -42,20 +56,36 @@ public final class Store: @unchecked Sendable {
     public let batchesCommitted = Atomic<Int>(0)
     public let commitsCommitted = Atomic<Int>(0)
 
-    public init(path: String, durability: Durability, logger: Logger) throws {
-        self.path = path
-        self.logger = logger
-        var config = Configuration()
-        config.label = "roomcast"
-        config.foreignKeysEnabled = true
+    /// A store in the SQLite file at `path` (WAL; created and migrated if needed).
+    public convenience init(path: String, durability: Durability, logger: Logger) throws {
+        var config = Self.configuration()
         config.busyMode = .timeout(5)
         let sync = durability == .full ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(sync)")
         }
-        pool = try DatabasePool(path: path, configuration: config)
-        try Schema.migrator.migrate(pool)
+        try self.init(database: DatabasePool(path: path, configuration: config), path: path, logger: logger)
+    }
+
+    /// A private in-memory store with the same schema and the same writer thread; it is gone
+    /// when the store is released. For in-process tests.
+    public convenience init(inMemory logger: Logger) throws {
+        try self.init(database: DatabaseQueue(configuration: Self.configuration()), path: ":memory:", logger: logger)
+    }
+
+    private init(database: any DatabaseWriter, path: String, logger: Logger) throws {
+        self.database = database
+        self.path = path
+        self.logger = logger
+        try Schema.migrator.migrate(database)
         writer = try EventLoop(name: "roomcast-store", readBufferSize: 16)
+    }
+
+    private static func configuration() -> Configuration {
+        var config = Configuration()
+        config.label = "roomcast"
+        config.foreignKeysEnabled = true
+        return config
     }
 
     /// Starts the writer thread.
@@ -99,10 +129,11 @@ public final class Store: @unchecked Sendable {
             let needsWrite = batch.contains { !$0.mutations.isEmpty || $0.extra != nil }
             if needsWrite {
                 do {
-                    try pool.write { db in
+                    try database.write { db in
+                        let tx = Transaction(database: db)
                         for commit in batch {
                             try Self.apply(commit.mutations, db)
-                            try commit.extra?(db)
+                            try commit.extra?(tx)
                         }
                     }
                 } catch {
@@ -126,8 +157,11 @@ public final class Store: @unchecked Sendable {
         for m in mutations {
             switch m {
             case .putApp(let key, let settings):
+                // The allowlist lives in the settings JSON; the column keeps a copy for readers
+                // of the previous version (and `AppRow.allowedOrigins`).
                 let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
-                try db.execute(sql: "UPDATE app SET settings = ? WHERE key = ?", arguments: [json, key])
+                try db.execute(sql: "UPDATE app SET settings = ?, allowedOrigins = ? WHERE key = ?",
+                               arguments: [json, AppRow.originsColumn(settings.allowedOrigins), key])
             case .putRoom(let r):
                 try RoomRow(r).save(db)
             case .deleteRoom(let k):
@@ -208,26 +242,22 @@ public final class Store: @unchecked Sendable {
     // MARK: Apps
 
     public func apps() throws -> [AppRow] {
-        try pool.read { db in try AppRow.order(Column("createdAt")).fetchAll(db) }
+        try database.read { db in try AppRow.order(Column("createdAt")).fetchAll(db) }
     }
 
-    /// Inserts an app, or updates its secret (and origin) if it exists; keeps its settings.
+    /// Inserts an app, or updates its secret (and origin) if it exists; keeps its settings
+    /// (allowlist included).
     public func upsertApp(key: String, secret: String, origin: String, settings: AppSettings, now: Int64) throws {
         let json = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
-        try pool.write { db in
+        try database.write { db in
             if var existing = try AppRow.fetchOne(db, key: key) {
                 existing.secret = secret
                 existing.origin = origin
                 try existing.update(db)
             } else {
-                try AppRow(key: key, secret: secret, settings: json, createdAt: now, origin: origin).insert(db)
+                try AppRow(key: key, secret: secret, settings: json, createdAt: now, origin: origin,
+                           allowedOrigins: AppRow.originsColumn(settings.allowedOrigins)).insert(db)
             }
-        }
-    }
-
-    public func setAllowedOrigins(app: String, _ origins: [String]?) throws {
-        try pool.write { db in
-            try db.execute(sql: "UPDATE app SET allowedOrigins = ? WHERE key = ?", arguments: [(origins ?? []).joined(separator: "\n"), app])
         }
     }
 
@@ -236,9 +266,11 @@ public final class Store: @unchecked Sendable {
     /// Loads every durable row into a fresh domain (ARCHITECTURE §5): apps, then rooms and what
     /// they hold, queue elements in their order, and the recent history of each room.
     public func restore(into domain: ChatDomain, now: Int64) throws {
-        try pool.read { db in
+        try database.read { db in
             for app in try AppRow.fetchAll(db) {
-                let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(app.settings.utf8))) ?? AppSettings()
+                var settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(app.settings.utf8))) ?? AppSettings()
+                // Settings written by the previous version have no allowlist: it was only in the column.
+                if settings.allowedOrigins == nil { settings.allowedOrigins = app.allowedOriginList }
                 domain.restoreApp(app.key, settings)
             }
             for r in try RoomRow.fetchAll(db) { domain.restoreRoom(r.record) }

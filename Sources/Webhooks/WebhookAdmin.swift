@@ -77,7 +77,7 @@ extension WebhookService {
     }
 
     private func saveThen(_ e: WebhookEndpoint, _ completion: @escaping Completion<WebhookEndpoint>) {
-        store.submit(Store.Commit(mutations: [], extra: { db in try WebhookDatabase.save(e, db) }, onDurable: { [self] in
+        store.submit(Store.Commit(mutations: [], extra: { tx in try WebhookDatabase.save(e, tx.database) }, onDurable: { [self] in
             registry.withLock { $0.put(e) }
             completion(.success(e))
         }))
@@ -125,7 +125,7 @@ extension WebhookService {
         do throws(ChatError) {
             let e = try lookup(app: app, id: id)
             registry.withLock { $0.remove(e.id) }
-            store.submit(Store.Commit(mutations: [], extra: { db in try WebhookDatabase.deleteEndpoint(e.id, db) }, onDurable: { [self] in
+            store.submit(Store.Commit(mutations: [], extra: { tx in try WebhookDatabase.deleteEndpoint(e.id, tx.database) }, onDurable: { [self] in
                 post(.endpointRemoved(e.id))
                 completion(.success(()))
             }))
@@ -139,12 +139,12 @@ extension WebhookService {
     public func configure(app: String, _ spec: EndpointSpec) throws {
         guard let url = spec.url else { throw ChatError(.invalidParameter, "url is required", field: "url") }
         let id = "cfg_" + String(hex(SHA256.hash(data: Array((app + "\n" + url).utf8))).prefix(20))
-        let existing = try store.pool.read { db in try WebhookDatabase.endpoints(db) }.first { $0.id == id }
+        let existing = try store.database.read { db in try WebhookDatabase.endpoints(db) }.first { $0.id == id }
         var e = existing ?? WebhookEndpoint(id: id, app: app, url: url, secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
                                             events: [], format: .standard, allowPrivateNetwork: false, origin: "config", createdAt: clock())
         try Self.apply(spec, to: &e)
         let endpoint = e
-        try store.pool.write { db in try WebhookDatabase.save(endpoint, db) }
+        try store.database.write { db in try WebhookDatabase.save(endpoint, db) }
     }
 
     // MARK: The delivery log and replays
@@ -163,7 +163,7 @@ extension WebhookService {
             guard limit >= 1 && limit <= 100 else { throw ChatError(.invalidParameter, "limit must be 1 to 100", field: "limit") }
             post(.task { s in
                 do {
-                    let rows = try s.store.pool.read { db in
+                    let rows = try s.store.database.read { db in
                         try WebhookDatabase.deliveries(endpointId: id, status: status, beforeSequence: before, limit: limit, db)
                     }
                     completion(.success(DeliveryPage(deliveries: rows.map(\.0), next: rows.count == limit ? rows.last?.1 : nil)))
@@ -190,7 +190,7 @@ extension WebhookService {
             }
             post(.task { s in
                 do {
-                    let found = try s.store.pool.read { db -> [WebhookMessage] in
+                    let found = try s.store.database.read { db -> [WebhookMessage] in
                         let list = try messageIds.map { try WebhookDatabase.messages(app: app, ids: $0, db) }
                             ?? WebhookDatabase.messages(app: app, since: since ?? 0, limit: 100_000, db)
                         let pending = Set(try String.fetchAll(db, sql: "SELECT messageId FROM webhookDelivery WHERE endpointId = ? AND status = 'pending'",
@@ -198,8 +198,8 @@ extension WebhookService {
                         return list.filter { !pending.contains($0.id) && (messageIds != nil || e.wants($0.type)) && e.format.supports($0.type) }
                     }
                     let now = s.clock()
-                    s.store.submit(Store.Commit(mutations: [], extra: { db in
-                        for m in found { try WebhookDatabase.queue(endpointId: id, m, at: now, db) }
+                    s.store.submit(Store.Commit(mutations: [], extra: { tx in
+                        for m in found { try WebhookDatabase.queue(endpointId: id, m, at: now, tx.database) }
                     }, onDurable: {
                         s.post(.deliveries(found.map { Queued(endpointId: id, message: $0, attempts: 0, dueAt: 0) }))
                         completion(.success(found.count))

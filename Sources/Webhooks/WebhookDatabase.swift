@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// Rows of the webhook tables (schema v3) and the statements the service runs. Writes go through
-/// the store's writer (in the same transaction as the change, for new messages); reads use the pool.
+/// the store's writer (in the same transaction as the change, for new messages); reads use `Store.database`.
 enum WebhookDatabase {
     struct EndpointRow: Codable, FetchableRecord, PersistableRecord {
         static let databaseTableName = "webhookEndpoint"

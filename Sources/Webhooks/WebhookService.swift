@@ -171,7 +171,7 @@ public final class WebhookService: @unchecked Sendable {
 
     /// Loads endpoints and pending deliveries, then starts the delivery thread.
     public func start() throws {
-        let (endpoints, pending, maxSeq) = try store.pool.read { db in
+        let (endpoints, pending, maxSeq) = try store.database.read { db in
             (try WebhookDatabase.endpoints(db), try WebhookDatabase.pending(db), try WebhookDatabase.maxSequence(db))
         }
         sequence.store(maxSeq, ordering: .relaxed)
@@ -229,10 +229,14 @@ public final class WebhookService: @unchecked Sendable {
         return staged
     }
 
-    /// Writes the staged messages and their pending deliveries (inside the outcome's transaction).
-    public static func persist(_ s: Staged, _ db: Database) throws {
-        for m in s.messages { try WebhookDatabase.insert(m, db) }
-        for d in s.deliveries { try WebhookDatabase.queue(endpointId: d.endpointId, s.messages[d.message], at: s.messages[d.message].time, db) }
+    /// The write of the staged messages and their pending deliveries, for the outcome's commit
+    /// (`Store.Commit.extra`): it runs inside the transaction that makes the outcome durable.
+    public static func persist(_ s: Staged) -> @Sendable (Store.Transaction) throws -> Void {
+        { tx in
+            let db = tx.database
+            for m in s.messages { try WebhookDatabase.insert(m, db) }
+            for d in s.deliveries { try WebhookDatabase.queue(endpointId: d.endpointId, s.messages[d.message], at: s.messages[d.message].time, db) }
+        }
     }
 
     /// Hands durable messages to the delivery thread.
@@ -431,6 +435,6 @@ public final class WebhookService: @unchecked Sendable {
         guard !writes.isEmpty else { return }
         let batch = writes
         writes.removeAll(keepingCapacity: true)
-        store.submit(Store.Commit(mutations: [], extra: { db in for w in batch { try w(db) } }, onDurable: {}))
+        store.submit(Store.Commit(mutations: [], extra: { tx in for w in batch { try w(tx.database) } }, onDurable: {}))
     }
 }
