@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "roomcast", targets: ["Roomcast"]),
         .executable(name: "roomcast-echo", targets: ["RoomcastEcho"]),
         .executable(name: "roomcast-bench", targets: ["RoomcastBench"]),
+        .executable(name: "roomcast-webhook-bench", targets: ["RoomcastWebhookBench"]),
         .executable(name: "chat-bench", targets: ["ChatBench"]),
     ],
     dependencies: [
@@ -41,7 +42,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "Server", "Gateway", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            "Server", "Gateway", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -50,11 +51,15 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
-        // Load generator: only our Reactor/HTTP1/WebSocket, so it can measure us and our peers.
+        // Load generator: only our Reactor/HTTP1/WebSocket and the wire format, so it can measure
+        // us and our peers.
         .executableTarget(name: "RoomcastBench", dependencies: [
-            "Reactor", "HTTP1", "WebSocket", "Gateway", "Server", "Store", "Webhooks", "Chat",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            "Reactor", "HTTP1", "WebSocket", "Wire", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // The webhook delivery benchmark: the outbox and libcurl thread, and a receiver.
+        .executableTarget(name: "RoomcastWebhookBench", dependencies: [
+            "Reactor", "Server", "Store", "Webhooks", "Chat", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Benchmark of the chat domain alone (commands per second on one thread).
@@ -67,23 +72,38 @@ let package = Package(
             .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
 
-        // Joins the server and the domain: REST, the WebSocket protocol, auth, engine, fan-out.
+        // The wire format, pure (no I/O, no threads): request DTOs, event and reply encoders, the op
+        // table, the error and close-code table, request signing, the published documents.
+        .target(name: "Wire", dependencies: ["Chat", "HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
+        // The engine thread that owns the domain, and the publisher of committed outcomes.
+        .target(name: "Engine", dependencies: [
+            "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "Wire", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // Routes, sessions, hubs and wiring: joins the server, the engine and the wire format.
         .target(name: "Gateway", dependencies: [
-            "Server", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks",
+            .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
-        .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", "Wire"]),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),
-        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Chat", "Store", "Reactor"]),
+        .testTarget(name: "WebhooksTests", dependencies: [
+            "Webhooks", "Chat", "Store", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Chat", "Store", "TestKit"]),
+        .testTarget(name: "GatewayTests", dependencies: [
+            "Gateway", "Engine", "Wire", "Chat", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Reactor", "HTTP1", "WebSocket", "TestKit"]),
+        .testTarget(name: "ServerTests", dependencies: [
+            "Server", "Reactor", "HTTP1", "WebSocket", "TestKit", .product(name: "Logging", package: "swift-log"),
+        ]),
     ]
 )

@@ -9,10 +9,10 @@ cd "$(dirname "$0")/.."
 n=${1:-100000}
 c=${2:-64}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)"; exit 1; }
-swift build -c release --product roomcast-bench >/dev/null
+swift build -c release --product roomcast-webhook-bench >/dev/null
 bin=$(swift build -c release --show-bin-path)
 log=$(mktemp)
-"$bin/roomcast-bench" receive --port 0 --event-loops 1 >"$log" 2>&1 &
+"$bin/roomcast-webhook-bench" receive --port 0 --event-loops 1 >"$log" 2>&1 &
 receiver=$!
 trap 'kill $receiver 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.05; done
@@ -20,7 +20,7 @@ port=$(sed -n 's/.*127.0.0.1:\([0-9]*\)\/hook.*/\1/p' "$log")
 
 peer=$(wrk -t1 -c"$c" -d5s -s scripts/wrk-post.lua "http://127.0.0.1:$port/hook" | awk '/Requests\/sec/ {print $2}')
 echo "bench-webhooks: wrk POST (peer, same receiver, concurrency $c): $peer req/s"
-out=$("$bin/roomcast-bench" webhooks --receiver-port "$port" --messages "$n" --concurrency "$c")
+out=$("$bin/roomcast-webhook-bench" webhooks --receiver-port "$port" --messages "$n" --concurrency "$c")
 echo "$out"
 ours=$(echo "$out" | sed -n 's/.*deliveries_per_s=\([0-9]*\).*/\1/p')
 python3 - "$ours" "$peer" <<'PY'

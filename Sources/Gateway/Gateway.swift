@@ -1,4 +1,5 @@
 import Chat
+import Engine
 import Foundation
 import HTTP1
 import Logging
@@ -8,6 +9,7 @@ import Prometheus
 import Store
 import Synchronization
 import Webhooks
+import Wire
 
 /// Gateway options (the CLI maps flags and environment variables onto these).
 public struct GatewayConfiguration: Sendable {
@@ -47,11 +49,10 @@ final class GatewayContext: Sendable {
     let tokenGraceMilliseconds: Int64
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
-    let persistOrigins: @Sendable (String, [String]?) -> Void
     let webhooks: WebhookService
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], webhooks: WebhookService, persistOrigins: @escaping @Sendable (String, [String]?) -> Void) {
+         publicURLs: [String], webhooks: WebhookService) {
         self.engine = engine
         self.webhooks = webhooks
         self.apps = apps
@@ -61,33 +62,28 @@ final class GatewayContext: Sendable {
         self.tokenGraceMilliseconds = configuration.tokenGraceSeconds * 1000
         self.connectTimeoutMilliseconds = configuration.connectTimeoutSeconds * 1000
         self.defaultTokenTTLSeconds = configuration.defaultTokenTTLSeconds
-        self.persistOrigins = persistOrigins
     }
 }
 
-/// The running gateway: store, engine, and the HTTP/WebSocket server with the REST API and the
-/// client protocol. ARCHITECTURE §2: I/O loops, one engine thread, one store thread.
-public final class Gateway: Sendable {
-    public let configuration: GatewayConfiguration
-    public let server: HTTPServer
-    public let store: Store
-    public let webhooks: WebhookService
+/// The gateway without its sockets: apps, the domain restored from the store, webhooks, the
+/// engine, the routes, and the feed from the engine to each I/O loop's hub. `Gateway` serves it
+/// over the HTTP server; tests drive it in-process (an in-memory store, a manual clock).
+final class GatewayCore: Sendable {
+    let store: Store
+    let webhooks: WebhookService
     let engine: Engine
     let context: GatewayContext
-    private let hubs: HubTable
-    private let logger: Logger
-    public let stream: String
+    let router: Router
+    let hubs = HubTable()
+    let window: ResumeWindow
+    let metrics: MetricsEndpoint
+    let publisher: Publisher
+    let ready = ReadyFlag()
     /// The development app created on first start, if one was.
-    public let createdDevelopmentApp: AppRegistry.App?
-    private let ready = ReadyFlag()
+    let createdDevelopmentApp: AppRegistry.App?
 
-    public init(configuration: GatewayConfiguration, server serverConfiguration: ServerConfiguration, logger: Logger,
-                clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds) throws {
-        self.configuration = configuration
-        self.logger = logger
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
-
+    init(configuration: GatewayConfiguration, store: Store, publicURLs: [String], logger: Logger, clock: @escaping @Sendable () -> Int64) throws {
+        self.store = store
         // Apps: the configured ones, or a development app made once on first start.
         let now = clock()
         for app in configuration.apps {
@@ -114,32 +110,20 @@ public final class Gateway: Sendable {
         // Webhooks: endpoints from the command line, then the service (started with the store).
         let apps = registry
         webhooks = WebhookService(store: store, configuration: configuration.webhooks, logger: logger, clock: clock,
-                                  random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.app($0)?.secret })
+                                  random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.secret($0) })
         for (app, spec) in configuration.webhookEndpoints {
             guard registry.app(app) != nil else { throw ChatError(.unknownApp, "--webhook names unknown app \(app)", field: "app") }
             try webhooks.configure(app: app, spec)
         }
 
-        let publisher = Publisher()
+        publisher = Publisher()
         engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, logger: logger)
-        stream = randomHex(8)
+        context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
+                                 webhooks: webhooks)
+        window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
+                              stream: randomHex(8))
 
-        var urls = configuration.publicURLs
-        if urls.isEmpty {
-            let path = serverConfiguration.webSocket.path ?? "/ws"
-            urls = ["ws://\(serverConfiguration.host):\(serverConfiguration.port)\(path)"]
-        }
-        let store = self.store
-        context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: urls,
-                                 webhooks: webhooks, persistOrigins: { app, origins in try? store.setAllowedOrigins(app: app, origins) })
-
-        let hubs = HubTable()
-        self.hubs = hubs
-        let window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
-                                  stream: stream)
-        let context = self.context
         let ready = self.ready
-
         var routes = Router.Builder()
         let healthy = Response.json(.ok, "{\"status\":\"ok\"}")
         let readyResponse = Response.json(.ok, "{\"status\":\"ready\"}")
@@ -151,28 +135,33 @@ public final class Gateway: Sendable {
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))
         routes.add(.GET, "/websocket.json", sync: { _ in wsSpec })
         let metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks)
+        self.metrics = metrics
         routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
+        router = routes.build()
+    }
 
-        server = try HTTPServer(
-            configuration: serverConfiguration, router: routes.build(),
-            upgradeHandler: { head, _, loopIndex in
-                guard let hub = hubs.hub(loopIndex) else {
-                    return .reject(.json(.serviceUnavailable, ErrorTable.body(GatewayError(.unavailable, "starting"))))
-                }
-                return .accept(ClientSession(context: context, hub: hub, origin: head.headers["origin"], now: context.clock()))
-            },
-            onLoopStart: { loop, index in
-                let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: clock)
-                hubs.set(index, LoopBound(hub, loop: loop))
-                loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
-                loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
-            },
-            logger: logger)
-        metrics.attach(server.metrics)
+    /// The HTTP server's own refusals (no route, malformed framing, limits), from the error table.
+    static let errorRenderer: ErrorRenderer = { refusal in
+        .json(refusal.status, ErrorTable.body(httpStatus: refusal.status.code, message: refusal.message))
+    }
 
-        // Each committed batch reaches every loop once.
-        let loops = server.loops
+    /// This loop's hub; call on the loop's thread before it serves.
+    @discardableResult
+    func startHub(loop: EventLoop, index: Int) -> Hub {
+        let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: context.clock)
+        hubs.set(index, LoopBound(hub, loop: loop))
+        return hub
+    }
+
+    /// A new session on `hub`'s loop.
+    func session(hub: Hub, origin: String?) -> ClientSession {
+        ClientSession(context: context, hub: hub, origin: origin, now: context.clock())
+    }
+
+    /// Each committed batch reaches every loop's hub once, in commit order.
+    func feed(_ loops: [EventLoop]) {
+        let hubs = self.hubs
         publisher.deliver = { items in
             for (index, loop) in loops.enumerated() {
                 loop.execute {
@@ -180,28 +169,77 @@ public final class Gateway: Sendable {
                 }
             }
         }
+        let publisher = self.publisher
         store.afterBatch = { publisher.flush() }
+    }
+}
+
+/// The running gateway: the core served by the HTTP/WebSocket server with the REST API and the
+/// client protocol. ARCHITECTURE §2: I/O loops, one engine thread, one store thread.
+public final class Gateway: Sendable {
+    public let configuration: GatewayConfiguration
+    public let server: HTTPServer
+    let core: GatewayCore
+    private let logger: Logger
+
+    public var store: Store { core.store }
+    public var webhooks: WebhookService { core.webhooks }
+    public var stream: String { core.window.stream }
+    /// The development app created on first start, if one was.
+    public var createdDevelopmentApp: AppRegistry.App? { core.createdDevelopmentApp }
+
+    public init(configuration: GatewayConfiguration, server serverConfiguration: ServerConfiguration, logger: Logger,
+                clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds) throws {
+        self.configuration = configuration
+        self.logger = logger
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
+        var urls = configuration.publicURLs
+        if urls.isEmpty {
+            let path = serverConfiguration.webSocket.path ?? "/ws"
+            urls = ["ws://\(serverConfiguration.host):\(serverConfiguration.port)\(path)"]
+        }
+        let core = try GatewayCore(configuration: configuration, store: store, publicURLs: urls, logger: logger, clock: clock)
+        self.core = core
+        let hubs = core.hubs
+        server = try HTTPServer(
+            configuration: serverConfiguration, router: core.router,
+            upgradeHandler: { head, _, loopIndex in
+                guard let hub = hubs.hub(loopIndex) else {
+                    return .reject(.json(.serviceUnavailable, ErrorTable.body(GatewayError(.unavailable, "starting"))))
+                }
+                return .accept(core.session(hub: hub, origin: head.headers["origin"]))
+            },
+            errorRenderer: GatewayCore.errorRenderer,
+            onLoopStart: { loop, index in
+                let hub = core.startHub(loop: loop, index: index)
+                loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
+                loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
+            },
+            logger: logger)
+        core.metrics.attach(server.metrics)
+        core.feed(server.loops)
     }
 
     /// Starts the store writer, the engine and the server; returns once they serve.
     public func start() throws {
         store.start()
         try webhooks.start()
-        engine.start()
+        core.engine.start()
         try server.start()
-        ready.set(true)
-        logger.info("gateway ready", metadata: ["apps": "\(context.apps.all.map(\.key))", "data": "\(configuration.dataDirectory)"])
+        core.ready.set(true)
+        logger.info("gateway ready", metadata: ["apps": "\(core.context.apps.all.map(\.key))", "data": "\(configuration.dataDirectory)"])
     }
 
     public var port: UInt16 { server.port }
-    public var apps: [AppRegistry.App] { context.apps.all }
+    public var apps: [AppRegistry.App] { core.context.apps.all }
 
     /// Drains: not ready, stop accepting, close WebSockets with 1001, let the engine finish what
     /// the closing connections caused, commit it, stop.
     public func shutdown() {
-        ready.set(false)
+        core.ready.set(false)
         server.shutdown()
-        engine.stop()
+        core.engine.stop()
         webhooks.stop()
         store.stop()
     }
@@ -222,28 +260,4 @@ final class HubTable: Sendable {
 
     /// The hub of `index`; call on that loop's thread.
     func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.value }
-}
-
-/// Ids for messages, room epochs and anonymous users: time-ordered and unique across restarts.
-final class IDGenerator: @unchecked Sendable {
-    // Safety: called only from the engine thread (the domain's single thread).
-    private let clock: @Sendable () -> Int64
-    private var counter: UInt32 = 0
-    private let salt = randomHex(4)
-
-    init(clock: @escaping @Sendable () -> Int64) {
-        self.clock = clock
-    }
-
-    func next() -> String {
-        counter &+= 1
-        let t = String(UInt64(clock()), radix: 36)
-        let c = String(counter % 1_679_616, radix: 36)
-        return t + String(repeating: "0", count: max(0, 4 - c.count)) + c + salt
-    }
-}
-
-func randomHex(_ bytes: Int) -> String {
-    var g = SystemRandomNumberGenerator()
-    return hex((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
 }

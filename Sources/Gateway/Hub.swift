@@ -1,4 +1,5 @@
 import Chat
+import Engine
 import Reactor
 import Server
 

@@ -2,6 +2,7 @@ import Chat
 import HTTP1
 import Server
 import Webhooks
+import Wire
 
 /// REST for webhook endpoints, their delivery log and replays (SPEC §9, WH-1..WH-4).
 extension RESTAPI {
@@ -63,17 +64,8 @@ extension RESTAPI {
         }
     }
 
-    struct EndpointBody: Decodable {
-        var url: String?
-        var secret: String?
-        var events: [String]?
-        var format: String?
-        var allowPrivateNetwork: Bool?
-        var enabled: Bool?
-
-        var spec: WebhookService.EndpointSpec {
-            .init(url: url, secret: secret, events: events, format: format, allowPrivateNetwork: allowPrivateNetwork, enabled: enabled)
-        }
+    static func spec(_ b: WebhookEndpointRequest) -> WebhookService.EndpointSpec {
+        .init(url: b.url, secret: b.secret, events: b.events, format: b.format, allowPrivateNetwork: b.allowPrivateNetwork, enabled: b.enabled)
     }
 
     func registerWebhooks(_ r: inout Router.Builder) {
@@ -88,15 +80,17 @@ extension RESTAPI {
             }
         }
 
-        r.add(.POST, "/v1/webhooks", signed { req, app, writer in
+        r.add(.POST, "/v1/webhooks", signed { req, caller, writer in
+            let app = caller.app
             do throws(ChatError) {
-                let b = try decodeBody(EndpointBody.self, from: req.body)
-                hooks.createEndpoint(app: app, b.spec, completion: reply(writer, status: .created, withSecret: true))
+                let b = try decodeBody(WebhookEndpointRequest.self, from: req.body)
+                hooks.createEndpoint(app: app, Self.spec(b), completion: reply(writer, status: .created, withSecret: true))
             } catch {
                 writer.send(Self.error(error))
             }
         })
-        r.add(.GET, "/v1/webhooks", signed { _, app, writer in
+        r.add(.GET, "/v1/webhooks", signed { _, caller, writer in
+            let app = caller.app
             let now = clock()
             writer.send(.json(.ok, JSONWriter.object { w in
                 w.key("endpoints")
@@ -105,22 +99,25 @@ extension RESTAPI {
                 w.endArray()
             }))
         })
-        r.add(.GET, "/v1/webhooks/{id}", signed { req, app, writer in
+        r.add(.GET, "/v1/webhooks/{id}", signed { req, caller, writer in
+            let app = caller.app
             guard let e = hooks.endpoint(app: app, id: Self.param(req, "id")) else {
                 writer.send(Self.error(ChatError(.notFound, "no webhook endpoint \(Self.param(req, "id"))", field: "id")))
                 return
             }
             writer.send(.json(.ok, Self.endpointBody(e, withSecret: false, now: clock())))
         })
-        r.add(.PATCH, "/v1/webhooks/{id}", signed { req, app, writer in
+        r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
+            let app = caller.app
             do throws(ChatError) {
-                let b = try decodeBody(EndpointBody.self, from: req.body)
-                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), b.spec, completion: reply(writer, withSecret: false))
+                let b = try decodeBody(WebhookEndpointRequest.self, from: req.body)
+                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), Self.spec(b), completion: reply(writer, withSecret: false))
             } catch {
                 writer.send(Self.error(error))
             }
         })
-        r.add(.DELETE, "/v1/webhooks/{id}", signed { req, app, writer in
+        r.add(.DELETE, "/v1/webhooks/{id}", signed { req, caller, writer in
+            let app = caller.app
             hooks.deleteEndpoint(app: app, id: Self.param(req, "id")) { result in
                 switch result {
                 case .success: writer.send(.json(.ok, "{}"))
@@ -128,10 +125,12 @@ extension RESTAPI {
                 }
             }
         })
-        r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, app, writer in
+        r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, caller, writer in
+            let app = caller.app
             hooks.rotateSecret(app: app, id: Self.param(req, "id"), completion: reply(writer, withSecret: true))
         })
-        r.add(.GET, "/v1/webhooks/{id}/deliveries", signed { req, app, writer in
+        r.add(.GET, "/v1/webhooks/{id}/deliveries", signed { req, caller, writer in
+            let app = caller.app
             do throws(ChatError) {
                 var status: DeliveryStatus?
                 if let s = req.query("status") {
@@ -140,8 +139,8 @@ extension RESTAPI {
                     }
                     status = v
                 }
-                let before = try Self.int(req, "before").map(Int64.init)
-                hooks.deliveries(app: app, id: Self.param(req, "id"), status: status, before: before, limit: try Self.int(req, "limit") ?? 20) { result in
+                let before = try Self.query(req).int("before").map(Int64.init)
+                hooks.deliveries(app: app, id: Self.param(req, "id"), status: status, before: before, limit: try Self.query(req).int("limit") ?? 20) { result in
                     switch result {
                     case .success(let page): writer.send(.json(.ok, Self.deliveriesBody(page)))
                     case .failure(let e): writer.send(Self.error(e))
@@ -151,13 +150,10 @@ extension RESTAPI {
                 writer.send(Self.error(error))
             }
         })
-        r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, app, writer in
-            struct Body: Decodable {
-                var messageIds: [String]?
-                var since: Int64?
-            }
+        r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, caller, writer in
+            let app = caller.app
             do throws(ChatError) {
-                let b = try decodeBody(Body.self, from: req.body)
+                let b = try decodeBody(WebhookReplayRequest.self, from: req.body)
                 hooks.replay(app: app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since) { result in
                     switch result {
                     case .success(let n): writer.send(.json(.ok, JSONWriter.object { w in w.field("queued", n) }))

@@ -10,6 +10,7 @@ import Store
 import Synchronization
 import Webhooks
 import WebSocket
+import Wire
 #if canImport(Glibc)
 import Glibc
 #endif

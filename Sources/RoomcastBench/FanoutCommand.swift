@@ -1,10 +1,9 @@
 import ArgumentParser
-import Crypto
-import Gateway
 import HTTP1
 import Reactor
 import Synchronization
 import WebSocket
+import Wire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -186,8 +185,8 @@ enum RoomcastSignature {
         }
         let nonce = "\(getpid())-\(n)-\(UInt32.random(in: 0...UInt32.max))"
         let timestamp = String(time(nil))
-        let digest = Insecure.SHA1.hash(data: Array((secret + nonce + timestamp).utf8))
-        return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", timestamp), ("Signature", hexEncoded(digest))]
+        return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", timestamp),
+                ("Signature", Signing.sha1(secret: secret, nonce: nonce, timestamp: timestamp))]
     }
 }
 

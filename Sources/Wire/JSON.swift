@@ -119,7 +119,7 @@ public struct JSONWriter {
 
 /// Decodes a request body into `T`, turning decoding failures into a `ChatError` that names the
 /// field (SPEC §11: bad input gets a clear error naming the field).
-func decodeBody<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(ChatError) -> T {
+public func decodeBody<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(ChatError) -> T {
     let data = bytes.isEmpty ? Data("{}".utf8) : Data(bytes)
     do {
         return try JSONDecoder().decode(T.self, from: data)
@@ -162,26 +162,5 @@ private func typeName(_ t: Any.Type) -> String {
         if s.hasPrefix("Array") { return "an array" }
         if s.hasPrefix("Dictionary") { return "an object" }
         return "a \(s)"
-    }
-}
-
-/// An arbitrary JSON value, for fields whose shape varies (e.g. attribute maps given as an
-/// object or as a list of pairs).
-enum JSONValue: Decodable, Equatable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? c.decode(Double.self) { self = .number(n) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
     }
 }

@@ -1,7 +1,7 @@
 import Chat
 
 /// Wire JSON for domain values. Field names follow the seeds (camelCase).
-enum Encode {
+public enum Encode {
     static func roomInfo(_ r: RoomInfo, _ w: inout JSONWriter) {
         w.beginObject()
         w.field("roomId", r.roomId)
@@ -293,7 +293,7 @@ enum Encode {
     }
 
     /// A whole event frame payload: `{"ev", "roomId", "epoch", "offset", "data"}`.
-    static func event(_ event: ChatEvent, roomId: String?, epoch: String?, offset: Int64?) -> [UInt8] {
+    public static func event(_ event: ChatEvent, roomId: String?, epoch: String?, offset: Int64?) -> [UInt8] {
         var w = JSONWriter(capacity: 384)
         w.beginObject()
         w.field("ev", event.name)
@@ -322,5 +322,231 @@ extension ChatEvent {
         case .attributesChanged(let e): return e.roomId
         case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
         }
+    }
+}
+
+extension Encode {
+    /// The fields of a successful answer (REST body; WebSocket `ok` object).
+    public static func reply(_ reply: Reply, _ w: inout JSONWriter) {
+        w.beginObject()
+        switch reply {
+        case .done:
+            break
+        case .session(let userId):
+            w.field("userId", userId)
+        case .joined(let info):
+            w.key("joinInfo")
+            joinInfo(info, &w)
+        case .room(let info):
+            w.key("room")
+            roomInfo(info, &w)
+        case .rooms(let list):
+            w.key("rooms")
+            w.beginArray()
+            for r in list { roomInfo(r, &w) }
+            w.endArray()
+        case .members(let list, let total):
+            w.key("members")
+            w.beginArray()
+            for m in list { member(m, &w) }
+            w.endArray()
+            w.field("total", total)
+        case .presence(let list):
+            w.key("users")
+            w.beginArray()
+            for p in list {
+                w.beginObject()
+                w.field("userId", p.userId)
+                w.field("inRoom", p.inRoom)
+                w.endObject()
+            }
+            w.endArray()
+        case .userIds(let ids):
+            w.field("userIds", ids)
+        case .userExpiries(let list):
+            w.key("users")
+            w.beginArray()
+            for u in list {
+                w.beginObject()
+                w.field("userId", u.userId)
+                w.key("until")
+                if let until = u.until { w.int(until) } else { w.null() }
+                w.endObject()
+            }
+            w.endArray()
+        case .roomIds(let ids):
+            w.field("roomIds", ids)
+        case .keys(let keys):
+            w.field("keys", keys)
+        case .attributes(let entries):
+            w.key("entries")
+            w.beginArray()
+            for e in entries { attributeEntry(e, &w) }
+            w.endArray()
+        case .queue(let list):
+            w.key("elements")
+            w.beginArray()
+            for e in list {
+                w.beginObject()
+                w.field("key", e.key)
+                w.field("value", e.value)
+                w.endObject()
+            }
+            w.endArray()
+        case .queueElement(let key, let value):
+            w.field("key", key)
+            w.field("value", value)
+        case .missingKeys(let keys):
+            w.field("missingKeys", keys)
+        case .message(let m):
+            w.key("message")
+            message(m, &w)
+        case .messages(let list):
+            w.key("messages")
+            w.beginArray()
+            for m in list { message(m, &w) }
+            w.endArray()
+        case .group(let g):
+            w.key("group")
+            groupInfo(g, &w)
+        case .channel(let c):
+            w.key("channel")
+            channelInfo(c, &w)
+        case .channels(let list, let total):
+            w.key("channels")
+            w.beginArray()
+            for c in list { channelInfo(c, &w) }
+            w.endArray()
+            w.field("total", total)
+        case .userIdsPage(let ids, let total):
+            w.field("userIds", ids)
+            w.field("total", total)
+        case .notificationLevel(let level):
+            w.field("notificationLevel", level.rawValue)
+        case .conversationStatus(let view):
+            w.key("status")
+            conversationStatus(view.status, &w, view: view)
+        case .appSettings(let settings):
+            settingsFields(settings, &w)
+        case .conversationStatuses(let list, let cursor, let more):
+            w.key("statuses")
+            w.beginArray()
+            for s in list { conversationStatus(s, &w) }
+            w.endArray()
+            w.field("cursor", cursor)
+            w.field("more", more)
+        }
+        w.endObject()
+    }
+
+    public static func replyBytes(_ reply: Reply) -> [UInt8] {
+        var w = JSONWriter()
+        Encode.reply(reply, &w)
+        return w.bytes
+    }
+}
+
+// MARK: WebSocket frames other than events
+
+extension Encode {
+    /// `{"id", "ok"}` or `{"id", "error"}`: the answer to a command.
+    public static func replyFrame(id: Int?, _ result: Result<Reply, ChatError>) -> [UInt8] {
+        JSONWriter.object { w in
+            if let id { w.field("id", id) } else { w.key("id"); w.null() }
+            switch result {
+            case .success(let reply):
+                w.key("ok")
+                Encode.reply(reply, &w)
+            case .failure(let e):
+                w.key("error")
+                w.raw(ErrorTable.body(e))
+            }
+        }
+    }
+
+    /// `{"id", "error"}` for a gateway-level refusal.
+    public static func errorFrame(id: Int?, _ error: GatewayError) -> [UInt8] {
+        JSONWriter.object { w in
+            if let id { w.field("id", id) } else { w.key("id"); w.null() }
+            w.key("error")
+            w.raw(ErrorTable.body(error))
+        }
+    }
+
+    /// The answer to `connect`.
+    public static func connected(id: Int?, sessionId: String, userId: String, anonymous: Bool, stream: String, expiresAt: Int64?) -> [UInt8] {
+        JSONWriter.object { w in
+            if let id { w.field("id", id) } else { w.key("id"); w.null() }
+            w.key("ok")
+            w.beginObject()
+            w.field("sessionId", sessionId)
+            w.field("userId", userId)
+            w.field("anonymous", anonymous)
+            w.field("stream", stream)
+            w.key("expiresAt")
+            if let expiresAt { w.int(expiresAt) } else { w.null() }
+            w.endObject()
+        }
+    }
+
+    /// `room.resume` (BX-1): whether the missed events were replayed.
+    public static func resumeResult(roomId: String, resumed: Bool, replayed: Int, reason: String?) -> [UInt8] {
+        JSONWriter.object { w in
+            w.field("ev", "room.resume")
+            w.field("roomId", roomId)
+            w.key("data")
+            w.beginObject()
+            w.field("resumed", resumed)
+            w.field("replayed", replayed)
+            w.fieldIfPresent("reason", reason)
+            w.endObject()
+        }
+    }
+
+    /// `token.expired`: refresh within the grace or be closed with 4002.
+    public static func tokenExpired(graceSeconds: Int64) -> [UInt8] {
+        JSONWriter.object { w in
+            w.field("ev", "token.expired")
+            w.key("data")
+            w.beginObject()
+            w.field("graceSeconds", graceSeconds)
+            w.endObject()
+        }
+    }
+
+    /// `conversation.statusSynced` (CS-3): the connect-time sync is complete.
+    public static func statusSynced(code: Int, cursor: Int64) -> [UInt8] {
+        JSONWriter.object { w in
+            w.field("ev", "conversation.statusSynced")
+            w.key("data")
+            w.beginObject()
+            w.field("code", code)
+            w.field("cursor", cursor)
+            w.endObject()
+        }
+    }
+
+    /// App settings (`GET` and `PATCH /v1/settings`), as fields of the open object.
+    static func settingsFields(_ s: AppSettings, _ w: inout JSONWriter) {
+            w.field("memberChangeEvents", s.memberChangeEvents)
+            w.field("multipleRoomsPerUser", s.multipleRoomsPerUser)
+            w.field("enterExitNotifications", s.enterExitNotifications)
+            w.field("maxRoomsPerUser", s.maxRoomsPerUser)
+            w.field("maxRooms", s.maxRooms)
+            w.field("historyRetentionSeconds", s.historyRetentionMilliseconds / 1000)
+            w.field("historyLimitPerRoom", s.historyLimitPerRoom)
+            w.field("maxMessageBytes", s.maxMessageBytes)
+            w.field("defaultQueueLimit", s.defaultQueueLimit)
+            w.field("notificationLevel", s.notificationLevel.rawValue)
+            w.key("allowedOrigins")
+            if let origins = s.allowedOrigins { w.stringArray(origins) } else { w.null() }
+    }
+}
+
+extension JSONWriter {
+    public mutating func stringArray(_ v: [String]) {
+        beginArray()
+        for s in v { string(s) }
+        endArray()
     }
 }

@@ -89,7 +89,7 @@ struct WebhooksCommand: ParsableCommand {
                               details: ["messageId": "m\(written + i)", "type": "text", "content": "hello, this is message \(written + i)"])
             }
             guard let staged = service.stage(records) else { throw ValidationError("no endpoint wants the messages") }
-            store.submit(Store.Commit(mutations: [], extra: { db in try WebhookService.persist(staged, db) }, onDurable: { service.enqueue(staged) }))
+            store.submit(Store.Commit(mutations: [], extra: WebhookService.persist(staged), onDurable: { service.enqueue(staged) }))
             written += n
         }
         let deadline = Instant.now() + .seconds(300)
@@ -98,7 +98,7 @@ struct WebhooksCommand: ParsableCommand {
         let delivered = service.stats.delivered.load(ordering: .relaxed)
         print("webhooks: delivered=\(delivered)/\(messages) attempts=\(service.stats.attempts.load(ordering: .relaxed)) "
             + "failed_attempts=\(service.stats.failedAttempts.load(ordering: .relaxed)) concurrency=\(concurrency) "
-            + "elapsed=\(fixed(elapsed, 2)) s deliveries_per_s=\(Int(Double(delivered) / elapsed))")
+            + "elapsed=\(Int(elapsed * 1000)) ms deliveries_per_s=\(Int(Double(delivered) / elapsed))")
         service.stop()
         store.stop()
         if delivered < messages { throw ExitCode.failure }

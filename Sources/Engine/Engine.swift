@@ -3,16 +3,17 @@ import Chat
 import Glibc
 #endif
 import Logging
+import HTTP1
 import Reactor
 import Store
-import GRDB
 import Synchronization
 import Webhooks
 import WebSocket
+import Wire
 
 /// What the engine hands every I/O loop, in the order it happened. Frames are encoded once and
 /// shared by reference.
-enum Published: Sendable {
+public enum Published: Sendable {
     /// An event for an audience. Room-stream events carry their offset and room epoch (BX-1).
     case deliver(frame: ByteBlock, audience: Audience, offset: Int64, epoch: String)
     /// A session entered a room: it receives the room's events from here on.
@@ -23,7 +24,7 @@ enum Published: Sendable {
 }
 
 /// Where a command's answer goes.
-enum ReplyTo: Sendable {
+public enum ReplyTo: Sendable {
     /// REST: called once the change is durable (on the store thread).
     case callback(@Sendable (Result<Reply, ChatError>) -> Void)
     /// WebSocket: encoded on the engine thread and delivered in order with the events.
@@ -34,10 +35,11 @@ enum ReplyTo: Sendable {
 /// The engine: one thread that owns the chat domain (like Redis's main thread). Commands arrive
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
-final class Engine: @unchecked Sendable {
-    // Safety: `domain`, `streams` and `sequence` are touched only on `loop`'s thread: every entry
-    // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`.
-    let loop: EventLoop
+public final class Engine: @unchecked Sendable {
+    // Safety: `domain` and `streams` are touched only on `loop`'s thread: every entry point
+    // (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread` only by
+    // the owner's `start` and `stop`.
+    public let loop: EventLoop
     private let domain: ChatDomain
     private let store: Store
     private let logger: Logger
@@ -52,8 +54,8 @@ final class Engine: @unchecked Sendable {
     }
     private var streams: [RoomKey: Stream] = [:]
 
-    init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
-         logger: Logger) throws {
+    public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
+                logger: Logger) throws {
         self.domain = domain
         self.store = store
         self.publisher = publisher
@@ -63,7 +65,7 @@ final class Engine: @unchecked Sendable {
         loop = try EventLoop(name: "roomcast-engine", readBufferSize: 16)
     }
 
-    func start(tickEvery interval: Duration = .milliseconds(250)) {
+    public func start(tickEvery interval: Duration = .milliseconds(250)) {
         let loop = self.loop
         loop.execute { [self] in
             loop.scheduleRepeating(every: interval) { [self] in
@@ -73,32 +75,28 @@ final class Engine: @unchecked Sendable {
         thread = PosixThread.start(name: "roomcast-engine") { loop.run() }
     }
 
-    func stop() {
+    /// Runs the domain's timers now (the tick timer does this every interval; in-process tests
+    /// call it after moving their manual clock).
+    public func tick() {
+        loop.execute { [self] in process(domain.tick(now: clock()), replyTo: .none) }
+    }
+
+    public func stop() {
         loop.stop()
         thread?.join()
         thread = nil
     }
 
     /// Applies a command (from any thread).
-    func submit(_ command: Command, replyTo: ReplyTo) {
+    public func submit(_ command: Command, replyTo: ReplyTo) {
         loop.execute { [self] in
             process(domain.apply(command, now: clock()), replyTo: replyTo)
         }
     }
 
     /// Answers a query (from any thread); nothing changes, so nothing waits for the store.
-    func query(_ q: Query, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+    public func query(_ q: Query, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         loop.execute { [self] in reply(domain.query(q, now: clock())) }
-    }
-
-    /// Runs `body` with the domain on the engine thread (start-up and tests).
-    func withDomain<T: Sendable>(_ body: @escaping @Sendable (ChatDomain) -> T) -> T {
-        let result = Mutex<T?>(nil)
-        loop.execute { [self] in result.withLock { $0 = body(domain) } }
-        while true {
-            if let r = result.withLock({ $0 }) { return r }
-            usleep(200)
-        }
     }
 
     private func process(_ out: Outcome, replyTo: ReplyTo) {
@@ -141,8 +139,8 @@ final class Engine: @unchecked Sendable {
         // and handed to the delivery thread once it is durable.
         let staged = webhooks?.stage(out.webhooks)
         let webhooks = self.webhooks
-        var extra: (@Sendable (Database) throws -> Void)?
-        if let staged { extra = { db in try WebhookService.persist(staged, db) } }
+        var extra: (@Sendable (Store.Transaction) throws -> Void)?
+        if let staged { extra = WebhookService.persist(staged) }
         store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
             publisher.enqueue(published)
             if let staged { webhooks?.enqueue(staged) }
@@ -153,17 +151,19 @@ final class Engine: @unchecked Sendable {
 
 /// Collects what each committed batch releases and posts it once per I/O loop per batch (the
 /// store thread calls `enqueue` per commit and `flush` after each batch).
-final class Publisher: @unchecked Sendable {
+public final class Publisher: @unchecked Sendable {
     // Safety: `pending` is touched only on the store's writer thread (`enqueue` and `flush` are
     // called from the store's callbacks); `deliver` is set once before the store starts.
     private var pending: [Published] = []
-    var deliver: @Sendable ([Published]) -> Void = { _ in }
+    public var deliver: @Sendable ([Published]) -> Void = { _ in }
 
-    func enqueue(_ items: [Published]) {
+    public init() {}
+
+    public func enqueue(_ items: [Published]) {
         pending.append(contentsOf: items)
     }
 
-    func flush() {
+    public func flush() {
         guard !pending.isEmpty else { return }
         let batch = pending
         pending = []
@@ -172,8 +172,8 @@ final class Publisher: @unchecked Sendable {
 }
 
 /// Server-to-client WebSocket frames (unmasked).
-enum Frames {
-    static func text(_ payload: [UInt8]) -> ByteBlock {
+public enum Frames {
+    public static func text(_ payload: [UInt8]) -> ByteBlock {
         let count = payload.count
         return ByteBlock.make(count: WebSocketFrameEncoder.headerLength(payloadLength: count, masked: false) + count) { out in
             let h = WebSocketFrameEncoder.writeHeader(opcode: .text, payloadLength: count, to: out.baseAddress!)
@@ -182,4 +182,30 @@ enum Frames {
             }
         }
     }
+}
+
+/// Ids for messages, room epochs and anonymous users: time-ordered and unique across restarts.
+public final class IDGenerator: @unchecked Sendable {
+    // Safety: `counter` is mutated only by `next()`, which only the engine thread calls (the
+    // domain's single thread); `clock` and `salt` are immutable.
+    private let clock: @Sendable () -> Int64
+    private var counter: UInt32 = 0
+    private let salt = randomHex(4)
+
+    public init(clock: @escaping @Sendable () -> Int64) {
+        self.clock = clock
+    }
+
+    public func next() -> String {
+        counter &+= 1
+        let t = String(UInt64(clock()), radix: 36)
+        let c = String(counter % 1_679_616, radix: 36)
+        return t + String(repeating: "0", count: max(0, 4 - c.count)) + c + salt
+    }
+}
+
+/// `bytes` random bytes as lowercase hex.
+public func randomHex(_ bytes: Int) -> String {
+    var g = SystemRandomNumberGenerator()
+    return hexEncoded((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &g) })
 }

@@ -48,11 +48,6 @@ public enum WebSocketDocument {
         }
     }
 
-    struct CloseCode {
-        let code: UInt16
-        let meaning: String
-    }
-
     public static let json: String = {
         let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self) + "\n"
@@ -70,128 +65,9 @@ public enum WebSocketDocument {
 
     // MARK: Operations
 
+    /// The operations, from the op table that also drives the sessions' dispatch.
     static var operations: [Operation] {
-        let roomOnly = S.obj(["roomId": id], required: ["roomId"])
-        let profile: [String: [String: Any]] = [
-            "nickname": S.str(maxLength: 128), "avatar": S.str(maxLength: 1024),
-            "ext": S.str("Member ext shown to others (NIM-11)", maxLength: 4096),
-            "notifyExt": S.str("notifyExt of the 301 enter notification", maxLength: 2048),
-        ]
-        var roomSpec = openAPISchemas["CreateRoom"] as? [String: Any] ?? [:]
-        roomSpec["required"] = nil
-        roomSpec["description"] = "Room configuration for mode enter/create; roomId defaults to the op's roomId"
-        let resume = S.obj(["epoch": text, "stream": text, "offset": S.int(minimum: 0)], required: ["epoch", "stream", "offset"],
-                           description: "Replay what this client missed: the room epoch, connect's stream and the last offset seen (BX-1)")
-        let notifyExt: [String: [String: Any]] = ["notifyExt": S.str("Sends the NIM notification with this notifyExt", maxLength: 2048)]
-        let userIds = S.userIds
-        return [
-            Operation(op: "connect",
-                      summary: "Authenticate; must be the first message (within the connect timeout). A user then receives the conversation statuses changed after conversationCursor and conversation.statusSynced",
-                      spec: ["§2", "NIM-3", "BX-1", "CS-3"],
-                      args: ["oneOf": [
-                          S.obj(["token": S.str("Client JWT (HS256)"), "device": S.str("Device id; the token's device claim wins"),
-                                 "conversationCursor": S.int("The cursor of this device's last conversation.statusSynced; absent: never synced",
-                                                             minimum: 0)],
-                                required: ["token"]),
-                          S.obj(["appKey": text, "anonymous": S.obj(["nickname": text, "avatar": text]), "device": text],
-                                required: ["appKey", "anonymous"], description: "Anonymous independent-mode client (NIM-3)"),
-                      ]], reply: "Connected"),
-            Operation(op: "token.refresh", summary: "Replace the token before it expires (same user and app)", spec: ["§2"],
-                      args: S.obj(["token": text], required: ["token"]), reply: "Empty"),
-            Operation(op: "room.join", summary: "Join (room must exist), enter (create if missing) or create (must not exist) a room",
-                      spec: ["RC-1", "RC-2", "RC-3", "RC-4", "NIM-4", "NIM-5", "ZIM-1", "ZIM-2", "ZIM-3", "BX-1"],
-                      args: S.obj(["roomId": id, "mode": enumeration(["join", "enter", "create"]), "room": roomSpec, "resume": resume]
-                          .merging(profile) { a, _ in a }, required: ["roomId"]), reply: "JoinReply"),
-            Operation(op: "room.leave", summary: "Leave a room", spec: ["RC-1", "RC-2", "RC-3", "ZIM-4"], args: roomOnly, reply: "Empty"),
-            Operation(op: "room.leaveAll", summary: "Leave every room this connection is in", spec: ["RC-1", "ZIM-4"], args: nil, reply: "RoomIds"),
-            Operation(op: "room.switch", summary: "Leave one room and enter another in one step", spec: ["ZIM-6"],
-                      args: S.obj(["from": id, "to": S.ref("CreateRoom"), "createIfMissing": S.bool()].merging(profile) { a, _ in a },
-                                  required: ["from", "to"]), reply: "JoinReply"),
-            Operation(op: "room.send", summary: "Send a message to the room (everyone else receives it)", spec: ["NIM-8", "RC-7", "NIM-3"],
-                      args: S.obj(["roomId": id, "type": enumeration(["text", "custom"]),
-                                   "content": ["type": "string", "minLength": 1, "maxLength": 16384]], required: ["roomId", "content"]),
-                      reply: "MessageResponse"),
-            Operation(op: "room.history", summary: "Message history", spec: ["NIM-8"],
-                      args: S.obj(["roomId": id, "start": S.int("ms; 0: from the newest/oldest", minimum: 0),
-                                   "limit": S.int(minimum: 1, maximum: 200), "order": enumeration(["asc", "desc"]),
-                                   "types": S.arr(enumeration(["text", "custom", "notification"]))], required: ["roomId"]),
-                      reply: "Messages", memberOnly: true),
-            Operation(op: "room.members", summary: "Members, paged", spec: ["RC-9", "NIM-13"],
-                      args: S.obj(["roomId": id,
-                                   "type": enumeration(["present", "regular", "temporary", "regularOnline", "temporaryNewestFirst"]),
-                                   "order": enumeration(["asc", "desc"]), "limit": S.int(minimum: 1, maximum: 500),
-                                   "after": S.str("The last userId of the previous page")], required: ["roomId"]),
-                      reply: "Members", memberOnly: true),
-            Operation(op: "room.membersByIds", summary: "Members by id", spec: ["NIM-13"],
-                      args: S.obj(["roomId": id, "userIds": S.arr(id, maxItems: 200)], required: ["roomId", "userIds"]),
-                      reply: "Members", memberOnly: true),
-            Operation(op: "room.info", summary: "The room's information", spec: ["NIM-1", "ZIM-2"], args: roomOnly, reply: "RoomResponse",
-                      memberOnly: true),
-            Operation(op: "room.update", summary: "Update the room (managers and creator)", spec: ["NIM-10"],
-                      args: S.obj(["roomId": id].merging((openAPISchemas["UpdateRoom"] as? [String: Any])?["properties"] as? [String: [String: Any]] ?? [:]) { a, _ in a },
-                                  required: ["roomId"]), reply: "RoomResponse"),
-            Operation(op: "member.update", summary: "Update my own member info (316)", spec: ["NIM-11"],
-                      args: S.obj(["roomId": id, "nickname": S.str(maxLength: 128), "avatar": S.str(maxLength: 1024),
-                                   "ext": S.str(maxLength: 4096)].merging(notifyExt) { a, _ in a }, required: ["roomId"]), reply: "Empty"),
-            Operation(op: "queue.list", summary: "The queue", spec: ["NIM-16"], args: roomOnly, reply: "Queue", memberOnly: true),
-            Operation(op: "queue.offer", summary: "Offer or update an element (317)", spec: ["NIM-16"],
-                      args: S.obj(["roomId": id, "key": ["type": "string", "minLength": 1, "maxLength": 128], "value": S.str(maxLength: 4096),
-                                   "transient": S.bool("Removed when its owner leaves")], required: ["roomId", "key", "value"]),
-                      reply: "Empty"),
-            Operation(op: "queue.batchUpdate", summary: "Update existing elements (320)", spec: ["NIM-16"],
-                      args: S.obj(["roomId": id, "elements": S.stringMap, "needNotify": S.bool()].merging(notifyExt) { a, _ in a },
-                                  required: ["roomId", "elements"]), reply: "MissingKeys"),
-            Operation(op: "queue.poll", summary: "Take an element (the head, or by key) (317 poll)", spec: ["NIM-16"],
-                      args: S.obj(["roomId": id, "key": text], required: ["roomId"]), reply: "QueueElement"),
-            Operation(op: "queue.drop", summary: "Empty the queue (317 drop)", spec: ["NIM-16"], args: roomOnly, reply: "Empty"),
-            Operation(op: "attributes.set", summary: "Set room attributes", spec: ["RC-10", "ZIM-8"],
-                      args: S.obj(["roomId": id, "entries": S.stringMap, "autoDelete": S.bool("Removed when I leave")],
-                                  required: ["roomId", "entries"]), reply: "Attributes"),
-            Operation(op: "attributes.remove", summary: "Remove room attributes", spec: ["RC-10", "ZIM-8"],
-                      args: S.obj(["roomId": id, "keys": S.arr(text)], required: ["roomId", "keys"]), reply: "Keys"),
-            Operation(op: "attributes.get", summary: "Room attributes (all, or the keys given)", spec: ["RC-10", "ZIM-8"],
-                      args: S.obj(["roomId": id, "keys": S.arr(text)], required: ["roomId"]), reply: "Attributes", memberOnly: true),
-            Operation(op: "manage.setRole", summary: "Set a member's role (creator: managers; managers: common/guest)", spec: ["NIM-12"],
-                      args: S.obj(["roomId": id, "userId": id, "role": enumeration(RoleTarget.allCases.map(\.rawValue))]
-                          .merging(notifyExt) { a, _ in a }, required: ["roomId", "userId", "role"]), reply: "Members"),
-            Operation(op: "manage.kick", summary: "Kick a member (313)", spec: ["NIM-6", "NIM-15"],
-                      args: S.obj(["roomId": id, "userId": id].merging(notifyExt) { a, _ in a }, required: ["roomId", "userId"]),
-                      reply: "Empty"),
-            Operation(op: "manage.block", summary: "Block members (303)", spec: ["NIM-12", "RC-5"],
-                      args: S.obj(["roomId": id, "userIds": userIds, "minutes": S.int(minimum: 1, maximum: 43200)]
-                          .merging(notifyExt) { a, _ in a }, required: ["roomId", "userIds"]), reply: "Empty"),
-            Operation(op: "manage.unblock", summary: "Unblock users (304)", spec: ["NIM-12", "RC-5"],
-                      args: S.obj(["roomId": id, "userIds": userIds].merging(notifyExt) { a, _ in a }, required: ["roomId", "userIds"]),
-                      reply: "Empty"),
-            Operation(op: "manage.mute", summary: "Mute members: temporary with seconds (314), else permanent (305)", spec: ["NIM-12", "NIM-15", "RC-6"],
-                      args: S.obj(["roomId": id, "userIds": userIds, "seconds": S.int(minimum: 1, maximum: 2_592_000)]
-                          .merging(notifyExt) { a, _ in a }, required: ["roomId", "userIds"]), reply: "Empty"),
-            Operation(op: "manage.unmute", summary: "Unmute members (306/315)", spec: ["NIM-12", "NIM-15", "RC-6"],
-                      args: S.obj(["roomId": id, "userIds": userIds, "kind": enumeration(["all", "permanent", "temporary"])]
-                          .merging(notifyExt) { a, _ in a }, required: ["roomId", "userIds"]), reply: "Empty"),
-            Operation(op: "manage.roomMute", summary: "Mute or unmute the whole room (318/319)", spec: ["NIM-17", "RC-6"],
-                      args: S.obj(["roomId": id, "muted": S.bool()].merging(notifyExt) { a, _ in a }, required: ["roomId", "muted"]),
-                      reply: "Empty"),
-            Operation(op: "conversation.set", summary: "Set my pinned and/or Do-Not-Disturb level for a conversation; my other devices are told",
-                      spec: ["CS-1", "CS-2"], args: conversationArgs(withValues: true), reply: "ConversationStatusResponse"),
-            Operation(op: "conversation.get", summary: "My status of a conversation with its effective level", spec: ["CS-1", "CS-4"],
-                      args: conversationArgs(withValues: false), reply: "ConversationStatusResponse"),
-            Operation(op: "group.channels", summary: "The channels of an ultra group I can see (public, and private ones listing me)",
-                      spec: ["UG-6"], args: S.obj(["groupId": id, "page": S.int(minimum: 1), "pageSize": S.int(minimum: 1, maximum: 100)],
-                                                 required: ["groupId"]), reply: "Channels"),
-        ]
-    }
-
-    static func conversationArgs(withValues: Bool) -> [String: Any] {
-        var props: [String: [String: Any]] = [
-            "conversationType": ["type": "integer", "enum": ConversationType.allCases.map(\.rawValue)], "targetId": id,
-            "channelId": S.str("Ultra groups (type 10) only", maxLength: 64),
-        ]
-        if withValues {
-            props["pinned"] = S.bool()
-            props["notificationLevel"] = ["type": "integer", "enum": NotificationLevel.allCases.map(\.rawValue)]
-        }
-        return S.obj(props, required: ["conversationType", "targetId"])
+        OpTable.all.map { Operation(op: $0.name, summary: $0.summary, spec: $0.spec, args: $0.args, reply: $0.reply, memberOnly: $0.memberOnly) }
     }
 
     // MARK: Events
@@ -296,19 +172,6 @@ public enum WebSocketDocument {
         ]
     }
 
-    static var closeCodes: [CloseCode] {
-        [
-            CloseCode(code: 1001, meaning: "The server is shutting down"),
-            CloseCode(code: 1003, meaning: "A binary message (the protocol is JSON text)"),
-            CloseCode(code: CloseCodes.badRequest, meaning: "The message was not a protocol message"),
-            CloseCode(code: CloseCodes.notAuthenticated, meaning: "The first message was not connect, it had no credentials, or it did not come within the connect timeout"),
-            CloseCode(code: CloseCodes.tokenExpired, meaning: "The token expired and was not refreshed within the grace period"),
-            CloseCode(code: CloseCodes.originNotAllowed, meaning: "The Origin is not on the app's allowlist"),
-            CloseCode(code: CloseCodes.badToken, meaning: "The token (or app key) is invalid"),
-            CloseCode(code: CloseCodes.slowConsumer, meaning: "The client did not read its events fast enough; other clients are unaffected"),
-        ]
-    }
-
     // MARK: The JSON Schema document
 
     /// The OpenAPI component schemas, with their references pointed at `$defs`.
@@ -387,7 +250,9 @@ public enum WebSocketDocument {
                 + "Commands are ClientMessage and are answered in order with Reply (the op's x-reply) or ErrorReply; events are "
                 + "ServerMessage too. See openapi/websocket.md.",
             "x-endpoint": "GET /ws",
-            "x-close-codes": Dictionary(uniqueKeysWithValues: closeCodes.map { (String($0.code), $0.meaning) }),
+            "x-close-codes": Dictionary(uniqueKeysWithValues: CloseCode.allCases.map {
+                (String($0.rawValue), ["meaning": $0.meaning, "reconnect": $0.reconnect.rawValue])
+            }),
             "oneOf": [ref("ClientMessage"), ref("ServerMessage")],
             "$defs": defs,
         ]
@@ -433,8 +298,9 @@ public enum WebSocketDocument {
         for e in events {
             md += "| `\(e.ev)` | \(e.summary) | \(e.audience) | \(e.stream.text) | \(fieldList(e.data)) | \(e.spec.joined(separator: ", ")) |\n"
         }
-        md += "\n## Close codes\n\n| code | meaning |\n|---|---|\n"
-        for c in closeCodes { md += "| \(c.code) | \(c.meaning) |\n" }
+        md += "\n## Close codes\n\nEvery close code the server sends, and whether the client should connect again "
+            + "(`yes, with backoff`: exponential backoff with jitter, then join with `resume`; `yes, with a new token`: ask the app "
+            + "server for a fresh token first; `no`: the same attempt would fail again).\n\n" + ErrorTable.closeCodeMarkdown
         md += """
 
             ## Answer shapes

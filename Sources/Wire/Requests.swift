@@ -1,0 +1,794 @@
+import Chat
+
+// Request DTOs: one per command, shared by the REST API and the WebSocket protocol (and the vendor
+// surfaces). Each decodes from JSON (a REST body, or a WebSocket op's `args`) and, where REST takes
+// it from the query string, from query parameters; each builds its domain command or query.
+// Decoding failures name the field; range checks happen in the domain, which names the field too.
+// What REST takes from the path (room id, user id, queue key, …) is the request's address: the
+// WebSocket protocol carries it in `args` next to the body (see `OpTable`).
+
+/// Who a request comes from: the app server (REST, vendor surfaces) or a connected session.
+public struct Caller: Sendable, Equatable {
+    public var app: String
+    public var actor: Actor
+    /// The session's user ("" for the app server).
+    public var userId: String
+
+    public init(app: String, actor: Actor, userId: String = "") {
+        self.app = app
+        self.actor = actor
+        self.userId = userId
+    }
+
+    public static func server(_ app: String) -> Caller { Caller(app: app, actor: .server) }
+
+    var isServer: Bool { actor == .server }
+}
+
+/// Query parameters of a REST call, read as the DTOs need them.
+public struct QueryParameters {
+    let lookup: (String) -> String?
+
+    public init(_ lookup: @escaping (String) -> String?) {
+        self.lookup = lookup
+    }
+
+    public func string(_ name: String) -> String? { lookup(name) }
+
+    /// A comma-separated list (empty items dropped).
+    public func list(_ name: String) -> [String] {
+        (lookup(name) ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }
+    }
+
+    public func bool(_ name: String) throws(ChatError) -> Bool? {
+        guard let v = lookup(name) else { return nil }
+        switch v {
+        case "true", "1": return true
+        case "false", "0": return false
+        default: throw ChatError(.invalidParameter, "\(name) must be true or false", field: name)
+        }
+    }
+
+    public func int(_ name: String) throws(ChatError) -> Int? {
+        guard let v = lookup(name) else { return nil }
+        guard let i = Int(v) else { throw ChatError(.invalidParameter, "\(name) must be an integer", field: name) }
+        return i
+    }
+}
+
+// MARK: Notifications
+
+/// The notification fields of moderation requests. RongCloud notifications (`needNotify` with
+/// `extra`) are the app server's choice; a NIM notification goes out when the app server gives
+/// `notifyExt`, and always when a member moderates from a client (NIM-15).
+protocol ModerationNotify {
+    var needNotify: Bool? { get }
+    var extra: String? { get }
+    var notifyExt: String? { get }
+}
+
+extension ModerationNotify {
+    func rc(_ caller: Caller) -> RCNotify? {
+        caller.isServer && needNotify == true ? RCNotify(extra: extra ?? "") : nil
+    }
+
+    func nim(_ caller: Caller) -> NIMNotify? {
+        caller.isServer ? notifyExt.map { NIMNotify(notifyExt: $0) } : NIMNotify(notifyExt: notifyExt ?? "")
+    }
+}
+
+// MARK: Rooms
+
+public struct RoomSpec: Decodable, Sendable {
+    public var roomId: String?
+    public var name: String?
+    public var announcement: String?
+    public var ext: String?
+    public var broadcastUrl: String?
+    public var creator: String?
+    public var queueModificationLevel: Int?
+    public var destroy: DestroySpec?
+    public var keepAlive: Bool?
+    public var multiDevice: String?
+    public var muted: Bool?
+    public var muteAllowlist: [String]?
+    public var attributes: [String: String]?
+    public var attributesOwner: String?
+    public var enterExitNotifications: Bool?
+    public var queueLimit: Int?
+
+    public init() {}
+
+    /// The domain configuration, or a refusal naming the field.
+    public func config(roomId fallback: String? = nil) throws(ChatError) -> RoomConfig {
+        guard let id = roomId ?? fallback else { throw ChatError(.invalidParameter, "roomId is required", field: "roomId") }
+        var c = RoomConfig(roomId: id)
+        if let v = name { c.name = v }
+        if let v = announcement { c.announcement = v }
+        if let v = ext { c.ext = v }
+        if let v = broadcastUrl { c.broadcastUrl = v }
+        c.creator = creator
+        if let v = queueModificationLevel { c.queueModificationLevel = try parseQueueLevel(v) }
+        if let d = destroy { c.destroyPolicy = try d.destroyPolicy() }
+        if let v = keepAlive { c.keepAlive = v }
+        if let v = multiDevice { c.multiDevice = try parseMultiDevice(v) }
+        if let v = muted { c.muted = v }
+        if let v = muteAllowlist { c.muteAllowlist = v }
+        if let v = attributes { c.attributes = v }
+        c.attributesOwner = attributesOwner
+        if let v = enterExitNotifications { c.enterExitNotifications = v }
+        c.queueLimit = queueLimit
+        return c
+    }
+
+    public func command(_ caller: Caller) throws(ChatError) -> Command { .createRoom(app: caller.app, try config()) }
+}
+
+func parseQueueLevel(_ v: Int) throws(ChatError) -> QueueModificationLevel {
+    guard let level = QueueModificationLevel(rawValue: v) else {
+        throw ChatError(.invalidParameter, "queueModificationLevel must be 0 (anyone) or 1 (managers)", field: "queueModificationLevel")
+    }
+    return level
+}
+
+func parseMultiDevice(_ v: String) throws(ChatError) -> MultiDevicePolicy {
+    guard let p = MultiDevicePolicy(rawValue: v) else {
+        throw ChatError(.invalidParameter, "multiDevice must be single or multiple", field: "multiDevice")
+    }
+    return p
+}
+
+public struct DestroySpec: Decodable, Sendable {
+    public var policy: String
+    public var minutes: Int?
+    public var seconds: Int?
+
+    func destroyPolicy() throws(ChatError) -> DestroyPolicy {
+        switch policy {
+        case "inactive":
+            guard let m = minutes else { throw ChatError(.invalidParameter, "destroy.minutes is required", field: "destroy.minutes") }
+            return .inactive(minutes: m)
+        case "fixed":
+            guard let m = minutes else { throw ChatError(.invalidParameter, "destroy.minutes is required", field: "destroy.minutes") }
+            return .fixed(minutes: m)
+        case "whenEmpty":
+            return .whenEmpty(seconds: seconds ?? 0)
+        default:
+            throw ChatError(.invalidParameter, "destroy.policy must be inactive, fixed or whenEmpty", field: "destroy.policy")
+        }
+    }
+}
+
+/// NIM-10 room update (REST `PATCH /v1/rooms/{roomId}`, WebSocket `room.update`).
+public struct RoomUpdateSpec: Decodable, Sendable {
+    public var name: String?
+    public var announcement: String?
+    public var ext: String?
+    public var broadcastUrl: String?
+    public var queueModificationLevel: Int?
+    public var destroy: DestroySpec?
+    public var keepAlive: Bool?
+    public var multiDevice: String?
+    public var enterExitNotifications: Bool?
+    public var queueLimit: Int?
+    public var needNotify: Bool?
+    public var notifyExt: String?
+
+    func update() throws(ChatError) -> RoomUpdate {
+        var u = RoomUpdate()
+        u.name = name
+        u.announcement = announcement
+        u.ext = ext
+        u.broadcastUrl = broadcastUrl
+        if let v = queueModificationLevel { u.queueModificationLevel = try parseQueueLevel(v) }
+        if let d = destroy { u.destroyPolicy = try d.destroyPolicy() }
+        u.keepAlive = keepAlive
+        if let v = multiDevice { u.multiDevice = try parseMultiDevice(v) }
+        u.enterExitNotifications = enterExitNotifications
+        u.queueLimit = queueLimit
+        return u
+    }
+
+    public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
+        // NIM-10: a 312 notification when `needNotify` is true (with `notifyExt`).
+        .updateRoom(app: caller.app, roomId: roomId, try update(), caller.actor,
+                    nim: needNotify == true ? NIMNotify(notifyExt: notifyExt ?? "") : nil)
+    }
+}
+
+/// NIM-1: open or close a room.
+public struct OpenRoomRequest: Decodable, Sendable {
+    public var open: Bool
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .setRoomOpen(app: caller.app, roomId: roomId, open, caller.actor, nim: NIMNotify(notifyExt: notifyExt ?? ""))
+    }
+}
+
+/// A list of user ids (`{"userIds": [...]}`).
+public struct UserIdsRequest: Decodable, Sendable {
+    public var userIds: [String]
+}
+
+// MARK: Members
+
+/// RC-9, NIM-13 member lists.
+public struct MembersRequest: Decodable, Sendable {
+    public var type: String?
+    public var order: String?
+    public var limit: Int?
+    /// The last user id of the previous page (`cursor` in the REST query).
+    public var after: String?
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        type = q.string("type")
+        order = q.string("order")
+        limit = try q.int("limit")
+        after = q.string("cursor")
+    }
+
+    public func query(_ caller: Caller, roomId: String) throws(ChatError) -> Query {
+        .members(app: caller.app, roomId: roomId, try parseMemberFilter(type), try parseOrder(order, default: .ascending),
+                 limit: limit ?? 100, after: after)
+    }
+}
+
+/// NIM-12: make a member a manager, a common member or a guest.
+public struct RoleRequest: Decodable, Sendable {
+    public var role: String
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String, userId: String) throws(ChatError) -> Command {
+        .setRole(app: caller.app, roomId: roomId, target: userId, .assign(try RoleTarget.parse(role)), caller.actor, notifyExt: notifyExt ?? "")
+    }
+}
+
+/// NIM-6: remove a member from the room.
+public struct KickRequest: Decodable, Sendable {
+    public var notifyExt: String?
+
+    public init(query q: QueryParameters) {
+        notifyExt = q.string("notifyExt")
+    }
+
+    public func command(_ caller: Caller, roomId: String, userId: String) -> Command {
+        .kick(app: caller.app, roomId: roomId, target: userId, caller.actor, notifyExt: notifyExt ?? "")
+    }
+}
+
+// MARK: Moderation
+
+/// RC-5, NIM-12: block users (for `minutes`, or until unblocked).
+public struct BlockRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var minutes: Int?
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .block(app: caller.app, roomId: roomId, userIds, minutes: minutes, caller.actor, rc: rc(caller), nim: nim(caller))
+    }
+}
+
+/// RC-5, NIM-12: unblock users.
+public struct UnblockRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String?
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        userIds = q.list("userIds")
+        needNotify = try q.bool("needNotify")
+        extra = q.string("extra")
+        notifyExt = q.string("notifyExt")
+    }
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .unblock(app: caller.app, roomId: roomId, userIds, caller.actor, rc: rc(caller), nim: nim(caller))
+    }
+}
+
+/// RC-6 (minutes), NIM-12/15 (seconds; neither: permanent): mute users in a room.
+public struct MuteRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var minutes: Int?
+    public var seconds: Int64?
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
+        if minutes != nil && seconds != nil {
+            throw ChatError(.invalidParameter, "give minutes or seconds, not both", field: "seconds")
+        }
+        let duration: MuteDuration = minutes.map { .minutes($0) } ?? seconds.map { .seconds($0) } ?? .permanent
+        return .mute(app: caller.app, roomId: roomId, userIds, duration, caller.actor, rc: rc(caller), nim: nim(caller))
+    }
+}
+
+/// RC-6, NIM-12/15: unmute users (all mutes, or only the permanent or temporary ones).
+public struct UnmuteRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var kind: String?
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String?
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        userIds = q.list("userIds")
+        kind = q.string("kind")
+        needNotify = try q.bool("needNotify")
+        extra = q.string("extra")
+        notifyExt = q.string("notifyExt")
+    }
+
+    public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
+        .unmute(app: caller.app, roomId: roomId, userIds, try parseUnmuteKind(kind), caller.actor, rc: rc(caller), nim: nim(caller))
+    }
+}
+
+/// RC-6 2/3, NIM-17: mute or unmute the whole room.
+public struct RoomMuteRequest: Decodable, Sendable, ModerationNotify {
+    public var muted: Bool
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .setRoomMuted(app: caller.app, roomId: roomId, muted, caller.actor, rc: rc(caller), nim: nim(caller))
+    }
+}
+
+/// RC-6 4/5: the room-mute allowlist.
+public struct AllowlistRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String? { nil }
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        userIds = q.list("userIds")
+        needNotify = try q.bool("needNotify")
+        extra = q.string("extra")
+    }
+
+    public func add(_ caller: Caller, roomId: String) -> Command {
+        .addToAllowlist(app: caller.app, roomId: roomId, userIds, rc: rc(caller))
+    }
+
+    public func remove(_ caller: Caller, roomId: String) -> Command {
+        .removeFromAllowlist(app: caller.app, roomId: roomId, userIds, rc: rc(caller))
+    }
+}
+
+/// RC-6 6/7, RC-7: mute users in every room of the app.
+public struct GlobalMuteRequest: Decodable, Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var minutes: Int
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String? { nil }
+
+    public func command(_ caller: Caller) -> Command {
+        .globalMute(app: caller.app, userIds, minutes: minutes, rc: rc(caller))
+    }
+}
+
+public struct GlobalUnmuteRequest: Sendable, ModerationNotify {
+    public var userIds: [String]
+    public var needNotify: Bool?
+    public var extra: String?
+    public var notifyExt: String? { nil }
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        userIds = q.list("userIds")
+        needNotify = try q.bool("needNotify")
+        extra = q.string("extra")
+    }
+
+    public func command(_ caller: Caller) -> Command { .globalUnmute(app: caller.app, userIds, rc: rc(caller)) }
+}
+
+// MARK: Attributes (RC-10, ZIM-8)
+
+public struct SetAttributesRequest: Decodable, Sendable {
+    public var entries: [String: String]
+    /// The owner of the entries; only the app server may name one (a member owns what it sets).
+    public var ownerId: String?
+    public var autoDelete: Bool?
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .setAttributes(app: caller.app, roomId: roomId, entries.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+                       owner: caller.isServer ? ownerId : nil, autoDelete: autoDelete ?? false, caller.actor)
+    }
+}
+
+public struct AttributeKeysRequest: Decodable, Sendable {
+    public var keys: [String]?
+
+    public init(query q: QueryParameters) {
+        keys = q.list("keys")
+    }
+
+    public func remove(_ caller: Caller, roomId: String) -> Command {
+        .removeAttributes(app: caller.app, roomId: roomId, keys ?? [], caller.actor)
+    }
+
+    public func query(_ caller: Caller, roomId: String) -> Query {
+        .attributes(app: caller.app, roomId: roomId, keys: keys ?? [])
+    }
+}
+
+// MARK: Queue (NIM-16)
+
+public struct QueueOfferRequest: Decodable, Sendable {
+    public var value: String
+    /// Removed when its owner leaves (members only).
+    public var transient: Bool?
+
+    public func command(_ caller: Caller, roomId: String, key: String) -> Command {
+        .queueOffer(app: caller.app, roomId: roomId, key: key, value: value, transient: transient ?? false, caller.actor)
+    }
+}
+
+public struct QueueBatchRequest: Decodable, Sendable {
+    public var elements: [String: String]
+    public var needNotify: Bool?
+    public var notifyExt: String?
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        let notify = needNotify == true ? NIMNotify(notifyExt: notifyExt ?? "") : nil
+        return .queueBatchUpdate(app: caller.app, roomId: roomId, elements.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+                                 caller.actor, notify: notify)
+    }
+}
+
+public struct QueuePollRequest: Decodable, Sendable {
+    /// The element to take; nil takes the head.
+    public var key: String?
+
+    public init(key: String?) {
+        self.key = key
+    }
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .queuePoll(app: caller.app, roomId: roomId, key: key, caller.actor)
+    }
+}
+
+// MARK: Messages (NIM-8)
+
+public struct SendMessageRequest: Decodable, Sendable {
+    public var type: String?
+    public var content: String
+    /// The app server may send in the name of a user (REST only).
+    public var fromUserId: String?
+    public var nickname: String?
+    public var avatar: String?
+
+    public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
+        let sender: MessageSender
+        switch caller.actor {
+        case .server: sender = .server(userId: fromUserId ?? "", nickname: nickname ?? "", avatar: avatar ?? "")
+        case .session(let id): sender = .session(id)
+        }
+        return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content)
+    }
+}
+
+public struct HistoryRequest: Decodable, Sendable {
+    public var start: Int64?
+    public var limit: Int?
+    public var order: String?
+    public var types: [String]?
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        start = try q.int("start").map(Int64.init)
+        limit = try q.int("limit")
+        order = q.string("order")
+        types = q.list("types")
+    }
+
+    public func query(_ caller: Caller, roomId: String) throws(ChatError) -> Query {
+        .history(app: caller.app, roomId: roomId, start: start ?? 0, limit: limit ?? 20, try parseOrder(order, default: .descending),
+                 kinds: try parseKinds(types))
+    }
+}
+
+// MARK: Sessions (WebSocket only)
+
+public struct ConnectRequest: Decodable, Sendable {
+    public struct Anonymous: Decodable, Sendable {
+        public var nickname: String?
+        public var avatar: String?
+    }
+    public var token: String?
+    public var appKey: String?
+    public var anonymous: Anonymous?
+    public var device: String?
+    /// CS-3: the last conversation-status version this device synced (absent: never).
+    public var conversationCursor: Int64?
+}
+
+public struct TokenRefreshRequest: Decodable, Sendable { public var token: String }
+
+/// BX-1: where a reconnecting client left a room's stream.
+public struct ResumeSpec: Decodable, Sendable {
+    public var epoch: String
+    public var stream: String
+    public var offset: Int64
+}
+
+/// NIM-2 enter profile fields of a join or switch.
+public struct ProfileFields: Decodable, Sendable {
+    public var nickname: String?
+    public var avatar: String?
+    public var ext: String?
+    public var notifyExt: String?
+    public var profile: EnterProfile { EnterProfile(nickname: nickname ?? "", avatar: avatar ?? "", ext: ext ?? "", notifyExt: notifyExt ?? "") }
+}
+
+public struct JoinRequest: Decodable, Sendable {
+    public var mode: String?
+    public var room: RoomSpec?
+    public var resume: ResumeSpec?
+    public var fields: ProfileFields
+
+    enum CodingKeys: String, CodingKey { case mode, room, resume }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        mode = try c.decodeIfPresent(String.self, forKey: .mode)
+        room = try c.decodeIfPresent(RoomSpec.self, forKey: .room)
+        resume = try c.decodeIfPresent(ResumeSpec.self, forKey: .resume)
+        fields = try ProfileFields(from: decoder)
+    }
+
+    /// The join mode; enter and create carry the room's configuration (its id defaults to `roomId`).
+    public func joinMode(roomId: String) throws(ChatError) -> JoinMode {
+        switch mode ?? "join" {
+        case "join": return .join
+        case "enter": return .enter(try (room ?? RoomSpec()).config(roomId: roomId))
+        case "create": return .create(try (room ?? RoomSpec()).config(roomId: roomId))
+        default: throw ChatError(.invalidParameter, "mode must be join, enter or create", field: "mode")
+        }
+    }
+}
+
+public struct SwitchRequest: Decodable, Sendable {
+    public var from: String
+    public var to: RoomSpec
+    public var createIfMissing: Bool?
+    public var fields: ProfileFields
+
+    enum CodingKeys: String, CodingKey { case from, to, createIfMissing }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        from = try c.decode(String.self, forKey: .from)
+        to = try c.decode(RoomSpec.self, forKey: .to)
+        createIfMissing = try c.decodeIfPresent(Bool.self, forKey: .createIfMissing)
+        fields = try ProfileFields(from: decoder)
+    }
+
+    public func command(_ session: SessionID) throws(ChatError) -> Command {
+        .switchRoom(session, from: from, to: try to.config(), createIfMissing: createIfMissing ?? false, fields.profile)
+    }
+}
+
+/// NIM-11: a member updates its own room profile (316).
+public struct MemberUpdateRequest: Decodable, Sendable {
+    public var nickname: String?
+    public var avatar: String?
+    public var ext: String?
+    public var notifyExt: String?
+
+    public func command(_ session: SessionID, roomId: String) -> Command {
+        .updateMyInfo(session, roomId: roomId, nickname: nickname, avatar: avatar, ext: ext, notifyExt: notifyExt ?? "")
+    }
+}
+
+// MARK: Ultra groups and conversation status (SPEC §4, §5)
+
+/// `type` as "public"/"private" or the vendor's 0/1.
+public struct ChannelTypeValue: Decodable, Sendable {
+    public let type: ChannelType
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let text: String
+        if let n = try? c.decode(Int.self) { text = String(n) } else { text = try c.decode(String.self) }
+        do {
+            type = try ChannelType.parse(text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "must be public (0) or private (1)")
+        }
+    }
+}
+
+public struct CreateGroupRequest: Decodable, Sendable {
+    public var groupId: String
+    public var name: String?
+    public var creator: String?
+
+    public func command(_ caller: Caller) -> Command {
+        .createGroup(app: caller.app, groupId: groupId, name: name ?? "", creator: creator)
+    }
+}
+
+public struct CreateChannelRequest: Decodable, Sendable {
+    public var channelId: String
+    public var type: ChannelTypeValue?
+
+    public func command(_ caller: Caller, groupId: String) -> Command {
+        .createChannel(app: caller.app, groupId: groupId, channelId: channelId, type?.type ?? .public)
+    }
+}
+
+public struct ChannelTypeRequest: Decodable, Sendable {
+    public var type: ChannelTypeValue
+}
+
+/// A 1-based page of an ultra group's lists (UG-6).
+public struct PageRequest: Decodable, Sendable {
+    public var page: Int?
+    public var pageSize: Int?
+
+    public init(query q: QueryParameters) throws(ChatError) {
+        page = try q.int("page")
+        pageSize = try q.int("pageSize")
+    }
+
+    public var values: (page: Int, pageSize: Int) { (page ?? 1, pageSize ?? 20) }
+
+    public func userChannels(_ caller: Caller, groupId: String, userId: String) -> Query {
+        .userChannels(app: caller.app, groupId: groupId, userId: userId, page: values.page, pageSize: values.pageSize)
+    }
+}
+
+public struct GroupLevelRequest: Decodable, Sendable {
+    public var notificationLevel: Int
+    public var channelId: String?
+
+    public func command(_ caller: Caller, groupId: String) throws(ChatError) -> Command {
+        .setGroupNotificationLevel(app: caller.app, groupId: groupId, channelId: channelId, try NotificationLevel.parse(notificationLevel))
+    }
+}
+
+public struct TypeLevelRequest: Decodable, Sendable {
+    public var notificationLevel: Int
+}
+
+/// A conversation, as the REST path names it or as WebSocket `args` carry it.
+public struct ConversationAddress: Decodable, Sendable {
+    public var conversationType: Int
+    public var targetId: String
+    public var channelId: String?
+
+    public init(conversationType: Int, targetId: String, channelId: String?) {
+        self.conversationType = conversationType
+        self.targetId = targetId
+        self.channelId = channelId
+    }
+
+    /// `conversationType` from a REST path segment.
+    public init(path type: String, targetId: String, channelId: String?) throws(ChatError) {
+        guard let raw = Int(type) else {
+            throw ChatError(.invalidParameter, "conversationType must be 1, 3, 6 or 10", field: "conversationType")
+        }
+        self.init(conversationType: raw, targetId: targetId, channelId: channelId)
+    }
+
+    public func key(field: String = "conversationType") throws(ChatError) -> ConversationKey {
+        ConversationKey(type: try ConversationType.parse(conversationType, field: field), targetId: targetId, channelId: channelId ?? "")
+    }
+}
+
+/// CS-1, CS-2: pin and Do-Not-Disturb level of one conversation.
+public struct ConversationStatusRequest: Decodable, Sendable {
+    public var channelId: String?
+    public var pinned: Bool?
+    public var notificationLevel: Int?
+
+    public func command(_ caller: Caller, userId: String, _ key: ConversationKey, levelField: String = "notificationLevel") throws(ChatError) -> Command {
+        let level = try notificationLevel.map { v throws(ChatError) in try NotificationLevel.parse(v, field: levelField) }
+        return .setConversationStatus(app: caller.app, userId: userId, key, pinned: pinned, level: level, caller.actor)
+    }
+}
+
+// MARK: App settings
+
+/// `PATCH /v1/settings`: the fields to change; the domain validates and merges them in one
+/// command, so concurrent changes of different fields all stay.
+public struct SettingsPatchRequest: Decodable, Sendable {
+    public var memberChangeEvents: Bool?
+    public var multipleRoomsPerUser: Bool?
+    public var enterExitNotifications: Bool?
+    public var maxRoomsPerUser: Int?
+    public var maxRooms: Int?
+    public var historyRetentionSeconds: Int64?
+    public var historyLimitPerRoom: Int?
+    public var maxMessageBytes: Int?
+    public var defaultQueueLimit: Int?
+    public var notificationLevel: Int?
+    /// The WebSocket Origin allowlist; empty: any origin.
+    public var allowedOrigins: [String]?
+
+    public func patch() throws(ChatError) -> AppSettingsPatch {
+        AppSettingsPatch(memberChangeEvents: memberChangeEvents, multipleRoomsPerUser: multipleRoomsPerUser,
+                         enterExitNotifications: enterExitNotifications, maxRoomsPerUser: maxRoomsPerUser, maxRooms: maxRooms,
+                         historyRetentionSeconds: historyRetentionSeconds, historyLimitPerRoom: historyLimitPerRoom,
+                         maxMessageBytes: maxMessageBytes, defaultQueueLimit: defaultQueueLimit,
+                         notificationLevel: try notificationLevel.map { v throws(ChatError) in try NotificationLevel.parse(v) },
+                         allowedOrigins: allowedOrigins)
+    }
+}
+
+// MARK: Tokens, webhooks
+
+public struct TokenRequest: Decodable, Sendable {
+    public var ttlSeconds: Int64?
+    public var nickname: String?
+    public var avatar: String?
+    public var device: String?
+}
+
+public struct WebhookEndpointRequest: Decodable, Sendable {
+    public var url: String?
+    public var secret: String?
+    public var events: [String]?
+    public var format: String?
+    public var allowPrivateNetwork: Bool?
+    public var enabled: Bool?
+}
+
+public struct WebhookReplayRequest: Decodable, Sendable {
+    public var messageIds: [String]?
+    public var since: Int64?
+}
+
+// MARK: Value parsers
+
+func parseKind(_ s: String?, field: String = "type") throws(ChatError) -> ChatMessage.Kind {
+    switch s ?? "text" {
+    case "text": return .text
+    case "custom": return .custom
+    default: throw ChatError(.invalidParameter, "\(field) must be text or custom", field: field)
+    }
+}
+
+func parseKinds(_ list: [String]?) throws(ChatError) -> [ChatMessage.Kind] {
+    var out: [ChatMessage.Kind] = []
+    for s in list ?? [] {
+        guard let k = ChatMessage.Kind(rawValue: s) else {
+            throw ChatError(.invalidParameter, "types may contain text, custom, notification", field: "types")
+        }
+        out.append(k)
+    }
+    return out
+}
+
+func parseOrder(_ s: String?, default d: SortOrder) throws(ChatError) -> SortOrder {
+    switch s {
+    case nil: return d
+    case "asc", "ascending": return .ascending
+    case "desc", "descending": return .descending
+    default: throw ChatError(.invalidParameter, "order must be asc or desc", field: "order")
+    }
+}
+
+func parseMemberFilter(_ s: String?) throws(ChatError) -> MemberFilter {
+    guard let s else { return .present }
+    guard let f = MemberFilter(rawValue: s) else {
+        throw ChatError(.invalidParameter, "type must be present, regular, temporary, regularOnline or temporaryNewestFirst", field: "type")
+    }
+    return f
+}
+
+func parseUnmuteKind(_ s: String?) throws(ChatError) -> UnmuteKind {
+    guard let s else { return .all }
+    guard let k = UnmuteKind(rawValue: s) else { throw ChatError(.invalidParameter, "kind must be all, permanent or temporary", field: "kind") }
+    return k
+}
