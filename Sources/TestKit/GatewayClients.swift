@@ -1,6 +1,6 @@
-import Crypto
 import Foundation
 import Synchronization
+import Wire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +58,7 @@ public struct RESTClient {
     }
 
     public func signatureHeaders(nonce: String = UUID().uuidString, timestamp: Int64 = Int64(Date().timeIntervalSince1970)) -> [(String, String)] {
-        let sig = Insecure.SHA1.hash(data: Array((secret + nonce + String(timestamp)).utf8)).map { String(format: "%02x", $0) }.joined()
+        let sig = Signing.sha1(secret: secret, nonce: nonce, timestamp: String(timestamp))
         return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", String(timestamp)), ("Signature", sig)]
     }
 
@@ -72,7 +72,9 @@ public struct RESTClient {
         let c = try TCPClient(port: port, timeout: 10)
         try c.send(Array(request.utf8) + bytes)
         let r = try c.readResponse()
-        return Response(status: r.status, body: r.body)
+        let response = Response(status: r.status, body: r.body)
+        if r.status >= 400 { try ErrorTableCheck.restError(status: r.status, json: response.json, text: response.text) }
+        return response
     }
 
     public func token(_ user: String, nickname: String? = nil, device: String? = nil, ttl: Int? = nil) throws -> String {
@@ -162,7 +164,10 @@ public final class ProtocolClient {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let m = try next(timeout: deadline.timeIntervalSinceNow)
-            if let rid = m["id"] as? Int, rid == id { return m }
+            if let rid = m["id"] as? Int, rid == id {
+                if let error = m["error"] as? [String: Any] { try ErrorTableCheck.wsError(error) }
+                return m
+            }
             if m["ev"] != nil { events.append(m) }
         }
         throw TestKitError.timeout("no answer to \(op)")
@@ -184,6 +189,7 @@ public final class ProtocolClient {
             case .ping, .pong: continue
             case .close(let code, _):
                 closeCode = code
+                try ErrorTableCheck.closeCode(code)
                 throw TestKitError.protocolError("closed by server: \(code ?? 0)")
             case .binary: continue
             }
@@ -238,4 +244,30 @@ extension Dictionary where Key == String, Value == Any {
     public func obj(_ k: String) -> [String: Any] { self[k] as? [String: Any] ?? [:] }
     public func str(_ k: String) -> String? { self[k] as? String }
     public func int(_ k: String) -> Int? { (self[k] as? NSNumber)?.intValue }
+}
+
+/// Every refusal the end-to-end tests see is checked against the one error table: a REST error
+/// has a row with that HTTP status, a WebSocket error a row, and a close code is in the
+/// close-code table. A mismatch fails the test that produced it.
+public enum ErrorTableCheck {
+    public static func restError(status: Int, json: [String: Any], text: String) throws {
+        // Bodies that are not errors of ours (e.g. a webhook receiver's) are not checked.
+        guard let code = (json["code"] as? NSNumber)?.intValue else { throw TestKitError.protocolError("error body without a code: \(text)") }
+        guard let row = ErrorTable.row(code) else { throw TestKitError.protocolError("code \(code) is not in the error table: \(text)") }
+        guard row.httpStatus == status else {
+            throw TestKitError.protocolError("code \(code) came with HTTP \(status); the error table says \(row.httpStatus)")
+        }
+        guard json["message"] is String else { throw TestKitError.protocolError("error \(code) without a message") }
+    }
+
+    public static func wsError(_ error: [String: Any]) throws {
+        guard let code = (error["code"] as? NSNumber)?.intValue, ErrorTable.row(code) != nil else {
+            throw TestKitError.protocolError("WebSocket error not in the error table: \(error)")
+        }
+    }
+
+    public static func closeCode(_ code: UInt16?) throws {
+        guard let code else { return }
+        guard CloseCode(rawValue: code) != nil else { throw TestKitError.protocolError("close code \(code) is not in the close-code table") }
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import TestKit
 @testable import Gateway
+import Wire
 
 @Suite("Authentication over real sockets (SPEC §2)", .serialized)
 struct AuthTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import Wire
 import Testing
 import TestKit
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Gateway
 import Testing
+import Wire
 import TestKit
 
 /// Every WebSocket op of the published protocol, with each of its number fields set to extremes:
@@ -36,18 +37,18 @@ struct HostileInputTests {
         let c = try g.client("alice")
         _ = try c.expectOK(try c.command("room.join", ["roomId": "x"]))
         var tried = 0
-        for op in WebSocketDocument.operations where op.op != "connect" {
+        for op in OpTable.all where op.name != "connect" {
             guard let args = op.args else { continue }
             for a in extremes(args) {
                 var withRoom = a
                 if withRoom["roomId"] != nil { withRoom["roomId"] = "x" }
                 if withRoom["groupId"] != nil { withRoom["groupId"] = "x" }
-                let reply = try c.command(op.op, withRoom)
+                let reply = try c.command(op.name, withRoom)
                 tried += 1
                 if let e = reply["error"] as? [String: Any] {
-                    #expect(e.int("code") != nil, "\(op.op) \(withRoom): \(e)")
+                    #expect(e.int("code") != nil, "\(op.name) \(withRoom): \(e)")
                 } else {
-                    #expect(reply["ok"] != nil, "\(op.op) \(withRoom): \(reply)")
+                    #expect(reply["ok"] != nil, "\(op.name) \(withRoom): \(reply)")
                 }
             }
         }
