@@ -64,10 +64,6 @@ extension RESTAPI {
         }
     }
 
-    static func spec(_ b: WebhookEndpointRequest) -> WebhookService.EndpointSpec {
-        .init(url: b.url, secret: b.secret, events: b.events, format: b.format, allowPrivateNetwork: b.allowPrivateNetwork, enabled: b.enabled)
-    }
-
     func registerWebhooks(_ r: inout Router.Builder) {
         let hooks = context.webhooks
         let clock = context.clock
@@ -83,8 +79,8 @@ extension RESTAPI {
         r.add(.POST, "/v1/webhooks", signed { req, caller, writer in
             let app = caller.app
             do throws(ChatError) {
-                let b = try decodeBody(WebhookEndpointRequest.self, from: req.body)
-                hooks.createEndpoint(app: app, Self.spec(b), completion: reply(writer, status: .created, withSecret: true))
+                let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
+                hooks.createEndpoint(app: app, b, completion: reply(writer, status: .created, withSecret: true))
             } catch {
                 writer.send(Self.error(error))
             }
@@ -110,8 +106,8 @@ extension RESTAPI {
         r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
             let app = caller.app
             do throws(ChatError) {
-                let b = try decodeBody(WebhookEndpointRequest.self, from: req.body)
-                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), Self.spec(b), completion: reply(writer, withSecret: false))
+                let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
+                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), b, completion: reply(writer, withSecret: false))
             } catch {
                 writer.send(Self.error(error))
             }

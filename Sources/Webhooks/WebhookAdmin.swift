@@ -9,7 +9,8 @@ extension WebhookService {
     public typealias Completion<T> = @Sendable (Result<T, ChatError>) -> Void
 
     /// What a create or update asks for; nil fields are left as they are.
-    public struct EndpointSpec: Sendable {
+    /// (Also the body of `POST` and `PATCH /v1/webhooks`.)
+    public struct EndpointSpec: Sendable, Decodable {
         public var url: String?
         public var secret: String?
         public var events: [String]?

@@ -49,6 +49,11 @@ public struct QueryParameters {
         }
     }
 
+    /// `needNotify`, `extra` and `notifyExt` of a moderation call's query string.
+    func notify() throws(ChatError) -> (needNotify: Bool?, extra: String?, notifyExt: String?) {
+        (try bool("needNotify"), string("extra"), string("notifyExt"))
+    }
+
     public func int(_ name: String) throws(ChatError) -> Int? {
         guard let v = lookup(name) else { return nil }
         guard let i = Int(v) else { throw ChatError(.invalidParameter, "\(name) must be an integer", field: name) }
@@ -281,9 +286,7 @@ public struct UnblockRequest: Decodable, Sendable, ModerationNotify {
 
     public init(query q: QueryParameters) throws(ChatError) {
         userIds = q.list("userIds")
-        needNotify = try q.bool("needNotify")
-        extra = q.string("extra")
-        notifyExt = q.string("notifyExt")
+        (needNotify, extra, notifyExt) = try q.notify()
     }
 
     public func command(_ caller: Caller, roomId: String) -> Command {
@@ -320,9 +323,7 @@ public struct UnmuteRequest: Decodable, Sendable, ModerationNotify {
     public init(query q: QueryParameters) throws(ChatError) {
         userIds = q.list("userIds")
         kind = q.string("kind")
-        needNotify = try q.bool("needNotify")
-        extra = q.string("extra")
-        notifyExt = q.string("notifyExt")
+        (needNotify, extra, notifyExt) = try q.notify()
     }
 
     public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
@@ -351,8 +352,7 @@ public struct AllowlistRequest: Decodable, Sendable, ModerationNotify {
 
     public init(query q: QueryParameters) throws(ChatError) {
         userIds = q.list("userIds")
-        needNotify = try q.bool("needNotify")
-        extra = q.string("extra")
+        (needNotify, extra, _) = try q.notify()
     }
 
     public func add(_ caller: Caller, roomId: String) -> Command {
@@ -385,8 +385,7 @@ public struct GlobalUnmuteRequest: Sendable, ModerationNotify {
 
     public init(query q: QueryParameters) throws(ChatError) {
         userIds = q.list("userIds")
-        needNotify = try q.bool("needNotify")
-        extra = q.string("extra")
+        (needNotify, extra, _) = try q.notify()
     }
 
     public func command(_ caller: Caller) -> Command { .globalUnmute(app: caller.app, userIds, rc: rc(caller)) }
@@ -733,15 +732,6 @@ public struct TokenRequest: Decodable, Sendable {
     public var nickname: String?
     public var avatar: String?
     public var device: String?
-}
-
-public struct WebhookEndpointRequest: Decodable, Sendable {
-    public var url: String?
-    public var secret: String?
-    public var events: [String]?
-    public var format: String?
-    public var allowPrivateNetwork: Bool?
-    public var enabled: Bool?
 }
 
 public struct WebhookReplayRequest: Decodable, Sendable {
