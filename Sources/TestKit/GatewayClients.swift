@@ -123,6 +123,7 @@ public final class ProtocolClient {
     public private(set) var closeCode: UInt16?
     public var userId = ""
     public var stream = ""
+    private var connected = false
 
     public init(port: UInt16, origin: String? = nil, receiveBuffer: Int32? = nil) throws {
         ws = try WSClient(port: port, path: "/ws", headers: origin.map { ["Origin": $0] } ?? [:], receiveBuffer: receiveBuffer)
@@ -143,6 +144,7 @@ public final class ProtocolClient {
         if let device { args["device"] = device }
         if let conversationCursor { args["conversationCursor"] = conversationCursor }
         let ok = try expectOK(try command("connect", args))
+        connected = true
         userId = ok["userId"] as? String ?? ""
         stream = ok["stream"] as? String ?? ""
         let synced = try waitFor("conversation.statusSynced")
@@ -219,10 +221,19 @@ public final class ProtocolClient {
         }
     }
 
-    /// Collects every event that arrives within `seconds` (plus those already queued and those
-    /// already readable); `drain(for: 0)` reads what is there without waiting.
+    /// Waits until every event of every change committed before this call has arrived, without
+    /// sleeping: a command that is refused still goes through the engine's ordered commit path,
+    /// so its answer comes after everything committed before it. False when the connection cannot
+    /// take a command (not connected with `connect(token:)`, or closed).
+    public func barrier() -> Bool {
+        guard connected, closeCode == nil else { return false }
+        return (try? command("room.leave", ["roomId": "~barrier"])) != nil
+    }
+
+    /// Collects every event committed so far (after a barrier; without one, what arrives within
+    /// `seconds`), plus those already queued; `drain(for: 0)` reads what is there without waiting.
     public func drain(for seconds: Double = 0.3) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(seconds)
+        let deadline = Date().addingTimeInterval(seconds > 0 && barrier() ? 0 : seconds)
         while true {
             let waitMs = max(0, Int32(deadline.timeIntervalSinceNow * 1000))
             guard ws.tcp.hasBufferedData || ws.tcp.poll(milliseconds: waitMs) else { break }

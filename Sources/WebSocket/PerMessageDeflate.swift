@@ -187,6 +187,8 @@ public final class MessageInflater {
     private let noContextTakeover: Bool
     public let maxOutputBytes: Int
     private static let tail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
+    /// Bytes inflated per zlib call (on the stack).
+    private static let scratchBytes = 16 * 1024
 
     public enum InflateError: Error, Equatable {
         case tooLarge
@@ -219,34 +221,38 @@ public final class MessageInflater {
         stream.pointee.avail_in = uInt(input.count)
         defer { stream.pointee.next_in = nil }
         let before = output.count
-        while true {
-            let room = min(64 * 1024, maxOutputBytes - output.count + 1)
-            let start = output.count
-            var rc: Int32 = Z_OK
-            var produced = 0
-            // Grow the array, inflate into the new tail, then trim what was not used.
-            output.append(contentsOf: repeatElement(0, count: room))
-            output.withUnsafeMutableBufferPointer { buf in
-                stream.pointee.next_out = buf.baseAddress! + start
+        // zlib writes into a scratch area on the stack, and only what it produced is appended:
+        // no zero-filling of a large tail per piece, and no per-connection buffer.
+        var failure: InflateError?
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.scratchBytes) { scratch in
+            while true {
+                let room = min(Self.scratchBytes, maxOutputBytes - output.count + 1)
+                stream.pointee.next_out = scratch.baseAddress!
                 stream.pointee.avail_out = uInt(room)
-                rc = CZlib.inflate(stream, Z_SYNC_FLUSH)
-                produced = room - Int(stream.pointee.avail_out)
+                let rc = CZlib.inflate(stream, Z_SYNC_FLUSH)
+                let produced = room - Int(stream.pointee.avail_out)
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[0..<produced]))
+                if output.count > maxOutputBytes {
+                    failure = .tooLarge
+                    return
+                }
+                switch rc {
+                case Z_OK, Z_BUF_ERROR:
+                    break
+                case Z_STREAM_END:
+                    // The sender ended its stream with a final block (a BFINAL block);
+                    // whatever follows starts a new one.
+                    inflateReset(stream)
+                default:
+                    failure = .corrupt
+                    return
+                }
+                if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { return }
+                if rc == Z_BUF_ERROR && produced == 0 { return }
             }
-            output.removeLast(room - produced)
-            if output.count > maxOutputBytes { throw .tooLarge }
-            switch rc {
-            case Z_OK, Z_BUF_ERROR:
-                break
-            case Z_STREAM_END:
-                // The sender ended its stream with a final block (a BFINAL block);
-                // whatever follows starts a new one.
-                inflateReset(stream)
-            default:
-                throw .corrupt
-            }
-            if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 { break }
-            if rc == Z_BUF_ERROR && produced == 0 { break }
         }
+        stream.pointee.next_out = nil
+        if let failure { throw failure }
         return output.count - before
     }
 

@@ -12,7 +12,7 @@ func startRoomcast(_ extra: [String] = []) throws -> (RunningProcess, UInt16) {
     return (process, try process.waitForPort())
 }
 
-@Suite("roomcast over real sockets: HTTP", .serialized)
+@Suite("roomcast over real sockets: HTTP")
 struct BlackBoxHTTPTests {
     @Test func healthAndReadiness() throws {
         let (server, port) = try startRoomcast()
