@@ -153,6 +153,11 @@ public final class WebhookService: @unchecked Sendable {
     private var flights: [Int: InFlight] = [:]
     private var nextTag = 0
     private var writes: [@Sendable (Database) throws -> Void] = []
+    /// What becomes visible once `writes` are durable (e.g. an endpoint shown as disabled only
+    /// together with the dead delivery that disabled it).
+    private var afterWrites: [@Sendable () -> Void] = []
+    /// Endpoints disabled here whose change is not yet durable (and so not yet in the registry).
+    private var disabling: Set<String> = []
     private var nextPrune: Int64 = 0
 
     public init(store: Store, configuration: Configuration = Configuration(), logger: Logger, clock: @escaping @Sendable () -> Int64,
@@ -333,7 +338,7 @@ public final class WebhookService: @unchecked Sendable {
             }
             while transport.inFlight < configuration.maxInFlight, q.inFlight < configuration.maxInFlightPerEndpoint, let item = q.pop() {
                 guard let m = messages[item.messageId]?.message else { continue }
-                guard e.enabled else {
+                guard e.enabled, !disabling.contains(e.id) else {
                     finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
                            error: "endpoint disabled: \(e.disabledReason)", now: now)
                     continue
@@ -418,23 +423,34 @@ public final class WebhookService: @unchecked Sendable {
         release(m)
     }
 
-    /// 410 Gone: the endpoint stops receiving; what is queued for it becomes dead letters.
+    /// 410 Gone: the endpoint stops receiving; what is queued for it becomes dead letters. It
+    /// stops here at once; the API shows it disabled once that is durable, in the same
+    /// transaction as the dead delivery.
     private func disable(_ id: String, reason: String) {
-        guard let e = registry.withLock({ r -> WebhookEndpoint? in
-            guard var e = r.byId[id], e.enabled else { return nil }
-            e.enabled = false
-            e.disabledReason = reason
-            r.put(e)
-            return e
-        }) else { return }
+        guard !disabling.contains(id), var e = registry.withLock({ $0.byId[id] }), e.enabled else { return }
+        disabling.insert(id)
+        e.enabled = false
+        e.disabledReason = reason
         logger.warning("webhook endpoint disabled", metadata: ["endpoint": "\(id)", "reason": "\(reason)"])
-        writes.append { db in try WebhookDatabase.save(e, db) }
+        let disabled = e
+        writes.append { db in try WebhookDatabase.save(disabled, db) }
+        afterWrites.append { [self] in
+            registry.withLock { r in
+                guard var current = r.byId[id] else { return }
+                current.enabled = false
+                current.disabledReason = reason
+                r.put(current)
+            }
+            post(.task { s in s.disabling.remove(id) })
+        }
     }
 
     private func flushWrites() {
         guard !writes.isEmpty else { return }
         let batch = writes
+        let after = afterWrites
         writes.removeAll(keepingCapacity: true)
-        store.submit(Store.Commit(mutations: [], extra: { tx in for w in batch { try w(tx.database) } }, onDurable: {}))
+        afterWrites.removeAll(keepingCapacity: true)
+        store.submit(Store.Commit(mutations: [], extra: { tx in for w in batch { try w(tx.database) } }, onDurable: { for f in after { f() } }))
     }
 }
