@@ -103,19 +103,34 @@ final class ClientSession: WebSocketHandler {
     /// The caller this session's ops act as.
     private var caller: Caller { Caller(app: app, actor: .session(id), userId: userId) }
 
+    /// Messages that arrived while `connect` was being answered, processed in order after it.
+    private var early: [[UInt8]] = []
+    private var earlyBytes = 0
+    /// At most this many bytes of messages are held while `connect` is answered.
+    static let maxEarlyBytes = 64 * 1024
+
     /// One protocol message: its op from the op table, its `args` decoded into the op's action.
     func handle(_ bytes: [UInt8]) {
+        if connecting {
+            // A client may send commands right behind connect (even in the same TCP write).
+            guard earlyBytes + bytes.count <= Self.maxEarlyBytes else {
+                reply(nil, error: GatewayError(.badRequest, "more than \(Self.maxEarlyBytes) bytes sent before the connect answer", field: "op"))
+                close(.badRequest, "too much sent before the connect answer")
+                return
+            }
+            early.append(bytes)
+            earlyBytes += bytes.count
+            return
+        }
         guard let envelope = OpTable.envelope(bytes) else {
+            // Without an id the answer cannot be matched: the error, then close 4000 (as documented).
             reply(nil, error: GatewayError(.badRequest, "a message is {\"id\": number, \"op\": string, \"args\": object}", field: "op"))
+            close(.badRequest, "not a protocol message")
             return
         }
         let rid = envelope.id
         if !authenticated {
             guard envelope.op == "connect" else {
-                if connecting {
-                    reply(rid, error: GatewayError(.badRequest, "wait for the connect answer", field: "op"))
-                    return
-                }
                 close(.notAuthenticated, "the first message must be connect")
                 return
             }
@@ -237,6 +252,12 @@ final class ClientSession: WebSocketHandler {
 
     private func connected(_ rid: Int?, _ result: Result<Reply, ChatError>, stream: String, expiresAt: Int64?, anonymous: Bool) {
         connecting = false
+        defer {
+            let held = early
+            early = []
+            earlyBytes = 0
+            for message in held where connection != nil { handle(message) }
+        }
         guard connection != nil else {
             // Closed meanwhile: the engine still has the session; tell it.
             if case .success = result { context.engine.submit(.disconnect(id), replyTo: .none) }

@@ -45,7 +45,9 @@ final class GatewayContext: Sendable {
     let apps: AppRegistry
     let authenticator: RequestAuthenticator
     let clock: @Sendable () -> Int64
-    let publicURLs: [String]
+    /// NIM-3 address lookup: the WebSocket URLs handed out (derived from the bound port at start
+    /// when none are configured).
+    let publicURLs: PublicURLs
     let tokenGraceMilliseconds: Int64
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
@@ -58,7 +60,7 @@ final class GatewayContext: Sendable {
         self.apps = apps
         self.authenticator = RequestAuthenticator(apps: apps, clock: clock)
         self.clock = clock
-        self.publicURLs = publicURLs
+        self.publicURLs = PublicURLs(publicURLs)
         self.tokenGraceMilliseconds = configuration.tokenGraceSeconds * 1000
         self.connectTimeoutMilliseconds = configuration.connectTimeoutSeconds * 1000
         self.defaultTokenTTLSeconds = configuration.defaultTokenTTLSeconds
@@ -194,12 +196,7 @@ public final class Gateway: Sendable {
         self.logger = logger
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         let store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
-        var urls = configuration.publicURLs
-        if urls.isEmpty {
-            let path = serverConfiguration.webSocket.path ?? "/ws"
-            urls = ["ws://\(serverConfiguration.host):\(serverConfiguration.port)\(path)"]
-        }
-        let core = try GatewayCore(configuration: configuration, store: store, publicURLs: urls, logger: logger, clock: clock)
+        let core = try GatewayCore(configuration: configuration, store: store, publicURLs: configuration.publicURLs, logger: logger, clock: clock)
         self.core = core
         let hubs = core.hubs
         server = try HTTPServer(
@@ -227,8 +224,25 @@ public final class Gateway: Sendable {
         try webhooks.start()
         core.engine.start()
         try server.start()
+        if configuration.publicURLs.isEmpty {
+            core.context.publicURLs.set([Self.derivedURL(server.configuration, port: server.port, logger: logger)])
+        }
         core.ready.set(true)
         logger.info("gateway ready", metadata: ["apps": "\(core.context.apps.all.map(\.key))", "data": "\(configuration.dataDirectory)"])
+    }
+
+    /// The URL clients reach this server at when no `--public-url` is given: the bound port (not
+    /// the configured 0), and for a wildcard listener the loopback address, with a warning.
+    static func derivedURL(_ c: ServerConfiguration, port: UInt16, logger: Logger) -> String {
+        let path = c.webSocket.path ?? "/ws"
+        var host = c.host
+        if ["0.0.0.0", "::", "[::]", ""].contains(host) {
+            logger.warning("listening on a wildcard address without --public-url: the address lookup hands out the loopback address; set --public-url to what clients can reach")
+            host = host.contains(":") ? "[::1]" : "127.0.0.1"
+        } else if host.contains(":") && !host.hasPrefix("[") {
+            host = "[\(host)]"
+        }
+        return "ws://\(host):\(port)\(path)"
     }
 
     public var port: UInt16 { server.port }
@@ -243,6 +257,14 @@ public final class Gateway: Sendable {
         webhooks.stop()
         store.stop()
     }
+}
+
+/// The WebSocket URLs the address lookup hands out; set once the port is bound.
+final class PublicURLs: Sendable {
+    private let urls: Mutex<[String]>
+    init(_ urls: [String]) { self.urls = Mutex(urls) }
+    var value: [String] { urls.withLock { $0 } }
+    func set(_ v: [String]) { urls.withLock { $0 = v } }
 }
 
 /// Whether /readyz says ready.

@@ -246,7 +246,7 @@ struct RESTAPI: Sendable {
             writer.send(Self.error(ChatError(.invalidParameter, "userId is 1 to 64 bytes", field: "userId")))
             return
         }
-        let urls = context.publicURLs
+        let urls = context.publicURLs.value
         engine.query(.room(app: app, roomId: roomId)) { result in
             switch result {
             case .failure(let e): writer.send(Self.error(e))

@@ -116,7 +116,8 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case unsupportedData = 1003
     case invalidPayload = 1007
     case messageTooBig = 1009
-    /// The message was not a protocol message.
+    /// The message was not a protocol message (not JSON, or not `{"id", "op", "args"}`), or more
+    /// than 64 KiB was sent before the connect answer.
     case badRequest = 4000
     /// The first message was not `connect`, it had no credentials, or it did not come in time.
     case notAuthenticated = 4001
@@ -137,7 +138,7 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
         case .unsupportedData: return "A binary message (the protocol is JSON text)"
         case .invalidPayload: return "Invalid UTF-8 or invalid compressed data"
         case .messageTooBig: return "A message larger than the limit (also after inflation)"
-        case .badRequest: return "The message was not a protocol message"
+        case .badRequest: return "The message was not JSON or not {\"id\", \"op\", \"args\"} (answered first with an error whose id is null), or more than 64 KiB was sent before the connect answer"
         case .notAuthenticated: return "The first message was not connect, it had no credentials, or it did not come within the connect timeout"
         case .tokenExpired: return "The token expired and was not refreshed within the grace period"
         case .originNotAllowed: return "The Origin is not on the app's allowlist"

@@ -273,7 +273,11 @@ public enum WebSocketDocument {
             - `GET /ws` upgrades to a WebSocket (RFC 6455; permessage-deflate is negotiated when offered).
               Browsers' `Origin` must be on the app's allowlist (`PUT /v1/settings`, `allowedOrigins`).
             - Every message is a JSON text frame. The first must be `connect`, sent within the connect
-              timeout (`--connect-timeout`, default 10 s).
+              timeout (`--connect-timeout`, default 10 s). Commands may follow it at once, even in the
+              same TCP write: up to 64 KiB of them are held and processed in order after the connect
+              answer. A message that is not JSON or not `{"id", "op", "args"}` is answered with an error
+              whose `id` is null, and the connection is closed with 4000; an unknown op is only answered
+              with an error (code 40000).
             - A command is `{"id": 7, "op": "room.join", "args": {...}}`. Its answer is
               `{"id": 7, "ok": {...}}` or `{"id": 7, "error": {"code": 23406, "message": "...", "field": "roomId"}}`
               with the codes of [errors.md](errors.md). Answers come in the order commands were sent.

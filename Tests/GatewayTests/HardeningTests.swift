@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TestKit
+import WebSocket
+import Wire
+
+/// Defects an outside audit found in the WebSocket protocol and the address lookup, over real
+/// sockets (they are about bytes on the wire and the bound port).
+@Suite("Protocol hardening over real sockets")
+struct HardeningTests {
+    /// Reads frames until one whose `id` is `id` (collecting events), or a close.
+    func answer(_ ws: WSClient, id: Int) throws -> [String: Any] {
+        while true {
+            switch try ws.readFrame(timeout: 5) {
+            case .text(let s):
+                let m = (try JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+                if (m["id"] as? NSNumber)?.intValue == id { return m }
+            case .close(let code, _): throw TestKitError.protocolError("closed \(code ?? 0)")
+            default: continue
+            }
+        }
+    }
+
+    func frame(_ object: [String: Any]) throws -> [UInt8] {
+        WebSocketFrameEncoder.frame(opcode: .text, payload: Array(try JSONSerialization.data(withJSONObject: object)), fin: true,
+                                    maskKey: UInt32.random(in: 0...UInt32.max))
+    }
+
+    // §2: commands sent in the same TCP write as connect are processed in order after it (they
+    // used to be refused with "wait for the connect answer").
+    @Test func commandsInTheSameWriteAsConnectAreAnsweredInOrder() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "same-write"]).status == 201)
+        let ws = try WSClient(port: g.port, path: "/ws")
+        let token = try rest.token("ann")
+        try ws.tcp.send(try frame(["id": 1, "op": "connect", "args": ["token": token]])
+                        + frame(["id": 2, "op": "room.join", "args": ["roomId": "same-write"]])
+                        + frame(["id": 3, "op": "room.send", "args": ["roomId": "same-write", "content": "hi"]]))
+        #expect(try answer(ws, id: 1)["ok"] != nil)
+        let joined = try answer(ws, id: 2)
+        #expect((joined["ok"] as? [String: Any])?["joinInfo"] != nil, "\(joined)")
+        let sent = try answer(ws, id: 3)
+        #expect(((sent["ok"] as? [String: Any])?["message"] as? [String: Any])?["content"] as? String == "hi", "\(sent)")
+    }
+
+    // The 4000 close code is what the documents say: a message that is not a protocol message is
+    // answered with an error (id null), then the connection is closed with 4000.
+    @Test func aNonProtocolMessageIsClosedWith4000() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let c = try g.client("ann")
+        try c.ws.sendText("this is not json")
+        var error: [String: Any]?
+        var code: UInt16?
+        loop: while true {
+            switch try c.ws.readFrame(timeout: 5) {
+            case .text(let s):
+                let m = (try JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+                if m["error"] != nil { error = m }
+            case .close(let cc, _):
+                code = cc
+                break loop
+            default: continue
+            }
+        }
+        #expect(error?["id"] is NSNull)
+        #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == GatewayErrorCode.badRequest.rawValue)
+        #expect(code == CloseCode.badRequest.rawValue)
+        #expect(CloseCode.badRequest.reconnect == .never)
+        // An unknown op with a valid envelope is only an error: the connection stays.
+        let d = try g.client("dan")
+        #expect(try d.command("room.dance", ["roomId": "x"]).obj("error").int("code") == GatewayErrorCode.badRequest.rawValue)
+        _ = try d.expectOK(try d.command("room.join", ["roomId": "x", "mode": "enter"]))
+    }
+
+    // NIM-3: with --port 0 the address lookup hands out the bound port, not 0.
+    @Test func addressLookupHandsOutTheBoundPort() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "live"]).status == 201)
+        let addr = try rest.call("GET", "/v1/rooms/live/address?userId=u1&clientType=web")
+        #expect(addr.json["addresses"] as? [String] == ["ws://127.0.0.1:\(g.port)/ws"])
+    }
+}
