@@ -134,7 +134,11 @@ public final class ChatDomain {
     }
 
     func room(_ app: AppState, _ roomId: String) throws(ChatError) -> Room {
-        guard let r = app.rooms[roomId] else { throw ChatError(.roomNotFound, "room \(roomId) does not exist", field: "roomId") }
+        guard let r = app.rooms[roomId] else {
+            // An id no room can have is bad input, not a missing room.
+            try Validate.identifier(roomId, field: "roomId", maxBytes: Limits.maxRoomIdBytes)
+            throw ChatError(.roomNotFound, "room \(roomId) does not exist", field: "roomId")
+        }
         return r
     }
 

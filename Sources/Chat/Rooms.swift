@@ -104,9 +104,9 @@ extension ChatDomain {
         if let v = update.name { try Validate.maxBytes(v, Limits.maxNameBytes, field: "name") }
         if let v = update.announcement { try Validate.maxBytes(v, Limits.maxAnnouncementBytes, field: "announcement") }
         if let v = update.ext { try Validate.maxBytes(v, Limits.maxExtBytes, field: "ext") }
-        if let v = update.broadcastUrl { try Validate.maxBytes(v, 1024, field: "broadcastUrl") }
+        if let v = update.broadcastUrl { try Validate.maxBytes(v, Limits.maxBroadcastUrlBytes, field: "broadcastUrl") }
         if let p = update.destroyPolicy { try Validate.destroyPolicy(p) }
-        if let q = update.queueLimit, q < 1 || q > 10_000 { throw .invalid("queueLimit", "queueLimit must be between 1 and 10000") }
+        if let q = update.queueLimit, q < 1 || q > Limits.maxQueueLimit { throw .invalid("queueLimit", "queueLimit must be between 1 and \(Limits.maxQueueLimit)") }
         if let nim { try Validate.notifyExt(nim.notifyExt) }
         if let v = update.name { room.name = v }
         if let v = update.announcement { room.announcement = v }

@@ -17,7 +17,7 @@ public struct AppSettings: Equatable, Sendable, Codable {
     /// Messages kept in memory per room for history queries (older ones are only in the store).
     public var historyLimitPerRoom = 1000
     /// NIM-8: largest message content in bytes.
-    public var maxMessageBytes = 16 * 1024
+    public var maxMessageBytes = Limits.defaultMaxMessageBytes
     /// NIM-16: default queue capacity of a room.
     public var defaultQueueLimit = 1000
     /// CS-4: the app's default Do-Not-Disturb level (the lowest priority).
@@ -234,4 +234,10 @@ public enum Limits {
     public static let maxGroupUsersPerCall = 100
     public static let maxPageSize = 100
     public static let maxStatusSyncPage = 1000
+    public static let maxBroadcastUrlBytes = 1024
+    public static let maxQueueLimit = 10_000
+    /// Largest message content of the default app settings (each app may change it).
+    public static let defaultMaxMessageBytes = 16 * 1024
+    /// Longest lifetime of a client token issued by the REST API.
+    public static let maxTokenTTLSeconds: Int64 = 30 * 24 * 3600
 }

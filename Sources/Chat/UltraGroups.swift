@@ -4,7 +4,10 @@ extension ChatDomain {
     // MARK: Look-ups
 
     func group(_ app: AppState, _ groupId: String) throws(ChatError) -> UltraGroup {
-        guard let g = app.groups[groupId] else { throw ChatError(.notFound, "ultra group \(groupId) does not exist", field: "groupId") }
+        guard let g = app.groups[groupId] else {
+            try Validate.identifier(groupId, field: "groupId", maxBytes: Limits.maxRoomIdBytes)
+            throw ChatError(.notFound, "ultra group \(groupId) does not exist", field: "groupId")
+        }
         return g
     }
 

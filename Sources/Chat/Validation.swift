@@ -1,8 +1,8 @@
 /// Input checks. Each names the field it refuses, and runs before any state changes.
-enum Validate {
+public enum Validate {
     /// Ids of rooms, users, apps: 1…maxBytes bytes of visible ASCII without `/`, `?`, `#`, `%`,
     /// quotes or backslash (they travel in URL paths and JSON).
-    static func identifier(_ s: String, field: String, maxBytes: Int) throws(ChatError) {
+    public static func identifier(_ s: String, field: String, maxBytes: Int) throws(ChatError) {
         let u = s.utf8
         guard !u.isEmpty else { throw .invalid(field, "\(field) must not be empty") }
         guard u.count <= maxBytes else { throw .invalid(field, "\(field) must be at most \(maxBytes) bytes") }
@@ -94,7 +94,7 @@ enum Validate {
         try maxBytes(c.name, Limits.maxNameBytes, field: "name")
         try maxBytes(c.announcement, Limits.maxAnnouncementBytes, field: "announcement")
         try maxBytes(c.ext, Limits.maxExtBytes, field: "ext")
-        try maxBytes(c.broadcastUrl, 1024, field: "broadcastUrl")
+        try maxBytes(c.broadcastUrl, Limits.maxBroadcastUrlBytes, field: "broadcastUrl")
         if let creator = c.creator { try userId(creator, field: "creator") }
         try destroyPolicy(c.destroyPolicy)
         if !c.muteAllowlist.isEmpty { try userIds(c.muteAllowlist, field: "muteAllowlist", max: Limits.maxAllowlist) }
@@ -106,6 +106,6 @@ enum Validate {
             try maxBytes(v, Limits.maxAttributeValueBytes, field: "attributes.\(k)")
         }
         if let owner = c.attributesOwner { try userId(owner, field: "attributesOwner") }
-        if let q = c.queueLimit, q < 1 || q > 10_000 { throw .invalid("queueLimit", "queueLimit must be between 1 and 10000") }
+        if let q = c.queueLimit, q < 1 || q > Limits.maxQueueLimit { throw .invalid("queueLimit", "queueLimit must be between 1 and \(Limits.maxQueueLimit)") }
     }
 }

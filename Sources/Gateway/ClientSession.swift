@@ -180,7 +180,12 @@ final class ClientSession: WebSocketHandler {
     /// Queries a member may ask about a room it is in.
     private func memberQuery(_ rid: Int?, roomId: String, _ q: Query) {
         guard roomSlots[RoomKey(app: app, roomId: roomId)] != nil else {
-            reply(rid, .failure(ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")))
+            do {
+                try Validate.identifier(roomId, field: "roomId", maxBytes: Limits.maxRoomIdBytes)
+                reply(rid, .failure(ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")))
+            } catch {
+                reply(rid, .failure(error))
+            }
             return
         }
         query(rid, q)

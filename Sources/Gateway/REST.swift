@@ -217,8 +217,8 @@ struct RESTAPI: Sendable {
             let user = Self.param(req, "userId")
             guard !user.isEmpty, user.utf8.count <= 64 else { throw ChatError(.invalidParameter, "userId is 1 to 64 bytes", field: "userId") }
             let ttl = b.ttlSeconds ?? context.defaultTokenTTLSeconds
-            guard ttl >= 1 && ttl <= 30 * 24 * 3600 else {
-                throw ChatError(.invalidParameter, "ttlSeconds must be between 1 and 2592000", field: "ttlSeconds")
+            guard ttl >= 1 && ttl <= Limits.maxTokenTTLSeconds else {
+                throw ChatError(.invalidParameter, "ttlSeconds must be between 1 and \(Limits.maxTokenTTLSeconds)", field: "ttlSeconds")
             }
             guard let secret = context.apps.secret(app) else { throw ChatError(.unknownApp, "unknown app", field: "appKey") }
             let now = context.clock() / 1000

@@ -43,7 +43,7 @@ public enum OpenAPIDocument {
     static var stringMap: [String: Any] { ["type": "object", "additionalProperties": ["type": "string"]] }
     /// Room, user and app ids: 1–64 bytes of visible ASCII except `/ ? # % " \` (Validate.identifier).
     static var id: [String: Any] {
-        ["type": "string", "minLength": 1, "maxLength": 64, "pattern": #"^[!$&'()*+,\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]+$"#]
+        ["type": "string", "minLength": 1, "maxLength": Limits.maxRoomIdBytes, "pattern": #"^[!$&'()*+,\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]+$"#]
     }
     /// A comma-separated list of ids in a query parameter.
     static var idList: [String: Any] {
@@ -55,7 +55,7 @@ public enum OpenAPIDocument {
         let one = "[0-9A-Za-z+=_-]{1,128}"
         return ["type": "string", "pattern": "^\(one)(,\(one))*$"]
     }
-    static var userIds: [String: Any] { ["type": "array", "items": id, "minItems": 1, "maxItems": 20, "uniqueItems": true] }
+    static var userIds: [String: Any] { ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxUsersPerCall, "uniqueItems": true] }
 
     // MARK: Operation helpers
 
@@ -192,7 +192,7 @@ public enum OpenAPIDocument {
                                                      params: [roomIdParam,
                                                               param("type", "query", ["type": "string", "enum": ["present", "regular", "temporary", "regularOnline", "temporaryNewestFirst"]]),
                                                               param("order", "query", ["type": "string", "enum": ["asc", "desc"]]),
-                                                              param("limit", "query", int(minimum: 1, maximum: 500)),
+                                                              param("limit", "query", int(minimum: 1, maximum: Limits.maxMemberListCount)),
                                                               param("cursor", "query", description: "The last user id of the previous page")],
                                                      ok: (200, "Members"), id: "listMembers")],
             "/v1/rooms/{roomId}/members/query": ["post": op("Is each user in the room?", tag: members, spec: ["RC-9"], params: [roomIdParam],
@@ -264,7 +264,7 @@ public enum OpenAPIDocument {
                 "post": op("Send a message as the app server (never blocked by mutes)", tag: messages, spec: ["NIM-8", "RC-7"],
                            params: [roomIdParam], body: "SendMessage", ok: (201, "MessageResponse"), id: "sendMessage"),
                 "get": op("History (kept 10 days by default)", tag: messages, spec: ["NIM-8"],
-                          params: [roomIdParam, param("start", "query", int(minimum: 0)), param("limit", "query", int(minimum: 1, maximum: 100)),
+                          params: [roomIdParam, param("start", "query", int(minimum: 0)), param("limit", "query", int(minimum: 1, maximum: Limits.maxHistoryLimit)),
                                    param("order", "query", ["type": "string", "enum": ["asc", "desc"]]), param("types", "query")],
                           ok: (200, "Messages"), id: "getHistory"),
             ],
@@ -273,19 +273,19 @@ public enum OpenAPIDocument {
 
     static var schemas: [String: Any] {
         let destroy = obj(["policy": ["type": "string", "enum": ["inactive", "fixed", "whenEmpty"]],
-                           "minutes": int("inactive/fixed: 60–10080", minimum: 60, maximum: 10080),
-                           "seconds": int("whenEmpty: 0–10800", minimum: 0, maximum: 10800)], required: ["policy"])
+                           "minutes": int("inactive/fixed: \(Limits.minDestroyMinutes)–\(Limits.maxDestroyMinutes)", minimum: Limits.minDestroyMinutes, maximum: Limits.maxDestroyMinutes),
+                           "seconds": int("whenEmpty: 0–\(Limits.maxDestroyDelaySeconds)", minimum: 0, maximum: Limits.maxDestroyDelaySeconds)], required: ["policy"])
         // Requests: the policy decides which duration is required, so each policy is its own shape.
         let destroyRequest: [String: Any] = ["oneOf": [
             obj(["policy": ["type": "string", "enum": ["inactive", "fixed"]],
-                 "minutes": int("60–10080", minimum: 60, maximum: 10080)], required: ["policy", "minutes"]),
+                 "minutes": int("\(Limits.minDestroyMinutes)–\(Limits.maxDestroyMinutes)", minimum: Limits.minDestroyMinutes, maximum: Limits.maxDestroyMinutes)], required: ["policy", "minutes"]),
             obj(["policy": ["type": "string", "enum": ["whenEmpty"]],
-                 "seconds": int("0–10800; omitted: 0", minimum: 0, maximum: 10800)], required: ["policy"]),
+                 "seconds": int("0–\(Limits.maxDestroyDelaySeconds); omitted: 0", minimum: 0, maximum: Limits.maxDestroyDelaySeconds)], required: ["policy"]),
         ]]
         let creationAttributes: [String: Any] = [
             "type": "object", "maxProperties": 20,
             "propertyNames": ["pattern": #"^[0-9A-Za-z+=_-]{1,128}$"#],
-            "additionalProperties": ["type": "string", "maxLength": 4096],
+            "additionalProperties": ["type": "string", "maxLength": Limits.maxAttributeValueBytes],
             "description": "Up to 20 attributes; keys 1–128 of letters, digits, + = - _; values up to 4096 bytes",
         ]
         let room = obj([
@@ -306,8 +306,8 @@ public enum OpenAPIDocument {
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])
         let notify: [String: [String: Any]] = [
-            "needNotify": bool("Send the RongCloud-style event (with extra)"), "extra": str("JSON string, used when needNotify", maxLength: 4096),
-            "notifyExt": str("Send the NIM notification with this notifyExt", maxLength: 2048),
+            "needNotify": bool("Send the RongCloud-style event (with extra)"), "extra": str("JSON string, used when needNotify", maxLength: Limits.maxExtraBytes),
+            "notifyExt": str("Send the NIM notification with this notifyExt", maxLength: Limits.maxNotifyExtBytes),
         ]
         return [
             "Error": obj(["code": int(), "message": str(), "field": str()], required: ["code", "message"]),
@@ -339,42 +339,42 @@ public enum OpenAPIDocument {
             ]),
             "SettingsUpdate": obj([
                 "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(),
-                "maxRoomsPerUser": int(minimum: 1, maximum: 1000), "maxRooms": int(minimum: 0), "historyRetentionSeconds": int(minimum: 60),
-                "historyLimitPerRoom": int(minimum: 1, maximum: 100_000), "maxMessageBytes": int(minimum: 1, maximum: 1 << 20),
-                "defaultQueueLimit": int(minimum: 1, maximum: 10_000), "notificationLevel": ref("NotificationLevelValue"),
-                "allowedOrigins": arr(str(maxLength: 256), maxItems: 100),
+                "maxRoomsPerUser": int(minimum: SettingsLimits.maxRoomsPerUser.lowerBound, maximum: SettingsLimits.maxRoomsPerUser.upperBound), "maxRooms": int(minimum: SettingsLimits.minMaxRooms), "historyRetentionSeconds": int(minimum: Int(SettingsLimits.historyRetentionSeconds.lowerBound), maximum: Int(SettingsLimits.historyRetentionSeconds.upperBound)),
+                "historyLimitPerRoom": int(minimum: SettingsLimits.historyLimitPerRoom.lowerBound, maximum: SettingsLimits.historyLimitPerRoom.upperBound), "maxMessageBytes": int(minimum: SettingsLimits.maxMessageBytes.lowerBound, maximum: SettingsLimits.maxMessageBytes.upperBound),
+                "defaultQueueLimit": int(minimum: SettingsLimits.defaultQueueLimit.lowerBound, maximum: SettingsLimits.defaultQueueLimit.upperBound), "notificationLevel": ref("NotificationLevelValue"),
+                "allowedOrigins": arr(str(maxLength: SettingsLimits.allowedOriginBytes.upperBound), maxItems: SettingsLimits.maxAllowedOrigins),
             ]),
-            "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: 2_592_000), "nickname": str(), "avatar": str(), "device": str()]),
+            "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: Int(Limits.maxTokenTTLSeconds)), "nickname": str(), "avatar": str(), "device": str()]),
             "CreateRoom": obj([
-                "roomId": id, "name": str(maxLength: 128), "announcement": str(maxLength: 4096), "ext": str(maxLength: 4096),
-                "broadcastUrl": str(maxLength: 1024), "creator": id, "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest,
+                "roomId": id, "name": str(maxLength: Limits.maxNameBytes), "announcement": str(maxLength: Limits.maxAnnouncementBytes), "ext": str(maxLength: Limits.maxExtBytes),
+                "broadcastUrl": str(maxLength: Limits.maxBroadcastUrlBytes), "creator": id, "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest,
                 "keepAlive": bool(), "multiDevice": ["type": "string", "enum": ["single", "multiple"]], "muted": bool(),
                 "muteAllowlist": userIds, "attributes": creationAttributes, "attributesOwner": id, "enterExitNotifications": bool(),
                 "queueLimit": int(minimum: 1, maximum: 10_000),
             ], required: ["roomId"]),
             "UpdateRoom": obj([
-                "name": str(maxLength: 128), "announcement": str(maxLength: 4096), "ext": str(maxLength: 4096), "broadcastUrl": str(maxLength: 1024),
+                "name": str(maxLength: Limits.maxNameBytes), "announcement": str(maxLength: Limits.maxAnnouncementBytes), "ext": str(maxLength: Limits.maxExtBytes), "broadcastUrl": str(maxLength: Limits.maxBroadcastUrlBytes),
                 "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest, "keepAlive": bool(),
                 "multiDevice": ["type": "string", "enum": ["single", "multiple"]], "enterExitNotifications": bool(),
-                "queueLimit": int(minimum: 1, maximum: 10_000), "needNotify": bool("Send notification 312"), "notifyExt": str(maxLength: 2048),
+                "queueLimit": int(minimum: 1, maximum: Limits.maxQueueLimit), "needNotify": bool("Send notification 312"), "notifyExt": str(maxLength: Limits.maxNotifyExtBytes),
             ]),
-            "OpenRoom": obj(["open": bool(), "notifyExt": str(maxLength: 2048)], required: ["open"]),
-            "UserIdList": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": 1000, "uniqueItems": true]], required: ["userIds"]),
-            "SetRole": obj(["role": ["type": "string", "enum": RoleTarget.allCases.map(\.rawValue)], "notifyExt": str(maxLength: 2048)], required: ["role"]),
-            "Block": obj(["userIds": userIds, "minutes": int("1–43200; omitted: no expiry", minimum: 1, maximum: 43200)]
+            "OpenRoom": obj(["open": bool(), "notifyExt": str(maxLength: Limits.maxNotifyExtBytes)], required: ["open"]),
+            "UserIdList": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxIsInRoomIds, "uniqueItems": true]], required: ["userIds"]),
+            "SetRole": obj(["role": ["type": "string", "enum": RoleTarget.allCases.map(\.rawValue)], "notifyExt": str(maxLength: Limits.maxNotifyExtBytes)], required: ["role"]),
+            "Block": obj(["userIds": userIds, "minutes": int("\(Limits.minDurationMinutes)–\(Limits.maxDurationMinutes); omitted: no expiry", minimum: Limits.minDurationMinutes, maximum: Limits.maxDurationMinutes)]
                          .merging(notify) { a, _ in a }, required: ["userIds"]),
-            "Mute": obj(["userIds": userIds, "minutes": int(minimum: 1, maximum: 43200), "seconds": int(minimum: 1, maximum: 2_592_000)]
+            "Mute": obj(["userIds": userIds, "minutes": int(minimum: Limits.minDurationMinutes, maximum: Limits.maxDurationMinutes), "seconds": int(minimum: 1, maximum: Limits.maxTempMuteSeconds)]
                         .merging(notify) { a, _ in a }, required: ["userIds"]),
             "RoomMute": obj(["muted": bool()].merging(notify) { a, _ in a }, required: ["muted"]),
-            "Allowlist": obj(["userIds": userIds, "needNotify": bool(), "extra": str(maxLength: 4096)], required: ["userIds"]),
-            "GlobalMute": obj(["userIds": userIds, "minutes": int(minimum: 1, maximum: 43200), "needNotify": bool(), "extra": str(maxLength: 4096)],
+            "Allowlist": obj(["userIds": userIds, "needNotify": bool(), "extra": str(maxLength: Limits.maxExtraBytes)], required: ["userIds"]),
+            "GlobalMute": obj(["userIds": userIds, "minutes": int(minimum: Limits.minDurationMinutes, maximum: Limits.maxDurationMinutes), "needNotify": bool(), "extra": str(maxLength: Limits.maxExtraBytes)],
                               required: ["userIds", "minutes"]),
             "SetAttributes": obj(["entries": ["type": "object", "minProperties": 1,
                                               "propertyNames": ["pattern": #"^[0-9A-Za-z+=_-]{1,128}$"#],
-                                              "additionalProperties": ["type": "string", "maxLength": 4096]], "ownerId": id, "autoDelete": bool()], required: ["entries"]),
-            "QueueValue": obj(["value": str(maxLength: 4096)], required: ["value"]),
-            "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: 2048)], required: ["elements"]),
-            "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": 16384], "fromUserId": id,
+                                              "additionalProperties": ["type": "string", "maxLength": Limits.maxAttributeValueBytes]], "ownerId": id, "autoDelete": bool()], required: ["entries"]),
+            "QueueValue": obj(["value": str(maxLength: Limits.maxQueueValueBytes)], required: ["value"]),
+            "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: Limits.maxNotifyExtBytes)], required: ["elements"]),
+            "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"], "fromUserId": id,
                                 "nickname": str(), "avatar": str()], required: ["content"]),
         ]
     }
@@ -386,7 +386,7 @@ public enum OpenAPIDocument {
     static var groupIdParam: [String: Any] { param("groupId", "path", id, description: "Ultra group id (1–64 bytes)") }
     static var channelIdParam: [String: Any] { param("channelId", "path", id, description: "Channel (busChannel) id") }
     static var pageParams: [[String: Any]] {
-        [param("page", "query", int("1-based; default 1", minimum: 1)), param("pageSize", "query", int("default 20", minimum: 1, maximum: 100))]
+        [param("page", "query", int("1-based; default 1", minimum: 1)), param("pageSize", "query", int("default 20", minimum: 1, maximum: Limits.maxPageSize))]
     }
     static var conversationParams: [[String: Any]] {
         [param("userId", "path", id),
@@ -452,7 +452,7 @@ public enum OpenAPIDocument {
             "/v1/users/{userId}/conversations": [
                 "get": op("Statuses changed after a version cursor, in change order (what a device syncs)", tag: conversations, spec: ["CS-3"],
                           params: [param("userId", "path", id), param("cursor", "query", int("0: all", minimum: 0)),
-                                   param("limit", "query", int(minimum: 1, maximum: 1000))], ok: (200, "ConversationStatuses")),
+                                   param("limit", "query", int(minimum: 1, maximum: Limits.maxStatusSyncPage))], ok: (200, "ConversationStatuses")),
             ],
             "/v1/users/{userId}/conversations/{conversationType}/{targetId}": [
                 "put": op("Set pinned and/or the Do-Not-Disturb level; every online device of the user is told", tag: conversations,
@@ -496,8 +496,8 @@ public enum OpenAPIDocument {
             "ConversationStatusResponse": obj(["status": ref("ConversationStatus")], required: ["status"]),
             "ConversationStatuses": obj(["statuses": arr(ref("ConversationStatus")), "cursor": int(), "more": bool()],
                                         required: ["statuses", "cursor", "more"]),
-            "CreateGroup": obj(["groupId": id, "name": str(maxLength: 128), "creator": id], required: ["groupId"]),
-            "GroupUsers": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": 100, "uniqueItems": true]], required: ["userIds"]),
+            "CreateGroup": obj(["groupId": id, "name": str(maxLength: Limits.maxNameBytes), "creator": id], required: ["groupId"]),
+            "GroupUsers": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxGroupUsersPerCall, "uniqueItems": true]], required: ["userIds"]),
             "UserIds20": obj(["userIds": userIds], required: ["userIds"]),
             "CreateChannel": obj(["channelId": id, "type": channelType], required: ["channelId"]),
             "ChangeChannelType": obj(["type": channelType], required: ["type"]),

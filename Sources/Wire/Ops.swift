@@ -125,12 +125,12 @@ public enum OpTable {
         @Sendable func enumeration(_ values: [String]) -> [String: Any] { ["type": "string", "enum": values] }
         @Sendable func roomOnly() -> [String: Any] { S.obj(["roomId": S.id], required: ["roomId"]) }
         @Sendable func profile() -> [String: [String: Any]] {
-            ["nickname": S.str(maxLength: 128), "avatar": S.str(maxLength: 1024),
-             "ext": S.str("Member ext shown to others (NIM-11)", maxLength: 4096),
-             "notifyExt": S.str("notifyExt of the 301 enter notification", maxLength: 2048)]
+            ["nickname": S.str(maxLength: Limits.maxNicknameBytes), "avatar": S.str(maxLength: Limits.maxAvatarBytes),
+             "ext": S.str("Member ext shown to others (NIM-11)", maxLength: Limits.maxExtBytes),
+             "notifyExt": S.str("notifyExt of the 301 enter notification", maxLength: Limits.maxNotifyExtBytes)]
         }
         @Sendable func notifyExt() -> [String: [String: Any]] {
-            ["notifyExt": S.str("Sends the NIM notification with this notifyExt", maxLength: 2048)]
+            ["notifyExt": S.str("Sends the NIM notification with this notifyExt", maxLength: Limits.maxNotifyExtBytes)]
         }
         @Sendable func with(_ a: [String: [String: Any]], _ b: [String: [String: Any]]) -> [String: [String: Any]] { a.merging(b) { x, _ in x } }
         return [
@@ -168,24 +168,24 @@ public enum OpTable {
             }, reply: "JoinReply") { a, c throws(ChatError) in .command(try a.command(c.session)) },
             .with("room.send", "Send a message to the room (everyone else receives it)", spec: ["NIM-8", "RC-7", "NIM-3"],
                   args: Addressed<RoomAddress, SendMessageRequest>.self, schema: {
-                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": 16384]],
+                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"]],
                             required: ["roomId", "content"])
                   }, reply: "MessageResponse") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
             .with("room.history", "Message history", spec: ["NIM-8"], args: Addressed<RoomAddress, HistoryRequest>.self, schema: {
-                S.obj(["roomId": S.id, "start": S.int("ms; 0: from the newest/oldest", minimum: 0), "limit": S.int(minimum: 1, maximum: 200),
+                S.obj(["roomId": S.id, "start": S.int("ms; 0: from the newest/oldest", minimum: 0), "limit": S.int(minimum: 1, maximum: Limits.maxHistoryLimit),
                        "order": enumeration(["asc", "desc"]), "types": S.arr(enumeration(["text", "custom", "notification"]))], required: ["roomId"])
             }, reply: "Messages", memberOnly: true) { a, c throws(ChatError) in
                 .memberQuery(roomId: a.address.roomId, try a.body.query(c, roomId: a.address.roomId))
             },
             .with("room.members", "Members, paged", spec: ["RC-9", "NIM-13"], args: Addressed<RoomAddress, MembersRequest>.self, schema: {
                 S.obj(["roomId": S.id, "type": enumeration(["present", "regular", "temporary", "regularOnline", "temporaryNewestFirst"]),
-                       "order": enumeration(["asc", "desc"]), "limit": S.int(minimum: 1, maximum: 500),
+                       "order": enumeration(["asc", "desc"]), "limit": S.int(minimum: 1, maximum: Limits.maxMemberListCount),
                        "after": S.str("The last userId of the previous page")], required: ["roomId"])
             }, reply: "Members", memberOnly: true) { a, c throws(ChatError) in
                 .memberQuery(roomId: a.address.roomId, try a.body.query(c, roomId: a.address.roomId))
             },
             .with("room.membersByIds", "Members by id", spec: ["NIM-13"], args: Addressed<RoomAddress, UserIdsRequest>.self, schema: {
-                S.obj(["roomId": S.id, "userIds": S.arr(S.id, maxItems: 200)], required: ["roomId", "userIds"])
+                S.obj(["roomId": S.id, "userIds": S.arr(S.id, maxItems: Limits.maxMemberQueryIds)], required: ["roomId", "userIds"])
             }, reply: "Members", memberOnly: true) { a, c in
                 .memberQuery(roomId: a.address.roomId, .membersByIds(app: c.app, roomId: a.address.roomId, a.body.userIds))
             },
@@ -196,14 +196,14 @@ public enum OpTable {
                       required: ["roomId"])
             }, reply: "RoomResponse") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
             .with("member.update", "Update my own member info (316)", spec: ["NIM-11"], args: Addressed<RoomAddress, MemberUpdateRequest>.self, schema: {
-                S.obj(with(["roomId": S.id, "nickname": S.str(maxLength: 128), "avatar": S.str(maxLength: 1024), "ext": S.str(maxLength: 4096)],
+                S.obj(with(["roomId": S.id, "nickname": S.str(maxLength: Limits.maxNicknameBytes), "avatar": S.str(maxLength: Limits.maxAvatarBytes), "ext": S.str(maxLength: Limits.maxExtBytes)],
                            notifyExt()), required: ["roomId"])
             }, reply: "Empty") { a, c in .command(a.body.command(c.session, roomId: a.address.roomId)) },
             .with("queue.list", "The queue", spec: ["NIM-16"], args: RoomAddress.self, schema: roomOnly, reply: "Queue", memberOnly: true) { a, c in
                 .memberQuery(roomId: a.roomId, .queue(app: c.app, roomId: a.roomId))
             },
             .with("queue.offer", "Offer or update an element (317)", spec: ["NIM-16"], args: Addressed<RoomKeyAddress, QueueOfferRequest>.self, schema: {
-                S.obj(["roomId": S.id, "key": ["type": "string", "minLength": 1, "maxLength": 128], "value": S.str(maxLength: 4096),
+                S.obj(["roomId": S.id, "key": ["type": "string", "minLength": 1, "maxLength": Limits.maxQueueKeyBytes], "value": S.str(maxLength: Limits.maxQueueValueBytes),
                        "transient": S.bool("Removed when its owner leaves")], required: ["roomId", "key", "value"])
             }, reply: "Empty") { a, c in .command(a.body.command(c, roomId: a.address.roomId, key: a.address.key)) },
             .with("queue.batchUpdate", "Update existing elements (320)", spec: ["NIM-16"], args: Addressed<RoomAddress, QueueBatchRequest>.self, schema: {
@@ -239,7 +239,7 @@ public enum OpTable {
                 S.obj(with(["roomId": S.id, "userId": S.id], notifyExt()), required: ["roomId", "userId"])
             }, reply: "Empty") { a, c in .command(a.body.command(c, roomId: a.address.roomId, userId: a.address.userId)) },
             .with("manage.block", "Block members (303)", spec: ["NIM-12", "RC-5"], args: Addressed<RoomAddress, BlockRequest>.self, schema: {
-                S.obj(with(["roomId": S.id, "userIds": S.userIds, "minutes": S.int(minimum: 1, maximum: 43200)], notifyExt()),
+                S.obj(with(["roomId": S.id, "userIds": S.userIds, "minutes": S.int(minimum: Limits.minDurationMinutes, maximum: Limits.maxDurationMinutes)], notifyExt()),
                       required: ["roomId", "userIds"])
             }, reply: "Empty") { a, c in .command(a.body.command(c, roomId: a.address.roomId)) },
             .with("manage.unblock", "Unblock users (304)", spec: ["NIM-12", "RC-5"], args: Addressed<RoomAddress, UnblockRequest>.self, schema: {
@@ -247,7 +247,7 @@ public enum OpTable {
             }, reply: "Empty") { a, c in .command(a.body.command(c, roomId: a.address.roomId)) },
             .with("manage.mute", "Mute members: temporary with seconds (314), else permanent (305)", spec: ["NIM-12", "NIM-15", "RC-6"],
                   args: Addressed<RoomAddress, MuteRequest>.self, schema: {
-                      S.obj(with(["roomId": S.id, "userIds": S.userIds, "seconds": S.int(minimum: 1, maximum: 2_592_000)], notifyExt()),
+                      S.obj(with(["roomId": S.id, "userIds": S.userIds, "seconds": S.int(minimum: 1, maximum: Limits.maxTempMuteSeconds)], notifyExt()),
                             required: ["roomId", "userIds"])
                   }, reply: "Empty") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
             .with("manage.unmute", "Unmute members (306/315)", spec: ["NIM-12", "NIM-15", "RC-6"], args: Addressed<RoomAddress, UnmuteRequest>.self,
@@ -270,7 +270,7 @@ public enum OpTable {
             },
             .with("group.channels", "The channels of an ultra group I can see (public, and private ones listing me)", spec: ["UG-6"],
                   args: Addressed<GroupAddress, PageRequest>.self, schema: {
-                      S.obj(["groupId": S.id, "page": S.int(minimum: 1), "pageSize": S.int(minimum: 1, maximum: 100)], required: ["groupId"])
+                      S.obj(["groupId": S.id, "page": S.int(minimum: 1), "pageSize": S.int(minimum: 1, maximum: Limits.maxPageSize)], required: ["groupId"])
                   }, reply: "Channels") { a, c in .query(a.body.userChannels(c, groupId: a.address.groupId, userId: c.userId)) },
         ]
     }
@@ -278,7 +278,7 @@ public enum OpTable {
     @Sendable static func conversationArgs(withValues: Bool) -> [String: Any] {
         var props: [String: [String: Any]] = [
             "conversationType": ["type": "integer", "enum": ConversationType.allCases.map(\.rawValue)], "targetId": S.id,
-            "channelId": S.str("Ultra groups (type 10) only", maxLength: 64),
+            "channelId": S.str("Ultra groups (type 10) only", maxLength: Limits.maxChannelIdBytes),
         ]
         if withValues {
             props["pinned"] = S.bool()
