@@ -36,9 +36,9 @@ public enum ReplyTo: Sendable {
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
 public final class Engine: @unchecked Sendable {
-    // Safety: `domain` and `streams` are touched only on `loop`'s thread: every entry point
-    // (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread` only by
-    // the owner's `start` and `stop`.
+    // Safety: `domain`, `streams` and `lastTrim` are touched only on `loop`'s thread: every entry
+    // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread`
+    // only by the owner's `start` and `stop`.
     public let loop: EventLoop
     private let domain: ChatDomain
     private let store: Store
@@ -54,14 +54,35 @@ public final class Engine: @unchecked Sendable {
     }
     private var streams: [RoomKey: Stream] = [:]
 
+    /// How long and how many events of each room's stream are kept for resuming clients (BX-1);
+    /// they are written with the outcome that caused them, so a client can resume across a restart.
+    public struct Retention: Sendable {
+        public var maxEvents: Int
+        public var maxAgeMilliseconds: Int64
+        public init(maxEvents: Int, maxAgeMilliseconds: Int64) {
+            self.maxEvents = maxEvents
+            self.maxAgeMilliseconds = maxAgeMilliseconds
+        }
+    }
+    private let retention: Retention
+    private var lastTrim: Int64 = 0
+    /// How often kept events and nonces past the windows are deleted.
+    static let trimIntervalMilliseconds: Int64 = 30_000
+
+    /// `positions`: each room's stream as the store last had it (offsets continue from there for
+    /// rooms whose epoch is unchanged).
     public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
-                logger: Logger) throws {
+                retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:], logger: Logger) throws {
         self.domain = domain
         self.store = store
         self.publisher = publisher
         self.webhooks = webhooks
         self.clock = clock
         self.logger = logger
+        self.retention = retention
+        for (room, p) in positions where domain.epoch(app: room.app, roomId: room.roomId) == p.epoch {
+            streams[room] = Stream(epoch: p.epoch, offset: p.offset)
+        }
         loop = try EventLoop(name: "roomcast-engine", readBufferSize: 16)
     }
 
@@ -70,6 +91,7 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             loop.scheduleRepeating(every: interval) { [self] in
                 process(domain.tick(now: clock()), replyTo: .none)
+                trimIfDue()
             }
         }
         thread = PosixThread.start(name: "roomcast-engine") { loop.run() }
@@ -78,7 +100,31 @@ public final class Engine: @unchecked Sendable {
     /// Runs the domain's timers now (the tick timer does this every interval; in-process tests
     /// call it after moving their manual clock).
     public func tick() {
-        loop.execute { [self] in process(domain.tick(now: clock()), replyTo: .none) }
+        loop.execute { [self] in
+            process(domain.tick(now: clock()), replyTo: .none)
+            trimIfDue()
+        }
+    }
+
+    /// Deletes kept room events past the resume window, and the streams of rooms that are gone.
+    private func trimIfDue() {
+        let now = clock()
+        guard now - lastTrim >= Self.trimIntervalMilliseconds else { return }
+        lastTrim = now
+        var stale: [(room: RoomKey, currentEpoch: String?)] = []
+        for (room, s) in streams {
+            let current = domain.epoch(app: room.app, roomId: room.roomId)
+            if current != s.epoch { stale.append((room, current)) }
+        }
+        for (room, _) in stale { streams[room] = nil }
+        let gone = stale
+        let retention = self.retention
+        let before = now - retention.maxAgeMilliseconds
+        store.submit(Store.Commit(mutations: [], extra: { tx in
+            try Store.forgetRoomEvents(gone, tx)
+            try Store.trimRoomEvents(before: before, keepPerRoom: retention.maxEvents, tx)
+            try Store.trimNonces(before: now - 2 * Signing.windowMilliseconds, tx)
+        }, onDurable: {}))
     }
 
     public func stop() {
@@ -103,6 +149,8 @@ public final class Engine: @unchecked Sendable {
         var items: [Published] = []
         items.reserveCapacity(out.effects.count + 1)
         var touched: [RoomKey] = []
+        var kept: [StoredRoomEvent] = []
+        let now = clock()
         for effect in out.effects {
             switch effect {
             case .deliver(let event, let audience):
@@ -121,6 +169,11 @@ public final class Engine: @unchecked Sendable {
                 let json = Encode.event(event, roomId: audience.room?.roomId, epoch: audience.room == nil ? nil : epoch,
                                         offset: audience.room == nil ? nil : offset)
                 items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch))
+                if let room = audience.room {
+                    var except: [String] = []
+                    if case .roomExceptUsers(_, let users) = audience { except = users }
+                    kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json))
+                }
             case .joined(let sid, let room):
                 items.append(.joined(sid, room, epoch: domain.epoch(app: room.app, roomId: room.roomId) ?? ""))
             case .left(let sid, let room):
@@ -128,7 +181,11 @@ public final class Engine: @unchecked Sendable {
             }
         }
         // Streams of rooms that no longer exist are forgotten (a recreated room starts a new epoch).
-        for room in touched where domain.epoch(app: room.app, roomId: room.roomId) == nil { streams[room] = nil }
+        var gone: [(room: RoomKey, currentEpoch: String?)] = []
+        for room in Set(touched) where domain.epoch(app: room.app, roomId: room.roomId) == nil {
+            streams[room] = nil
+            gone.append((room, nil))
+        }
         if case .session(let sid, let encode) = replyTo {
             items.append(.reply(sid, frame: Frames.text(encode(out.reply))))
         }
@@ -140,7 +197,17 @@ public final class Engine: @unchecked Sendable {
         let staged = webhooks?.stage(out.webhooks)
         let webhooks = self.webhooks
         var extra: (@Sendable (Store.Transaction) throws -> Void)?
-        if let staged { extra = WebhookService.persist(staged) }
+        let outbox = staged.map(WebhookService.persist)
+        if !kept.isEmpty || !gone.isEmpty || outbox != nil {
+            let events = kept
+            let forgotten = gone
+            extra = { tx in
+                // The room-stream events, kept for resuming clients (BX-1), durable with the change.
+                if !events.isEmpty { try Store.append(events, tx) }
+                if !forgotten.isEmpty { try Store.forgetRoomEvents(forgotten, tx) }
+                try outbox?(tx)
+            }
+        }
         store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
             publisher.enqueue(published)
             if let staged { webhooks?.enqueue(staged) }

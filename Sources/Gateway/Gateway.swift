@@ -83,6 +83,10 @@ final class GatewayCore: Sendable {
     let ready = ReadyFlag()
     /// The development app created on first start, if one was.
     let createdDevelopmentApp: AppRegistry.App?
+    /// The kept room-stream events (BX-1) each hub's resume window starts with, and when each
+    /// happened.
+    private let restored: [Published]
+    private let restoredTimes: [Int64]
 
     init(configuration: GatewayConfiguration, store: Store, publicURLs: [String], logger: Logger, clock: @escaping @Sendable () -> Int64) throws {
         self.store = store
@@ -118,12 +122,24 @@ final class GatewayCore: Sendable {
             try webhooks.configure(app: app, spec)
         }
 
+        // BX-1: room streams continue where they were, and their recent events can be resumed.
+        let retention = Engine.Retention(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000)
+        let kept = try store.roomEvents(since: now - retention.maxAgeMilliseconds).filter {
+            domain.epoch(app: $0.room.app, roomId: $0.room.roomId) == $0.epoch
+        }
+        restored = kept.map { e in
+            // The sender a message was not echoed to is gone with the old run: it goes to the room.
+            .deliver(frame: Frames.text(e.payload), audience: e.exceptUsers.isEmpty ? .room(e.room) : .roomExceptUsers(e.room, e.exceptUsers),
+                     offset: e.offset, epoch: e.epoch)
+        }
+        restoredTimes = kept.map(\.at)
         publisher = Publisher()
-        engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, logger: logger)
+        engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, retention: retention,
+                            positions: try store.lastOffsets(), logger: logger)
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
                                  webhooks: webhooks)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
-                              stream: randomHex(8))
+                              stream: try store.streamID(orCreate: { randomHex(8) }))
 
         let ready = self.ready
         var routes = Router.Builder()
@@ -152,6 +168,7 @@ final class GatewayCore: Sendable {
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
         let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: context.clock)
+        hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub
     }

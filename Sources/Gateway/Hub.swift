@@ -88,6 +88,14 @@ final class Hub {
         }
     }
 
+    /// Fills the resume windows with the events kept from before a restart (BX-1).
+    func restore(_ items: [Published], at times: [Int64]) {
+        for (item, at) in zip(items, times) {
+            guard case .deliver(let frame, let audience, let offset, let epoch) = item, let room = audience.room else { continue }
+            ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: at, window: resumeWindow)
+        }
+    }
+
     private func deliver(_ frame: ByteBlock, to audience: Audience) {
         switch audience {
         case .room(let k):
@@ -178,8 +186,8 @@ final class Hub {
     }
 }
 
-/// How much of each room's stream is kept for resuming clients, and this server run's id
-/// (offsets restart with the process, so a position from another run cannot be resumed).
+/// How much of each room's stream is kept for resuming clients, and the deployment's stream id
+/// (kept with the data, so positions stay valid across restarts; another id means other data).
 struct ResumeWindow: Sendable {
     var maxEvents = 1024
     var maxAgeMilliseconds: Int64 = 5 * 60_000

@@ -241,6 +241,32 @@ enum Schema {
                 CREATE INDEX webhookAttemptByDelivery ON webhookAttempt(endpointId, messageId);
                 """)
         }
+        m.registerMigration("v4-room-streams-and-nonces") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE roomEvent (
+                    app TEXT NOT NULL,
+                    roomId TEXT NOT NULL,
+                    epoch TEXT NOT NULL,
+                    "offset" INTEGER NOT NULL,
+                    at INTEGER NOT NULL,
+                    exceptUsers TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    PRIMARY KEY (app, roomId, epoch, "offset")
+                ) WITHOUT ROWID;
+                CREATE INDEX roomEventByTime ON roomEvent(at);
+                CREATE TABLE requestNonce (
+                    app TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    at INTEGER NOT NULL,
+                    PRIMARY KEY (app, nonce)
+                ) WITHOUT ROWID;
+                CREATE INDEX requestNonceByTime ON requestNonce(at);
+                """)
+        }
         return m
     }
 }

@@ -198,7 +198,7 @@ public enum WebSocketDocument {
     static var document: [String: Any] {
         var defs = openAPISchemas
         defs["Connected"] = S.obj(["sessionId": text, "userId": S.str("Assigned for anonymous clients"), "anonymous": S.bool(),
-                                   "stream": S.str("This server run; resume positions are valid only within it (BX-1)"),
+                                   "stream": S.str("This deployment's stream id, kept with its data: resume positions stay valid across restarts; a different one (serverRestarted) means the data was reset (BX-1)"),
                                    "expiresAt": ["type": ["integer", "null"], "description": "Token expiry (ms); null for anonymous"]],
                                   required: ["sessionId", "userId", "anonymous", "stream", "expiresAt"])
         defs["JoinInfo"] = S.obj(["memberCount": S.int(), "joinTime": S.int(), "room": S.ref("Room")], required: ["memberCount", "joinTime", "room"])
@@ -234,7 +234,7 @@ public enum WebSocketDocument {
             var required = ["ev", "data"]
             if e.stream != .never {
                 props["epoch"] = S.str("The room's epoch; changes when it is destroyed and created again")
-                props["offset"] = S.int("Position in the room's stream, from 1 per epoch and server run", minimum: 1)
+                props["offset"] = S.int("Position in the room's stream, from 1 per epoch; it continues across restarts, so a position names one event", minimum: 1)
             }
             if e.stream == .always { required += ["roomId", "epoch", "offset"] }
             defs[name] = ["type": "object", "title": e.ev, "description": e.summary + ". SPEC: " + e.spec.joined(separator: ", "),
@@ -286,6 +286,8 @@ public enum WebSocketDocument {
               room, so a gap shows a missed event. To resume after a reconnect, join with
               `"resume": {"epoch", "stream", "offset"}` (the `stream` from `connect`, the last offset seen):
               the missed events are replayed, then `room.resume` tells whether the replay was complete.
+              The events of the resume window are stored with the change that caused them, so this works
+              across a restart or crash of the server too (offsets continue; the stream id is kept).
             - The server pings idle connections; clients answer pings (every WebSocket library does).
 
             ## Operations

@@ -84,4 +84,44 @@ struct HardeningTests {
         let addr = try rest.call("GET", "/v1/rooms/live/address?userId=u1&clientType=web")
         #expect(addr.json["addresses"] as? [String] == ["ws://127.0.0.1:\(g.port)/ws"])
     }
+
+    // BX-1 across a restart: offsets continue (a position names one event forever), and a client
+    // that reconnects after a kill -9 and restart resumes with exactly the events it missed.
+    @Test func resumeAcrossARestartGetsExactlyTheMissedEvents() throws {
+        let data = temporaryDirectory("roomcast-bx1-restart")
+        var g = try GatewayProcess(dataDirectory: data)
+        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let alice = try g.client("alice"), bob = try g.client("bob")
+        _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+        for i in 1...3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "m\(i)"])) }
+        let before = bob.drain().filter { $0.str("ev") == "room.message" }
+        #expect(before.count == 3)
+        let epoch = try #require(before.last?.str("epoch"))
+        let last = try #require(before.last?.int("offset"))
+        let seen = try #require(before.dropLast().last?.int("offset")) // bob pretends m3 never reached it
+        let stream = bob.stream
+        g.stop() // kill -9
+        g = try GatewayProcess(dataDirectory: data)
+        defer { g.stop() }
+        // After the restart, new events continue the room's offsets.
+        let carol = try g.client("carol")
+        _ = try carol.expectOK(try carol.command("room.join", ["roomId": "r"]))
+        #expect(try g.rest().call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201)
+        let after = try carol.waitFor("room.message")
+        #expect(after.str("epoch") == epoch)
+        #expect((after.int("offset") ?? 0) > last, "offsets restarted from 1: \(after)")
+        #expect(carol.stream == stream, "the stream id is kept with the data")
+        // bob reconnects and resumes from the last offset it saw.
+        let bob2 = try g.client("bob")
+        _ = try bob2.expectOK(try bob2.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": seen]]))
+        let result = try bob2.waitFor("room.resume")
+        #expect(result.obj("data")["resumed"] as? Bool == true, "\(result)")
+        let replayed = bob2.skipped.filter { $0.int("offset") != nil }
+        let offsets = replayed.compactMap { $0.int("offset") }
+        #expect(offsets.first == last && offsets == Array(last...(offsets.last ?? last)), "replayed \(offsets)")
+        #expect(replayed.first?.obj("data").obj("message").str("content") == "m3")
+        #expect(replayed.contains { $0.obj("data").obj("message").str("content") == "after" })
+        #expect(result.obj("data").int("replayed") == replayed.count)
+    }
 }

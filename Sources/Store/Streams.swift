@@ -1,0 +1,121 @@
+import Chat
+import Foundation
+import GRDB
+
+/// One event of a room's ordered stream, kept so that a client can resume across a restart of the
+/// server (BX-1): the room's epoch and offset, when it happened, who it does not reach, and its
+/// JSON payload as sent.
+public struct StoredRoomEvent: Sendable, Equatable {
+    public var room: RoomKey
+    public var epoch: String
+    public var offset: Int64
+    public var at: Int64
+    /// The users it does not reach (empty: every member).
+    public var exceptUsers: [String]
+    public var payload: [UInt8]
+
+    public init(room: RoomKey, epoch: String, offset: Int64, at: Int64, exceptUsers: [String], payload: [UInt8]) {
+        self.room = room
+        self.epoch = epoch
+        self.offset = offset
+        self.at = at
+        self.exceptUsers = exceptUsers
+        self.payload = payload
+    }
+}
+
+extension Store {
+    /// Writes room-stream events in the transaction of the outcome that caused them.
+    public static func append(_ events: [StoredRoomEvent], _ tx: Transaction) throws {
+        for e in events {
+            try tx.database.execute(
+                sql: #"INSERT OR REPLACE INTO roomEvent (app, roomId, epoch, "offset", at, exceptUsers, payload) VALUES (?, ?, ?, ?, ?, ?, ?)"#,
+                arguments: [e.room.app, e.room.roomId, e.epoch, e.offset, e.at, e.exceptUsers.joined(separator: "\n"), Data(e.payload)])
+        }
+    }
+
+    /// Drops events older than `before` and all but the newest `keepPerRoom` of each room's
+    /// epoch, but always keeps each room's newest event: it holds the offset the stream continues
+    /// from after a restart.
+    public static func trimRoomEvents(before: Int64, keepPerRoom: Int, _ tx: Transaction) throws {
+        try tx.database.execute(sql: #"""
+            DELETE FROM roomEvent WHERE (app, roomId, epoch, "offset") IN (
+                SELECT app, roomId, epoch, "offset" FROM (
+                    SELECT app, roomId, epoch, "offset", at,
+                           ROW_NUMBER() OVER (PARTITION BY app, roomId, epoch ORDER BY "offset" DESC) AS rank
+                    FROM roomEvent
+                ) WHERE rank > 1 AND (rank > ? OR at < ?)
+            )
+            """#, arguments: [keepPerRoom, before])
+    }
+
+    /// Forgets the streams of rooms that no longer exist, or of their epochs before the current
+    /// one (a recreated room starts a new epoch).
+    public static func forgetRoomEvents(_ rooms: [(room: RoomKey, currentEpoch: String?)], _ tx: Transaction) throws {
+        for (room, current) in rooms {
+            try tx.database.execute(sql: "DELETE FROM roomEvent WHERE app = ? AND roomId = ? AND epoch <> ?",
+                                    arguments: [room.app, room.roomId, current ?? ""])
+        }
+    }
+
+    /// The kept events since `since`, each room's in offset order.
+    public func roomEvents(since: Int64) throws -> [StoredRoomEvent] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: #"SELECT app, roomId, epoch, "offset", at, exceptUsers, payload FROM roomEvent WHERE at >= ? ORDER BY app, roomId, epoch, "offset""#,
+                             arguments: [since]).map { row in
+                let except: String = row["exceptUsers"]
+                let payload: Data = row["payload"]
+                return StoredRoomEvent(room: RoomKey(app: row["app"], roomId: row["roomId"]), epoch: row["epoch"], offset: row["offset"],
+                                       at: row["at"], exceptUsers: except.isEmpty ? [] : except.split(separator: "\n").map(String.init),
+                                       payload: Array(payload))
+            }
+        }
+    }
+
+    /// The newest (epoch, offset) of each room's stream, so offsets continue across a restart.
+    public func lastOffsets() throws -> [RoomKey: (epoch: String, offset: Int64)] {
+        try database.read { db in
+            var out: [RoomKey: (epoch: String, offset: Int64, at: Int64)] = [:]
+            let rows = try Row.fetchAll(db, sql: #"SELECT app, roomId, epoch, MAX("offset") AS o, MAX(at) AS at FROM roomEvent GROUP BY app, roomId, epoch"#)
+            for row in rows {
+                let key = RoomKey(app: row["app"], roomId: row["roomId"])
+                let at: Int64 = row["at"]
+                if let seen = out[key], seen.at >= at { continue }
+                out[key] = (row["epoch"], row["o"], at)
+            }
+            return out.mapValues { ($0.epoch, $0.offset) }
+        }
+    }
+
+    /// This deployment's stream id: made once (from `make`) and kept with the data, so resume
+    /// positions stay valid across restarts.
+    public func streamID(orCreate make: () -> String) throws -> String {
+        try database.write { db in
+            if let v = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'stream'") { return v }
+            let v = make()
+            try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('stream', ?)", arguments: [v])
+            return v
+        }
+    }
+
+    // MARK: Request nonces (replay protection across restarts)
+
+    /// Records a signed request's nonce (its own small commit; a command signed with it is
+    /// submitted after it and so is never durable before it).
+    public func recordNonce(app: String, nonce: String, at: Int64) {
+        submit(Commit(mutations: [], extra: { tx in
+            try tx.database.execute(sql: "INSERT OR REPLACE INTO requestNonce (app, nonce, at) VALUES (?, ?, ?)", arguments: [app, nonce, at])
+        }, onDurable: {}))
+    }
+
+    /// Nonces used since `since`.
+    public func nonces(since: Int64) throws -> [(app: String, nonce: String, at: Int64)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT app, nonce, at FROM requestNonce WHERE at >= ?", arguments: [since]).map { ($0["app"], $0["nonce"], $0["at"]) }
+        }
+    }
+
+    public static func trimNonces(before: Int64, _ tx: Transaction) throws {
+        try tx.database.execute(sql: "DELETE FROM requestNonce WHERE at < ?", arguments: [before])
+    }
+}
