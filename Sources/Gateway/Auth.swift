@@ -32,8 +32,11 @@ final class NonceCache: Sendable {
     private let state = Mutex<State>(State())
     let windowMilliseconds: Int64
 
-    init(windowMilliseconds: Int64) {
+    init(windowMilliseconds: Int64, seen: [(app: String, nonce: String, at: Int64)] = []) {
         self.windowMilliseconds = windowMilliseconds
+        state.withLock { s in
+            for n in seen { s.seen[n.app + "\u{0}" + n.nonce] = n.at }
+        }
     }
 
     /// Records the nonce; false if it was already used inside the window.
@@ -52,16 +55,21 @@ final class NonceCache: Sendable {
 }
 
 /// Verifies signed REST requests (SPEC §2) in any of the schemes of `Signing`. Timestamps may be
-/// seconds or milliseconds and must be within ±300 s; a nonce may not be reused inside the window.
+/// seconds or milliseconds and must be within ±300 s; a nonce may not be reused inside the window,
+/// also across restarts: each accepted nonce is recorded (`record`, written to the store before any
+/// command the request carries) and the recent ones are loaded at start (`seen`).
 public final class RequestAuthenticator: Sendable {
     let apps: AppRegistry
     let nonces: NonceCache
     let clock: @Sendable () -> Int64
+    let record: @Sendable (_ app: String, _ nonce: String, _ at: Int64) -> Void
 
-    public init(apps: AppRegistry, clock: @escaping @Sendable () -> Int64) {
+    public init(apps: AppRegistry, clock: @escaping @Sendable () -> Int64, seen: [(app: String, nonce: String, at: Int64)] = [],
+                record: @escaping @Sendable (_ app: String, _ nonce: String, _ at: Int64) -> Void = { _, _, _ in }) {
         self.apps = apps
         self.clock = clock
-        self.nonces = NonceCache(windowMilliseconds: Signing.windowMilliseconds)
+        self.record = record
+        self.nonces = NonceCache(windowMilliseconds: Signing.windowMilliseconds, seen: seen)
     }
 
     public func authenticate(_ head: HTTPRequestHead, body: [UInt8]) -> Result<String, GatewayError> {
@@ -90,6 +98,7 @@ public final class RequestAuthenticator: Sendable {
         guard nonces.use(app: c.appKey, nonce: nonce, now: now) else {
             return .failure(GatewayError(.nonceReused, "nonce already used", field: "Nonce"))
         }
+        record(c.appKey, nonce, now)
         return .success(c.appKey)
     }
 }

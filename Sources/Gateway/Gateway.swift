@@ -54,11 +54,11 @@ final class GatewayContext: Sendable {
     let webhooks: WebhookService
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], webhooks: WebhookService) {
+         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator) {
         self.engine = engine
         self.webhooks = webhooks
         self.apps = apps
-        self.authenticator = RequestAuthenticator(apps: apps, clock: clock)
+        self.authenticator = authenticator
         self.clock = clock
         self.publicURLs = PublicURLs(publicURLs)
         self.tokenGraceMilliseconds = configuration.tokenGraceSeconds * 1000
@@ -136,8 +136,11 @@ final class GatewayCore: Sendable {
         publisher = Publisher()
         engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, retention: retention,
                             positions: try store.lastOffsets(), logger: logger)
+        // Replay protection survives restarts: accepted nonces are stored, recent ones reloaded.
+        let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
+                                                 record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
-                                 webhooks: webhooks)
+                                 webhooks: webhooks, authenticator: authenticator)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
                               stream: try store.streamID(orCreate: { randomHex(8) }))
 

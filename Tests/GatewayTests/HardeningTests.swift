@@ -124,4 +124,23 @@ struct HardeningTests {
         #expect(replayed.contains { $0.obj("data").obj("message").str("content") == "after" })
         #expect(result.obj("data").int("replayed") == replayed.count)
     }
+
+    // §2: a signed request cannot be replayed after a restart within its 300 s window (the nonce
+    // memory used to be lost with the process).
+    @Test func aSignedRequestCannotBeReplayedAfterARestart() throws {
+        let data = temporaryDirectory("roomcast-replay")
+        var g = try GatewayProcess(dataDirectory: data)
+        let rest = g.rest()
+        let headers = rest.signatureHeaders()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "once"], headers: headers).status == 201)
+        let replayed = try rest.call("POST", "/v1/rooms", ["roomId": "twice"], headers: headers)
+        #expect(replayed.status == 401 && replayed.json.int("code") == GatewayErrorCode.nonceReused.rawValue)
+        g.stop() // kill -9
+        g = try GatewayProcess(dataDirectory: data)
+        defer { g.stop() }
+        let afterRestart = try g.rest().call("POST", "/v1/rooms", ["roomId": "thrice"], headers: headers)
+        #expect(afterRestart.status == 401 && afterRestart.json.int("code") == GatewayErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
+        #expect(try g.rest().call("GET", "/v1/rooms/thrice").status == 404)
+        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "fresh"]).status == 201)
+    }
 }
