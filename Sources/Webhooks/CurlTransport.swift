@@ -172,7 +172,7 @@ final class CurlTransport {
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var error = ""
             if let refused = t.refused {
-                error = "refused: the target resolved to a \(refused.rawValue) address (allowPrivateNetwork is off)"
+                error = "refused: the target resolved to a \(refused.rawValue) address (this endpoint may not reach private addresses)"
                 status = 0
             } else if code == CURLE_OK || (code == CURLE_WRITE_ERROR && status > 0) {
                 // Done; a response cut off at the body cap still delivered its status.

@@ -22,10 +22,10 @@ import Synchronization
 /// `maxInFlightPerEndpoint` at a time; a message being retried can arrive after newer ones. Receivers
 /// order by `time`/`webhook-timestamp` and de-duplicate by the message id.
 public final class WebhookService: @unchecked Sendable {
-    // Safety: `registry` and `inbox` are Mutexes and `sequence`/`stopping` atomics, reachable from any
-    // thread. Everything under "Delivery thread" is touched only by the thread `start` creates (the
-    // only caller of `run`); other threads reach it through `inbox` and `CurlTransport.wakeup`.
-    // `multi` is written once before that thread starts.
+    // Safety: `registry`, `inbox` and `operatorEndpoints` are Mutexes and `sequence`/`stopping`
+    // atomics, reachable from any thread. Everything under "Delivery thread" is touched only by the
+    // thread `start` creates (the only caller of `run`); other threads reach it through `inbox` and
+    // `CurlTransport.wakeup`. `multi` is written once before that thread starts.
 
     public struct Configuration: Sendable {
         public var retry = RetrySchedule.standard
@@ -33,6 +33,10 @@ public final class WebhookService: @unchecked Sendable {
         public var connectTimeoutMs = 3_000
         public var maxInFlight = 256
         public var maxInFlightPerEndpoint = 32
+        /// Apps whose endpoints may reach loopback, private and link-local addresses when they set
+        /// `allowPrivateNetwork` (the operator's `--webhook-allow-private`); `*` is every app.
+        /// Endpoints from the command line (`configure`) are the operator's own and need no entry.
+        public var privateNetworkApps: Set<String> = []
         /// Delivered and dead messages are kept this long for the delivery log and replays.
         public var retentionMs: Int64 = 7 * 24 * 3_600_000
         /// After a rotation, the previous secret keeps signing this long.
@@ -78,6 +82,8 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     let registry = Mutex(Registry())
+    /// Ids of the endpoints the command line configured in this run (`configure`).
+    let operatorEndpoints = Mutex<Set<String>>([])
     private let inbox = Mutex<[Work]>([])
     private let sequence = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
@@ -354,7 +360,7 @@ public final class WebhookService: @unchecked Sendable {
                 flights[nextTag] = InFlight(endpointId: e.id, messageId: m.id, attempts: item.attempts)
                 q.inFlight += 1
                 transport.start(TransferJob(tag: nextTag, url: url, headers: request.headers, body: request.body,
-                                            allowPrivateNetwork: e.allowPrivateNetwork, timeoutMs: configuration.timeoutMs,
+                                            allowPrivateNetwork: mayReachPrivate(e), timeoutMs: configuration.timeoutMs,
                                             connectTimeoutMs: configuration.connectTimeoutMs))
             }
             queues[id] = q.isEmpty && q.inFlight == 0 ? nil : q

@@ -6,9 +6,12 @@ import TestKit
 import Glibc
 #endif
 
-/// Webhooks end to end (SPEC §9): the real binary delivering to a receiver on loopback.
+/// Webhooks end to end (SPEC §9): the real binary delivering to a receiver on loopback. The receiver
+/// is a private target: the operator lets the test app reach it (`--webhook-allow-private`).
 @Suite("Webhooks over real sockets", .serialized)
 struct WebhookTests {
+    static let allowPrivate = ["--webhook-allow-private", "testapp"]
+
     func hex(_ d: some Sequence<UInt8>) -> String { d.map { String(format: "%02x", $0) }.joined() }
 
     func createEndpoint(_ rest: RESTClient, _ body: [String: Any]) throws -> [String: Any] {
@@ -32,7 +35,7 @@ struct WebhookTests {
     @Test func signedDeliveriesWithAnAttemptLog() throws {
         let receiver = try HTTPReceiver()
         defer { receiver.stop() }
-        let g = try GatewayProcess()
+        let g = try GatewayProcess(extra: Self.allowPrivate)
         defer { g.stop() }
         let rest = g.rest()
         // WH-5: a loopback target needs the allowance.
@@ -85,7 +88,7 @@ struct WebhookTests {
     @Test func failuresRetryThenDeadLetterThenReplay() throws {
         let receiver = try HTTPReceiver { _ in .init(status: 503) }
         defer { receiver.stop() }
-        let g = try GatewayProcess(extra: ["--webhook-retry-schedule", "100ms,200ms", "--webhook-timeout", "1"])
+        let g = try GatewayProcess(extra: ["--webhook-retry-schedule", "100ms,200ms", "--webhook-timeout", "1"] + Self.allowPrivate)
         defer { g.stop() }
         let rest = g.rest()
         let id = try #require(try createEndpoint(rest, ["url": receiver.url(), "allowPrivateNetwork": true])["id"] as? String)
@@ -131,7 +134,7 @@ struct WebhookTests {
     @Test func goneDisablesTheEndpoint() throws {
         let receiver = try HTTPReceiver { _ in .init(status: 410) }
         defer { receiver.stop() }
-        let g = try GatewayProcess()
+        let g = try GatewayProcess(extra: Self.allowPrivate)
         defer { g.stop() }
         let rest = g.rest()
         let id = try #require(try createEndpoint(rest, ["url": receiver.url(), "allowPrivateNetwork": true])["id"] as? String)
@@ -159,7 +162,7 @@ struct WebhookTests {
     @Test func privateTargetsBehindNamesAreRefused() throws {
         let receiver = try HTTPReceiver()
         defer { receiver.stop() }
-        let g = try GatewayProcess(extra: ["--webhook-retry-schedule", "50ms"])
+        let g = try GatewayProcess(extra: ["--webhook-retry-schedule", "50ms"] + Self.allowPrivate)
         defer { g.stop() }
         let rest = g.rest()
         let id = try #require(try createEndpoint(rest, ["url": "http://localhost:\(receiver.port)/hook"])["id"] as? String)
@@ -181,7 +184,30 @@ struct WebhookTests {
         #expect(try deliveries(rest, allowed).first?.int("lastStatus") == 302)
     }
 
+    // WH-5: private targets are the operator's decision. An app the operator did not list cannot
+    // grant itself allowPrivateNetwork (403, 40301, on that field).
+    @Test func privateTargetsAreTheOperatorsDecision() throws {
+        let receiver = try HTTPReceiver()
+        defer { receiver.stop() }
+        let g = try GatewayProcess(extra: ["--app", "other:other-secret-123", "--webhook-retry-schedule", "50ms"] + Self.allowPrivate)
+        defer { g.stop() }
+        let rest = g.rest()
+        let other = RESTClient(port: g.port, appKey: "other", secret: "other-secret-123")
+        let named = "http://localhost:\(receiver.port)"
+        for body: [String: Any] in [["url": receiver.url(), "allowPrivateNetwork": true], ["url": named + "/b", "allowPrivateNetwork": true]] {
+            let refused = try other.call("POST", "/v1/webhooks", body)
+            #expect(refused.status == 403 && refused.json.int("code") == 40301 && refused.json.str("field") == "allowPrivateNetwork", "\(refused.text)")
+        }
+        let allowed = try createEndpoint(rest, ["url": named + "/a", "allowPrivateNetwork": true])
+        #expect(allowed["allowPrivateNetwork"] as? Bool == true)
+        let guarded = try createEndpoint(other, ["url": named + "/b"])
+        #expect(guarded["allowPrivateNetwork"] as? Bool == false)
+        let patched = try other.call("PATCH", "/v1/webhooks/\(guarded.str("id") ?? "")", ["allowPrivateNetwork": true])
+        #expect(patched.status == 403 && patched.json.str("field") == "allowPrivateNetwork")
+    }
+
     // WH-3: the RongCloud and NIM formats, with their signatures.
+    // (Endpoints of the command line may reach private targets without --webhook-allow-private.)
     @Test func vendorFormats() throws {
         let receiver = try HTTPReceiver()
         defer { receiver.stop() }
@@ -220,7 +246,7 @@ struct WebhookTests {
         let receiver = try HTTPReceiver { _ in .init(status: 204, delay: 0.01) }
         defer { receiver.stop() }
         let data = temporaryDirectory("roomcast-webhook-kill9")
-        var g = try GatewayProcess(dataDirectory: data, extra: ["--webhook-concurrency", "2"])
+        var g = try GatewayProcess(dataDirectory: data, extra: ["--webhook-concurrency", "2"] + Self.allowPrivate)
         defer { g.stop() }
         let rest = g.rest()
         _ = try createEndpoint(rest, ["url": receiver.url(), "allowPrivateNetwork": true, "events": ["room.created"]])
@@ -232,7 +258,7 @@ struct WebhookTests {
         g.process.signal(SIGKILL)
         _ = g.process.waitForExit(timeout: 5)
         #expect(before < total)
-        g = try GatewayProcess(dataDirectory: data, extra: ["--webhook-concurrency", "8"])
+        g = try GatewayProcess(dataDirectory: data, extra: ["--webhook-concurrency", "8"] + Self.allowPrivate)
         #expect(receiver.wait(timeout: 30) { Set($0.compactMap { $0.header("webhook-id") }).count >= total })
         let byId = Dictionary(grouping: receiver.requests, by: { $0.header("webhook-id") ?? "" })
         #expect(byId.count == total)
