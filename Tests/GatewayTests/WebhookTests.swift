@@ -185,7 +185,9 @@ struct WebhookTests {
     }
 
     // WH-5: private targets are the operator's decision. An app the operator did not list cannot
-    // grant itself allowPrivateNetwork (403, 40301, on that field).
+    // grant itself allowPrivateNetwork (403, 40301, on that field); and the guard holds per
+    // transfer: the other app's endpoint to the same host and port is refused even while the listed
+    // app's connection to it is open, and never reaches the receiver.
     @Test func privateTargetsAreTheOperatorsDecision() throws {
         let receiver = try HTTPReceiver()
         defer { receiver.stop() }
@@ -204,6 +206,18 @@ struct WebhookTests {
         #expect(guarded["allowPrivateNetwork"] as? Bool == false)
         let patched = try other.call("PATCH", "/v1/webhooks/\(guarded.str("id") ?? "")", ["allowPrivateNetwork": true])
         #expect(patched.status == 403 && patched.json.str("field") == "allowPrivateNetwork")
+
+        // The listed app's delivery leaves its connection open; the other app's is refused on it.
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "a1"]).status == 201)
+        #expect(receiver.wait { $0.count == 1 })
+        #expect(try other.call("POST", "/v1/rooms", ["roomId": "b1"]).status == 201)
+        var dead: [[String: Any]] = []
+        for _ in 0..<100 where dead.isEmpty {
+            usleep(50_000)
+            dead = try deliveries(other, guarded.str("id") ?? "", "?status=dead")
+        }
+        #expect(dead.first?.str("lastError")?.contains("refused") == true, "\(dead)")
+        #expect(receiver.requests.allSatisfy { $0.target == "/a" })
     }
 
     // WH-3: the RongCloud and NIM formats, with their signatures.

@@ -81,8 +81,48 @@ final class DeliveryHarness: Sendable {
     }
 }
 
-@Suite("Webhook delivery: the operator's private list (SPEC §9)")
+@Suite("Webhook delivery: egress per transfer, the operator's private list (SPEC §9)")
 struct WebhookDeliveryTests {
+    // WH-5: libcurl keeps connections open and reuses them for any transfer to the same host and
+    // port. A connection opened for an endpoint that may reach private addresses must not carry a
+    // request of an endpoint that may not: the guard holds per transfer, not per connection.
+    @Test func aReusedConnectionIsCheckedForEveryTransfer() throws {
+        let receiver = try LocalReceiver()
+        defer { receiver.stop() }
+        var c = WebhookService.Configuration()
+        c.retry = RetrySchedule(delays: [50], jitter: 0)
+        c.privateNetworkApps = ["a"]
+        let h = try DeliveryHarness(c, apps: ["a", "b"])
+        defer { h.stop() }
+        // A name, so that the URL check at creation cannot refuse it: only the address can.
+        let allowed = try h.create("a", .init(url: "http://localhost:\(receiver.port)/a", allowPrivateNetwork: true)).get()
+        let guarded = try h.create("b", .init(url: "http://localhost:\(receiver.port)/b")).get()
+
+        // App a's endpoint delivers twice over one connection (reuse is kept where it is allowed),
+        // which then stays open in libcurl's cache.
+        for i in 0..<2 {
+            h.send("a", room: "a\(i)")
+            #expect(receiver.wait { $0.count == i + 1 })
+            h.waitFor(allowed.id) { $0.count == i + 1 && $0.allSatisfy { $0.status == .delivered } }
+        }
+        #expect(receiver.accepted == 1)
+
+        // App b's endpoint to the same host and port: refused on the open connection too, then
+        // dead after its retry, and the receiver never sees its request.
+        h.send("b", room: "b0")
+        let log = h.waitFor(guarded.id) { $0.first?.status == .dead }
+        let d = try #require(log.first)
+        #expect(d.status == .dead && d.attempts == 2)
+        #expect(d.history.allSatisfy { $0.error.contains("refused") && $0.error.contains("loopback") })
+        usleep(100_000)
+        #expect(receiver.requests.allSatisfy { $0.target == "/a" })
+
+        // App a still delivers afterwards.
+        h.send("a", room: "a2")
+        #expect(receiver.wait { $0.count == 3 })
+        #expect(receiver.requests.allSatisfy { $0.target == "/a" })
+    }
+
     // WH-5: reaching private addresses is the operator's decision. Through the API only apps the
     // operator listed may set allowPrivateNetwork (403 on the field otherwise); the command line may
     // for any endpoint; and what the store holds (an endpoint an app created for itself before) is
