@@ -81,7 +81,7 @@ final class DeliveryHarness: Sendable {
     }
 }
 
-@Suite("Webhook delivery: egress per transfer, the operator's private list (SPEC §9)")
+@Suite("Webhook delivery: egress per transfer, the operator's private list, fair slots (SPEC §9)")
 struct WebhookDeliveryTests {
     // WH-5: libcurl keeps connections open and reuses them for any transfer to the same host and
     // port. A connection opened for an endpoint that may reach private addresses must not carry a
@@ -198,6 +198,54 @@ struct WebhookDeliveryTests {
         #expect(try h.update("tenant", e.id, .init(events: ["room.created"])).get().events == [.roomCreated])
         h.send("tenant", room: "r")
         #expect(receiver.wait { $0.count == 1 && $0[0].target == "/cfg" })
+    }
+
+    // Fairness: one app whose receiver stalls (accepts, never answers) with a backlog must not hold
+    // the delivery slots of every app. Another app's deliveries keep their latency.
+    @Test func aStalledAppDoesNotDelayOtherApps() throws {
+        let stalled = try LocalReceiver(stalled: true)
+        defer { stalled.stop() }
+        let healthy = try LocalReceiver()
+        defer { healthy.stop() }
+        var c = WebhookService.Configuration()
+        c.maxInFlight = 8
+        c.maxInFlightPerEndpoint = 8
+        c.timeoutMs = 2_000
+        c.connectTimeoutMs = 1_000
+        c.retry = RetrySchedule(delays: [3_600_000], jitter: 0)
+        c.privateNetworkApps = ["*"]
+        #expect(c.perAppLimit(apps: 1) == 8 && c.perAppLimit(apps: 2) == 4 && c.perAppLimit(apps: 9) == 2)
+        let h = try DeliveryHarness(c, apps: ["slow", "fast"])
+        defer { h.stop() }
+        for path in ["/s1", "/s2"] { _ = try h.create("slow", .init(url: stalled.url(path), allowPrivateNetwork: true)).get() }
+        let fast = try h.create("fast", .init(url: healthy.url("/f"), allowPrivateNetwork: true)).get()
+
+        // The slow app's backlog is queued first.
+        let began = ContinuousClock.now
+        for i in 0..<30 { h.send("slow", room: "s\(i)") }
+        #expect(stalled.wait { $0.count >= 2 })
+
+        // The fast app's messages, one at a time, across the slow app's timeouts.
+        var latencies: [Duration] = []
+        for i in 0..<24 {
+            let sent = ContinuousClock.now
+            h.send("fast", room: "f\(i)")
+            guard healthy.wait(timeout: .seconds(5), until: { $0.count == i + 1 }) else {
+                Issue.record("fast delivery \(i) did not arrive within 5 s")
+                break
+            }
+            latencies.append(healthy.requests[i].arrived - sent)
+            usleep(100_000)
+        }
+        let worst = latencies.max() ?? .seconds(99)
+        #expect(worst < .milliseconds(400), "fast app latencies: \(latencies)")
+        #expect(ContinuousClock.now - began > .milliseconds(2_400), "the test must outlast one stalled timeout")
+        #expect(h.deliveries(fast.id).count == 24)
+
+        // The slow app held its share (half of the slots: two apps have endpoints), round-robin
+        // over its endpoints: four at a time, two each, the next ones only once those timed out.
+        let first = stalled.requests.filter { $0.arrived - began < .milliseconds(1_900) }
+        #expect(first.count == 4 && first.filter { $0.target == "/s1" }.count == 2, "\(first.map(\.target))")
     }
 }
 
