@@ -13,3 +13,5 @@ static inline CURLcode ccurl_easy_getinfo_ptr(CURL *h, CURLINFO i, void **out) {
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 typedef curl_socket_t (*ccurl_opensocket_cb)(void *clientp, curlsocktype purpose, struct curl_sockaddr *address);
 static inline CURLcode ccurl_easy_setopt_opensocket_cb(CURL *h, ccurl_opensocket_cb cb) { return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, cb); }
+typedef int (*ccurl_prereq_cb)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port);
+static inline CURLcode ccurl_easy_setopt_prereq_cb(CURL *h, ccurl_prereq_cb cb) { return curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, cb); }

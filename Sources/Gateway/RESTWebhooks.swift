@@ -4,15 +4,18 @@ import Server
 import Webhooks
 import Wire
 
-/// REST for webhook endpoints, their delivery log and replays (SPEC §9, WH-1..WH-4).
+/// REST for webhook endpoints, their delivery log and replays (SPEC §9, WH-1..WH-5). An app may set
+/// `allowPrivateNetwork` only when the operator listed it (`--webhook-allow-private`): otherwise
+/// 403 (40301) on that field.
 extension RESTAPI {
-    static func endpointJSON(_ e: WebhookEndpoint, withSecret: Bool, now: Int64, _ w: inout JSONWriter) {
+    /// `allowPrivateNetwork` is what holds: asked for by the endpoint and allowed by the operator.
+    static func endpointJSON(_ e: WebhookEndpoint, reachesPrivate: Bool, withSecret: Bool, now: Int64, _ w: inout JSONWriter) {
         w.beginObject()
         w.field("id", e.id)
         w.field("url", e.url)
         w.field("events", e.events.isEmpty ? ["*"] : e.events.map(\.rawValue))
         w.field("format", e.format.rawValue)
-        w.field("allowPrivateNetwork", e.allowPrivateNetwork)
+        w.field("allowPrivateNetwork", reachesPrivate)
         w.field("enabled", e.enabled)
         w.field("disabledReason", e.disabledReason)
         w.field("origin", e.origin)
@@ -22,10 +25,10 @@ extension RESTAPI {
         w.endObject()
     }
 
-    static func endpointBody(_ e: WebhookEndpoint, withSecret: Bool, now: Int64) -> [UInt8] {
+    static func endpointBody(_ e: WebhookEndpoint, reachesPrivate: Bool, withSecret: Bool, now: Int64) -> [UInt8] {
         JSONWriter.object { w in
             w.key("endpoint")
-            endpointJSON(e, withSecret: withSecret, now: now, &w)
+            endpointJSON(e, reachesPrivate: reachesPrivate, withSecret: withSecret, now: now, &w)
         }
     }
 
@@ -70,7 +73,8 @@ extension RESTAPI {
         @Sendable func reply(_ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) -> WebhookService.Completion<WebhookEndpoint> {
             { result in
                 switch result {
-                case .success(let e): writer.send(.json(status, Self.endpointBody(e, withSecret: withSecret, now: clock())))
+                case .success(let e):
+                    writer.send(.json(status, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: withSecret, now: clock())))
                 case .failure(let e): writer.send(Self.error(e))
                 }
             }
@@ -91,7 +95,7 @@ extension RESTAPI {
             writer.send(.json(.ok, JSONWriter.object { w in
                 w.key("endpoints")
                 w.beginArray()
-                for e in hooks.endpoints(app: app) { Self.endpointJSON(e, withSecret: false, now: now, &w) }
+                for e in hooks.endpoints(app: app) { Self.endpointJSON(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: now, &w) }
                 w.endArray()
             }))
         })
@@ -101,7 +105,7 @@ extension RESTAPI {
                 writer.send(Self.error(ChatError(.notFound, "no webhook endpoint \(Self.param(req, "id"))", field: "id")))
                 return
             }
-            writer.send(.json(.ok, Self.endpointBody(e, withSecret: false, now: clock())))
+            writer.send(.json(.ok, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: clock())))
         })
         r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
             let app = caller.app

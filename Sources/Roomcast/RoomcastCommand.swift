@@ -130,6 +130,10 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Webhook attempts in flight at once [ROOMCAST_WEBHOOK_CONCURRENCY].")
     var webhookConcurrency: Int = environment("ROOMCAST_WEBHOOK_CONCURRENCY").flatMap(Int.init) ?? 256
 
+    @Option(name: .customLong("webhook-allow-private"),
+            help: "Apps whose webhook endpoints may reach loopback, private and link-local addresses (allowPrivateNetwork), comma-separated or repeated; * for every app. Others are refused with 403 [ROOMCAST_WEBHOOK_ALLOW_PRIVATE].")
+    var webhookAllowPrivate: [String] = environment("ROOMCAST_WEBHOOK_ALLOW_PRIVATE").map { [$0] } ?? []
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
@@ -149,6 +153,13 @@ struct RoomcastCommand: ParsableCommand {
         }
         guard webhookTimeout >= 1 && webhookTimeout <= 120 else { throw ValidationError("--webhook-timeout must be 1 to 120 seconds") }
         guard webhookConcurrency >= 1 && webhookConcurrency <= 4096 else { throw ValidationError("--webhook-concurrency must be 1 to 4096") }
+        for app in parsedWebhookAllowPrivate() where app.utf8.count > 64 {
+            throw ValidationError("--webhook-allow-private: '\(app)' is not an app key")
+        }
+    }
+
+    func parsedWebhookAllowPrivate() -> Set<String> {
+        Set(webhookAllowPrivate.flatMap { $0.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) } }.filter { !$0.isEmpty })
     }
 
     func parsedApps() throws -> [(key: String, secret: String)] {
@@ -177,6 +188,7 @@ struct RoomcastCommand: ParsableCommand {
         g.webhooks.connectTimeoutMs = min(3000, webhookTimeout * 1000)
         g.webhooks.maxInFlight = webhookConcurrency
         g.webhooks.maxInFlightPerEndpoint = min(32, webhookConcurrency)
+        g.webhooks.privateNetworkApps = parsedWebhookAllowPrivate()
         return g
     }
 

@@ -47,8 +47,16 @@ final class Transfer {
 
 /// libcurl's multi interface driven by one thread: many transfers in flight, connections reused
 /// across them, no redirects, no proxies, connect and total timeouts, response bodies read only up
-/// to a small cap, and every connection checked against the egress policy after name resolution
-/// (the open-socket callback sees the real address, so DNS cannot smuggle a private target in).
+/// to a small cap, and the egress policy checked on real addresses, after name resolution, twice:
+///
+/// - when a connection is opened (the open-socket callback): a refused address is never even
+///   connected to, so DNS cannot smuggle a private target in;
+/// - for every transfer, on the connection it is about to use, new or reused, before a byte of the
+///   request is sent (the pre-request callback, with the connection's peer address). The connection
+///   cache is shared by every endpoint of every app: without this, a connection opened for an
+///   endpoint that may reach private addresses would carry another endpoint's request to the same
+///   host and port unchecked. Checking each transfer does not depend on how libcurl matches
+///   connections (host and port, TLS, HTTP/2 multiplexing), and keeps reuse for everything allowed.
 final class CurlTransport {
     // Confined to the thread that created it; only `CurlTransport.wakeup` may be called elsewhere.
     private let multi: UnsafeMutableRawPointer
@@ -138,6 +146,24 @@ final class CurlTransport {
             let a = address.pointee
             return (try? Socket.open(family: a.family, type: a.socktype, protocol: a.protocol)) ?? CURL_SOCKET_BAD
         }
+        _ = ccurl_easy_setopt_ptr(easy, CURLOPT_PREREQDATA, ctx)
+        let checked = ccurl_easy_setopt_prereq_cb(easy) { clientp, primaryIP, _, _, _ in
+            guard let clientp else { return CURL_PREREQFUNC_ABORT }
+            let t = Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue()
+            // An address that does not parse is judged like a reserved one (refused unless allowed).
+            let cls = primaryIP.flatMap { EgressPolicy.classify(literal: String(cString: $0)) } ?? .reserved
+            if !EgressPolicy.allows(cls, allowPrivate: t.job.allowPrivateNetwork) {
+                t.refused = cls
+                return CURL_PREREQFUNC_ABORT
+            }
+            return CURL_PREREQFUNC_OK
+        }
+        if checked != CURLE_OK {
+            // A libcurl without the pre-request callback (before 7.80): fail closed, each transfer
+            // on a connection of its own, opened (and so checked) for it and closed after it.
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1)
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1)
+        }
         active[easy] = t
         curl_multi_add_handle(multi, easy)
     }
@@ -172,7 +198,7 @@ final class CurlTransport {
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             var error = ""
             if let refused = t.refused {
-                error = "refused: the target resolved to a \(refused.rawValue) address (allowPrivateNetwork is off)"
+                error = "refused: the target resolved to a \(refused.rawValue) address (this endpoint may not reach private addresses)"
                 status = 0
             } else if code == CURLE_OK || (code == CURLE_WRITE_ERROR && status > 0) {
                 // Done; a response cut off at the body cap still delivered its status.

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Where a webhook may connect (WH-5). A tenant's endpoint must not reach the host's own services,
-/// its network or a cloud metadata service unless the app explicitly allows private targets.
+/// its network or a cloud metadata service unless the operator allows private targets (for its app,
+/// or for an endpoint of the command line) and the endpoint asks for them.
 /// The check runs on the address curl is about to connect to (after DNS), so a name that resolves
 /// to a private address is refused too.
 public enum AddressClass: String, Equatable, Sendable {
@@ -91,7 +92,8 @@ public struct WebhookURL: Equatable, Sendable {
             case .scheme: return "url must use http or https"
             case .credentials: return "url must not carry a user name or password"
             case .privateTarget(let c):
-                return "url points at a \(c.rawValue) address; the endpoint must set allowPrivateNetwork to reach it"
+                return "url points at a \(c.rawValue) address; only endpoints the operator allows (--webhook-allow-private) "
+                    + "with allowPrivateNetwork set may reach it"
             }
         }
     }

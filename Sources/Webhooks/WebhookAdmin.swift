@@ -28,12 +28,47 @@ extension WebhookService {
         }
     }
 
-    /// Applies a spec to an endpoint, refusing bad input with the field's name.
-    static func apply(_ spec: EndpointSpec, to e: inout WebhookEndpoint) throws(ChatError) {
-        if let v = spec.allowPrivateNetwork { e.allowPrivateNetwork = v }
-        if let url = spec.url { e.url = url }
+    // MARK: Who may reach private addresses (WH-5)
+
+    /// Whether the operator lets `app`'s endpoints reach loopback, private and link-local addresses
+    /// (`--webhook-allow-private`). An app cannot grant this to itself.
+    public func operatorAllowsPrivate(app: String) -> Bool {
+        configuration.privateNetworkApps.contains(app) || configuration.privateNetworkApps.contains("*")
+    }
+
+    /// Whether an endpoint may reach private addresses: it asks for it (`allowPrivateNetwork`) and
+    /// the operator allowed it, by configuring this endpoint on the command line in this run or by
+    /// listing its app. What the store holds is not enough (an endpoint an app created before the
+    /// operator's list existed, or one the command line no longer configures, does not count).
+    public func mayReachPrivate(_ e: WebhookEndpoint) -> Bool {
+        guard e.allowPrivateNetwork else { return false }
+        return operatorAllowsPrivate(app: e.app) || (e.origin == "config" && operatorEndpoints.withLock { $0.contains(e.id) })
+    }
+
+    /// Applies a spec to an endpoint, refusing bad input with the field's name. `byOperator`: the
+    /// command line, which may let any endpoint reach private addresses; through the API only apps
+    /// the operator listed may (403 on `allowPrivateNetwork` otherwise).
+    func apply(_ spec: EndpointSpec, to e: inout WebhookEndpoint, byOperator: Bool) throws(ChatError) {
+        let mayGrant = byOperator || operatorAllowsPrivate(app: e.app)
+        let granted = mayReachPrivate(e)
+        if let v = spec.allowPrivateNetwork {
+            guard !v || mayGrant || granted else {
+                throw ChatError(.permissionDenied,
+                                "only the server's operator can let an app's webhooks reach loopback, private and link-local addresses "
+                                    + "(--webhook-allow-private); app \(e.app) is not allowed", field: "allowPrivateNetwork")
+            }
+            e.allowPrivateNetwork = v
+        }
+        if let url = spec.url {
+            // An endpoint the command line lets reach private addresses keeps the URL the operator gave.
+            guard url == e.url || mayGrant || !(granted && e.allowPrivateNetwork) else {
+                throw ChatError(.permissionDenied, "this endpoint reaches private addresses by the operator's --webhook; its url changes only there",
+                                field: "url")
+            }
+            e.url = url
+        }
         do {
-            e.url = try WebhookURL(e.url, allowPrivate: e.allowPrivateNetwork).string
+            e.url = try WebhookURL(e.url, allowPrivate: e.allowPrivateNetwork && (mayGrant || granted)).string
         } catch {
             throw ChatError(.invalidParameter, error.description, field: "url")
         }
@@ -92,7 +127,7 @@ extension WebhookService {
             }
             var e = WebhookEndpoint(id: "ep_" + makeID(), app: app, url: "", secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
                                     events: [], format: .standard, allowPrivateNetwork: false, origin: origin, createdAt: clock())
-            try Self.apply(spec, to: &e)
+            try apply(spec, to: &e, byOperator: false)
             saveThen(e, completion)
         } catch {
             completion(.failure(error))
@@ -102,7 +137,7 @@ extension WebhookService {
     public func updateEndpoint(app: String, id: String, _ spec: EndpointSpec, completion: @escaping Completion<WebhookEndpoint>) {
         do throws(ChatError) {
             var e = try lookup(app: app, id: id)
-            try Self.apply(spec, to: &e)
+            try apply(spec, to: &e, byOperator: false)
             saveThen(e, completion)
         } catch {
             completion(.failure(error))
@@ -136,16 +171,18 @@ extension WebhookService {
     }
 
     /// Creates or updates an endpoint from the command line (id derived from app and URL, so a
-    /// restart finds the same endpoint and its deliveries). Runs before `start`.
+    /// restart finds the same endpoint and its deliveries). Runs before `start`. The operator's own:
+    /// it may reach private addresses with `allowPrivateNetwork` (`allow-private`).
     public func configure(app: String, _ spec: EndpointSpec) throws {
         guard let url = spec.url else { throw ChatError(.invalidParameter, "url is required", field: "url") }
         let id = "cfg_" + String(hex(SHA256.hash(data: Array((app + "\n" + url).utf8))).prefix(20))
         let existing = try store.database.read { db in try WebhookDatabase.endpoints(db) }.first { $0.id == id }
         var e = existing ?? WebhookEndpoint(id: id, app: app, url: url, secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
                                             events: [], format: .standard, allowPrivateNetwork: false, origin: "config", createdAt: clock())
-        try Self.apply(spec, to: &e)
+        try apply(spec, to: &e, byOperator: true)
         let endpoint = e
         try store.database.write { db in try WebhookDatabase.save(endpoint, db) }
+        operatorEndpoints.withLock { _ = $0.insert(id) }
     }
 
     // MARK: The delivery log and replays

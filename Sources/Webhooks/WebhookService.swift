@@ -21,11 +21,18 @@ import Synchronization
 /// Ordering per endpoint: first attempts leave in the order the events happened, at most
 /// `maxInFlightPerEndpoint` at a time; a message being retried can arrive after newer ones. Receivers
 /// order by `time`/`webhook-timestamp` and de-duplicate by the message id.
+///
+/// Fairness between apps: the `maxInFlight` delivery slots are not handed out first come. An app
+/// holds at most its share of them (`perAppLimit`: all when it is the only app with endpoints, half
+/// with two, a third with three, a quarter with four or more), so the receivers of one app, or of a
+/// few, that stall leave slots to the others however much they have queued. Free slots go
+/// round-robin over the apps with something to send, apps below an equal share of the slots first,
+/// and within an app round-robin over its endpoints.
 public final class WebhookService: @unchecked Sendable {
-    // Safety: `registry` and `inbox` are Mutexes and `sequence`/`stopping` atomics, reachable from any
-    // thread. Everything under "Delivery thread" is touched only by the thread `start` creates (the
-    // only caller of `run`); other threads reach it through `inbox` and `CurlTransport.wakeup`.
-    // `multi` is written once before that thread starts.
+    // Safety: `registry`, `inbox` and `operatorEndpoints` are Mutexes and `sequence`/`stopping`
+    // atomics, reachable from any thread. Everything under "Delivery thread" is touched only by the
+    // thread `start` creates (the only caller of `run`); other threads reach it through `inbox` and
+    // `CurlTransport.wakeup`. `multi` is written once before that thread starts.
 
     public struct Configuration: Sendable {
         public var retry = RetrySchedule.standard
@@ -33,12 +40,25 @@ public final class WebhookService: @unchecked Sendable {
         public var connectTimeoutMs = 3_000
         public var maxInFlight = 256
         public var maxInFlightPerEndpoint = 32
+        /// Slots one app may hold; nil derives it from the number of apps with endpoints (`perAppLimit`).
+        public var maxInFlightPerApp: Int?
+        /// Apps whose endpoints may reach loopback, private and link-local addresses when they set
+        /// `allowPrivateNetwork` (the operator's `--webhook-allow-private`); `*` is every app.
+        /// Endpoints from the command line (`configure`) are the operator's own and need no entry.
+        public var privateNetworkApps: Set<String> = []
         /// Delivered and dead messages are kept this long for the delivery log and replays.
         public var retentionMs: Int64 = 7 * 24 * 3_600_000
         /// After a rotation, the previous secret keeps signing this long.
         public var secretGraceMs: Int64 = 24 * 3_600_000
         public var maxEndpointsPerApp = 20
         public init() {}
+
+        /// Slots one app may hold when `apps` apps have endpoints: `maxInFlightPerApp`, or else an
+        /// equal share of `maxInFlight` among them, but never less than a quarter (at least 1).
+        func perAppLimit(apps: Int) -> Int {
+            if let limit = maxInFlightPerApp { return max(1, limit) }
+            return max(1, maxInFlight / min(max(apps, 1), 4))
+        }
     }
 
     public let configuration: Configuration
@@ -78,6 +98,8 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     let registry = Mutex(Registry())
+    /// Ids of the endpoints the command line configured in this run (`configure`).
+    let operatorEndpoints = Mutex<Set<String>>([])
     private let inbox = Mutex<[Work]>([])
     private let sequence = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
@@ -140,6 +162,7 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     private struct InFlight {
+        var app: String
         var endpointId: String
         var messageId: String
         var attempts: Int
@@ -151,6 +174,11 @@ public final class WebhookService: @unchecked Sendable {
     private var retries = DeadlineQueue<RetryKey>()
     private var waitingRetries = 0
     private var flights: [Int: InFlight] = [:]
+    /// Slots each app holds (transfers in flight).
+    private var appInFlight: [String: Int] = [:]
+    /// Round-robin positions: the app served last, and per app the endpoint served last.
+    private var lastApp = ""
+    private var lastEndpoint: [String: String] = [:]
     private var nextTag = 0
     private var writes: [@Sendable (Database) throws -> Void] = []
     /// What becomes visible once `writes` are durable (e.g. an endpoint shown as disabled only
@@ -325,44 +353,102 @@ public final class WebhookService: @unchecked Sendable {
         messages[messageId] = held.refs > 0 ? held : nil
     }
 
+    /// Starts what may start, fairly: round-robin over the apps with something to send, one transfer
+    /// per turn; in a first pass only apps below an equal share of `maxInFlight` take turns, in a
+    /// second any app below its limit (`perAppLimit`). Within an app, round-robin over its endpoints, each
+    /// in its queue's order and below `maxInFlightPerEndpoint`.
     private func startTransfers(_ transport: CurlTransport, now: Int64) {
-        guard !queues.isEmpty else { return }
-        let endpoints = registry.withLock { $0.byId }
-        for id in Array(queues.keys) {
-            guard var q = queues[id] else { continue }
+        guard !queues.isEmpty, transport.inFlight < configuration.maxInFlight else { return }
+        let (endpoints, apps) = registry.withLock { ($0.byId, $0.byApp.count) }
+        // The endpoints that could start a transfer, by app.
+        var ready: [String: [String]] = [:]
+        for (id, q) in queues {
             guard let e = endpoints[id] else {
                 // The endpoint was deleted: its deliveries went with it.
-                while let item = q.pop() { release(item.messageId) }
+                var gone = q
+                while let item = gone.pop() { release(item.messageId) }
                 queues[id] = nil
                 continue
             }
-            while transport.inFlight < configuration.maxInFlight, q.inFlight < configuration.maxInFlightPerEndpoint, let item = q.pop() {
-                guard let m = messages[item.messageId]?.message else { continue }
-                guard e.enabled, !disabling.contains(e.id) else {
-                    finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
-                           error: "endpoint disabled: \(e.disabledReason)", now: now)
-                    continue
-                }
-                let nonce = String(UInt32.random(in: 0...UInt32.max))
-                guard let request = WebhookRenderer.render(m, for: e, appSecret: appSecret(e.app) ?? "", now: clock(), nonce: nonce) else {
-                    finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
-                           error: "the \(e.format.rawValue) format cannot express \(m.type.rawValue)", now: now)
-                    continue
-                }
-                let url = request.query.isEmpty ? e.url : e.url + (e.url.contains("?") ? "&" : "?") + request.query
-                nextTag += 1
-                flights[nextTag] = InFlight(endpointId: e.id, messageId: m.id, attempts: item.attempts)
-                q.inFlight += 1
-                transport.start(TransferJob(tag: nextTag, url: url, headers: request.headers, body: request.body,
-                                            allowPrivateNetwork: e.allowPrivateNetwork, timeoutMs: configuration.timeoutMs,
-                                            connectTimeoutMs: configuration.connectTimeoutMs))
-            }
-            queues[id] = q.isEmpty && q.inFlight == 0 ? nil : q
+            if !q.isEmpty && q.inFlight < configuration.maxInFlightPerEndpoint { ready[e.app, default: []].append(id) }
         }
+        guard !ready.isEmpty else { return }
+        for app in ready.keys { ready[app]?.sort() }
+        let active = Set(ready.keys).union(appInFlight.keys).count
+        let perApp = configuration.perAppLimit(apps: apps)
+        let equalShare = max(1, configuration.maxInFlight / max(1, active))
+        var order = ready.keys.sorted()
+        let first = order.firstIndex { $0 > lastApp } ?? 0
+        order = Array(order[first...] + order[..<first])
+        for limit in Set([min(equalShare, perApp), perApp]).sorted() {
+            var turn = order
+            while !turn.isEmpty {
+                var again: [String] = []
+                for app in turn where appInFlight[app, default: 0] < limit {
+                    guard transport.inFlight < configuration.maxInFlight else { return }
+                    guard var ids = ready[app] else { continue }
+                    if startNext(app, &ids, endpoints, transport, now: now) {
+                        lastApp = app
+                        again.append(app)
+                    }
+                    ready[app] = ids
+                }
+                turn = again
+            }
+        }
+    }
+
+    /// Starts one transfer for `app` from the next of its endpoints (after the one served last)
+    /// that can; `ids` loses the endpoints that cannot start anything now.
+    private func startNext(_ app: String, _ ids: inout [String], _ endpoints: [String: WebhookEndpoint], _ transport: CurlTransport,
+                           now: Int64) -> Bool {
+        let first = ids.firstIndex { $0 > lastEndpoint[app, default: ""] } ?? 0
+        for id in ids[first...] + ids[..<first] {
+            guard let e = endpoints[id] else { continue }
+            if start(e, transport, now: now) {
+                lastEndpoint[app] = id
+                return true
+            }
+            ids.removeAll { $0 == id }
+        }
+        return false
+    }
+
+    /// Starts the first delivery of an endpoint's queue that can be sent (those that cannot are
+    /// dead letters); false when it has nothing to start or no slot of its own left.
+    private func start(_ e: WebhookEndpoint, _ transport: CurlTransport, now: Int64) -> Bool {
+        guard var q = queues[e.id] else { return false }
+        defer { queues[e.id] = q.isEmpty && q.inFlight == 0 ? nil : q }
+        while q.inFlight < configuration.maxInFlightPerEndpoint, let item = q.pop() {
+            guard let m = messages[item.messageId]?.message else { continue }
+            guard e.enabled, !disabling.contains(e.id) else {
+                finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
+                       error: "endpoint disabled: \(e.disabledReason)", now: now)
+                continue
+            }
+            let nonce = String(UInt32.random(in: 0...UInt32.max))
+            guard let request = WebhookRenderer.render(m, for: e, appSecret: appSecret(e.app) ?? "", now: clock(), nonce: nonce) else {
+                finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
+                       error: "the \(e.format.rawValue) format cannot express \(m.type.rawValue)", now: now)
+                continue
+            }
+            let url = request.query.isEmpty ? e.url : e.url + (e.url.contains("?") ? "&" : "?") + request.query
+            nextTag += 1
+            flights[nextTag] = InFlight(app: e.app, endpointId: e.id, messageId: m.id, attempts: item.attempts)
+            q.inFlight += 1
+            appInFlight[e.app, default: 0] += 1
+            transport.start(TransferJob(tag: nextTag, url: url, headers: request.headers, body: request.body,
+                                        allowPrivateNetwork: mayReachPrivate(e), timeoutMs: configuration.timeoutMs,
+                                        connectTimeoutMs: configuration.connectTimeoutMs))
+            return true
+        }
+        return false
     }
 
     private func complete(_ tag: Int, _ result: TransferResult) {
         guard let f = flights.removeValue(forKey: tag) else { return }
+        let held = appInFlight[f.app, default: 1] - 1
+        appInFlight[f.app] = held > 0 ? held : nil
         if var q = queues[f.endpointId] {
             q.inFlight -= 1
             queues[f.endpointId] = q.isEmpty && q.inFlight == 0 ? nil : q
