@@ -70,7 +70,7 @@ def main():
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     port = free_port()
     data = tempfile.mkdtemp()
-    proc = subprocess.Popen([sys.argv[1], "--port", str(port), "--data-dir", data, "--app", f"{APP}:{SECRET}", "--log-level", "warning"],
+    proc = subprocess.Popen([sys.argv[1], "--port", str(port), "--data-dir", data, "--app", f"{APP}:{SECRET}", "--webhook-allow-private", APP, "--log-level", "warning"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         for _ in range(100):

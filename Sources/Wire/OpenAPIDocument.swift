@@ -552,7 +552,7 @@ public enum OpenAPIDocument {
                                      "minItems": 1, "uniqueItems": true]
         let format: [String: Any] = ["type": "string", "enum": ["standard", "rongcloud", "nim"]]
         let url: [String: Any] = ["type": "string", "maxLength": 2048, "pattern": "^https?://",
-                                  "description": "http or https; loopback, private and link-local targets need allowPrivateNetwork"]
+                                  "description": "http or https; loopback, private and link-local targets need allowPrivateNetwork, which only apps the operator lists with --webhook-allow-private may set (others: 403, code 40301)"]
         let secret: [String: Any] = ["type": "string", "pattern": "^whsec_[A-Za-z0-9+/=]+$", "description": "whsec_ + base64 of 16–64 bytes; generated when omitted"]
         let endpoint = obj(["id": str(), "url": str(), "events": arr(str()), "format": format, "allowPrivateNetwork": bool(), "enabled": bool(),
                             "disabledReason": str(), "origin": ["type": "string", "enum": ["api", "config"]], "createdAt": int(),
