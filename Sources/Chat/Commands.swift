@@ -3,6 +3,12 @@
 public enum Actor: Equatable, Sendable {
     case server
     case session(SessionID)
+
+    /// The client's session, nil for the app server.
+    var session: SessionID? {
+        if case .session(let s) = self { return s }
+        return nil
+    }
 }
 
 /// RongCloud-style notification: `needNotify=true` with its `extra` (RC-5, RC-6, RC-8).

@@ -22,6 +22,12 @@ public struct ChatError: Error, Equatable, Sendable, CustomStringConvertible {
     static func invalid(_ field: String, _ message: String) -> ChatError {
         ChatError(.invalidParameter, message, field: field)
     }
+
+    /// NIM-3: the one refusal of every change an anonymous session asks for (messages, attributes,
+    /// queue, own profile, management, room updates and creation, conversation status).
+    static func anonymousReadOnly() -> ChatError {
+        ChatError(.anonymousReadOnly, "anonymous members receive but cannot send or change anything", field: "session")
+    }
 }
 
 public enum ChatErrorCode: Int, Sendable, CaseIterable {
