@@ -218,6 +218,26 @@ struct NIMTests {
         #expect(h.received(alice).statuses.last?.status == .joinFailed(.blocked))
     }
 
+    // NIM-5, RC-1: a refused re-entry that must not be retried automatically (autoLoginFailed):
+    // blocked, room closed (13002) and room missing; other failures may be retried.
+    @Test func refusedReentryOfAClosedRoomIsNotRetried() {
+        let h = Harness()
+        h.createRoom("r")
+        let alice = h.connect("alice")
+        h.join(alice, "r")
+        h.run(.setRoomOpen(app: h.app, roomId: "r", false, .server, nim: nil))
+        h.clearInboxes()
+        let closed = h.join(alice, "r")
+        #expect(closed.error?.code == .roomClosed && closed.error?.code.rawValue == 13002)
+        #expect(h.received(alice).statuses.map(\.status) == [.joining, .joinFailed(.roomClosed)])
+        #expect(h.received(alice).statuses.last?.status.nimState == 2)
+        #expect(ChatErrorCode.roomClosed.allowsAutoRejoin == false)
+        #expect(ChatErrorCode.blocked.allowsAutoRejoin == false)
+        #expect(ChatErrorCode.roomNotFound.allowsAutoRejoin == false)
+        let noStop = ChatErrorCode.allCases.filter { !$0.allowsAutoRejoin }
+        #expect(Set(noStop) == [.blocked, .roomClosed, .roomNotFound])
+    }
+
     // NIM-6
     @Test func kickReasons() {
         var (h, creator, manager, common, guest) = staffedRoom()
