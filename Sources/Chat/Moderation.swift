@@ -236,10 +236,8 @@ extension ChatDomain {
             out.mutations.append(.putGlobalMute(app: appKey, u, until: until))
             deadlines.push(until, .globalMute(appKey, u))
         }
-        // Only the muted users are told.
         if let rc {
-            out.deliver(.ban(BanEvent(roomId: "", banType: .globalMute, durationTime: Int64(minutes) * 60_000, operateTime: now,
-                                      userIdList: users, extra: rc.extra)), to: .users(app: appKey, users))
+            globalBanEvents(app, users, .globalMute, durationTime: Int64(minutes) * 60_000, extra: rc.extra, now: now, &out)
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalMute", "minutes": String(minutes)]))
@@ -254,12 +252,30 @@ extension ChatDomain {
             out.mutations.append(.deleteGlobalMute(app: appKey, u))
         }
         if let rc {
-            out.deliver(.ban(BanEvent(roomId: "", banType: .globalUnmute, durationTime: 0, operateTime: now, userIdList: users, extra: rc.extra)),
-                        to: .users(app: appKey, users))
+            globalBanEvents(app, users, .globalUnmute, durationTime: 0, extra: rc.extra, now: now, &out)
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalUnmute"]))
         return .done
+    }
+
+    /// RC-6 6/7: only the users of the call are told, once for each chatroom they are in, with that
+    /// chatroom's id (the seed's event "returns data including: chatroom ID"). One event per room
+    /// (rooms in id order) lists the users of the call who are in that room and goes to those users
+    /// (all their online devices); a user in no room is told nothing.
+    func globalBanEvents(_ app: AppState, _ users: [String], _ type: BanType, durationTime: Int64, extra: String, now: Int64,
+                         _ out: inout Outcome) {
+        var usersByRoom: [String: [String]] = [:]
+        for u in users {
+            var rooms = Set<String>()
+            for sid in app.userSessions[u] ?? [] { rooms.formUnion(sessions[sid]?.rooms ?? []) }
+            for r in rooms { usersByRoom[r, default: []].append(u) }
+        }
+        for roomId in usersByRoom.keys.sorted() {
+            let inRoom = usersByRoom[roomId]!
+            out.deliver(.ban(BanEvent(roomId: roomId, banType: type, durationTime: durationTime, operateTime: now, userIdList: inRoom, extra: extra)),
+                        to: .users(app: app.key, inRoom))
+        }
     }
 
     // MARK: Roles (NIM-12, NIM-15)

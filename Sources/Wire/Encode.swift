@@ -316,7 +316,7 @@ extension ChatEvent {
         case .memberChanged(let e): return e.roomId
         case .multiLoginSync(let e): return e.roomId
         case .block(let e): return e.roomId
-        case .ban(let e): return e.roomId.isEmpty ? nil : e.roomId
+        case .ban(let e): return e.roomId
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
         case .attributesChanged(let e): return e.roomId

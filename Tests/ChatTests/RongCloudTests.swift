@@ -240,23 +240,42 @@ struct RongCloudTests {
         if type == .muteUsers || type == .allowlistAdd { #expect(h.received(alice).bans.first?.userIdList == ["bob"]) }
     }
 
-    // RC-6 6/7: only the muted users, wherever they are.
-    @Test func globalMuteReachesOnlyTheMutedUsers() {
-        let h = Harness()
+    // RC-6 6/7: only the muted users, once for each chatroom they are in, with that chatroom's id
+    // (the seed: "returns data including: chatroom ID"); a muted user in no room gets nothing.
+    @Test func globalMuteIsToldToTheMutedUsersOncePerRoomWithItsId() {
+        let h = Harness { $0.multipleRoomsPerUser = true }
         h.createRoom("r1")
-        let alice = h.connect("alice"), aliceLaptop = h.connect("alice", device: "laptop"), bob = h.connect("bob")
+        h.createRoom("r2")
+        let alice = h.connect("alice"), aliceLaptop = h.connect("alice", device: "laptop")
+        let bob = h.connect("bob"), carol = h.connect("carol"), dave = h.connect("dave")
         h.join(alice, "r1")
+        h.join(aliceLaptop, "r2")
         h.join(bob, "r1")
+        h.join(dave, "r2")
         h.clearInboxes()
-        h.run(.globalMute(app: h.app, ["alice"], minutes: 10, rc: RCNotify(extra: "g")))
-        let expected = BanEvent(roomId: "", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice"], extra: "g")
-        #expect(h.received(alice).bans == [expected])
-        #expect(h.received(aliceLaptop).bans == [expected])
-        #expect(h.received(bob).bans.isEmpty)
+        h.run(.globalMute(app: h.app, ["alice", "carol", "dave"], minutes: 10, rc: RCNotify(extra: "g")))
+        let r1 = BanEvent(roomId: "r1", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice"], extra: "g")
+        let r2 = BanEvent(roomId: "r2", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice", "dave"], extra: "g")
+        // Every ban event names a room.
+        #expect(h.lastOutcome.effects.allSatisfy { if case .deliver(.ban(let e), _) = $0 { !e.roomId.isEmpty } else { true } })
+        #expect(h.received(alice).bans == [r1, r2])
+        #expect(h.received(aliceLaptop).bans == [r1, r2])
+        #expect(h.received(dave).bans == [r2])
+        // Carol is muted but in no room; bob is in r1 but not muted.
+        #expect(h.received(carol).isEmpty)
+        #expect(h.received(bob).isEmpty)
+        // Only the muted users are the audience.
+        let audiences = h.lastOutcome.effects.compactMap { if case .deliver(.ban, let a) = $0 { a } else { nil } }
+        #expect(audiences == [.users(app: h.app, ["alice"]), .users(app: h.app, ["alice", "dave"])])
         h.clearInboxes()
         h.run(.globalUnmute(app: h.app, ["alice"], rc: RCNotify()))
-        #expect(h.received(alice).bans.map(\.banType) == [.globalUnmute])
-        #expect(h.received(bob).isEmpty)
+        #expect(h.received(alice).bans.map { [$0.roomId, String($0.banType.rawValue)] } == [["r1", "6"], ["r2", "6"]])
+        #expect(h.received(alice).bans.allSatisfy { $0.userIdList == ["alice"] && $0.durationTime == 0 })
+        #expect(h.received(bob).isEmpty && h.received(dave).isEmpty)
+        // Without needNotify nobody is told.
+        h.clearInboxes()
+        h.run(.globalMute(app: h.app, ["alice"], minutes: 10, rc: nil))
+        #expect(h.received(alice).isEmpty)
     }
 
     // RC-7
