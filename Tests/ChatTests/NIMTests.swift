@@ -65,9 +65,9 @@ struct NIMTests {
         #expect(h.lastOutcome.error?.code == .permissionDenied)
     }
 
-    // NIM-2: at most 10 rooms at once.
+    // NIM-2: at most 10 rooms at once (once the app allows several rooms per user, RC-4).
     @Test func roomsPerUserAreCapped() {
-        let h = Harness()
+        let h = Harness { $0.multipleRoomsPerUser = true }
         let alice = h.connect("alice"), laptop = h.connect("alice", device: "laptop")
         for i in 0..<11 { h.createRoom("r\(i)") }
         for i in 0..<5 { #expect(h.join(alice, "r\(i)").succeeded) }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Chat
 
@@ -153,6 +154,35 @@ struct RongCloudTests {
         #expect(h.received(laptop).syncs.contains(expected))
         #expect(h.received(bob).syncs == [expected])
         #expect(!h.received(carol).syncs.contains(expected))
+    }
+
+    // RC-4: one room per user is the default of a new app ("No notification if Single User Joins
+    // Multiple Chatrooms is enabled", so it starts disabled); enabling it stops the moves.
+    @Test func oneRoomPerUserIsTheDefaultUntilTheAppEnablesMore() {
+        #expect(AppSettings().multipleRoomsPerUser == false)
+        let h = Harness()
+        h.createRoom("r1")
+        h.createRoom("r2")
+        h.createRoom("r3")
+        let alice = h.connect("alice"), bob = h.connect("bob")
+        h.join(alice, "r1")
+        h.join(bob, "r1")
+        h.clearInboxes()
+        #expect(h.join(alice, "r2").succeeded)
+        #expect(h.present("r1") == ["bob"])
+        #expect(h.present("r2") == ["alice"])
+        let moved = MultiLoginSyncEvent(roomId: "r1", status: 0, reason: 2, time: h.now, extra: "")
+        #expect(h.received(bob).syncs == [moved])
+        #expect(h.received(alice).syncs == [moved])
+        // Settings stored without the field take the default too.
+        let stored = try? JSONDecoder().decode(AppSettings.self, from: Data(#"{"memberChangeEvents":true}"#.utf8))
+        #expect(stored?.multipleRoomsPerUser == false)
+        // The app enables several rooms: no more moves.
+        #expect(h.run(.updateAppSettings(app: h.app, AppSettingsPatch(multipleRoomsPerUser: true))).succeeded)
+        h.clearInboxes()
+        #expect(h.join(alice, "r3").succeeded)
+        #expect(h.present("r2") == ["alice"] && h.present("r3") == ["alice"])
+        #expect(h.received(alice).syncs.isEmpty)
     }
 
     // RC-4: no notification when several rooms are allowed.
