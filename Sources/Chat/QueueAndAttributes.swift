@@ -54,7 +54,7 @@ extension ChatDomain {
             try Validate.maxBytes(e.value, Limits.maxQueueValueBytes, field: "elements.\(e.key)")
         }
         guard Set(elements.map(\.key)).count == elements.count else { throw .invalid("elements", "duplicate keys") }
-        if let notify { try Validate.notifyExt(notify.notifyExt) }
+        let notify = try validateNotify(nil, notify).nim
         try checkQueuePermission(room, user, now: now)
         var missing: [String] = []
         var updated: [(key: String, value: String)] = []

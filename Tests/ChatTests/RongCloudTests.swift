@@ -375,6 +375,58 @@ struct RongCloudTests {
         #expect(h.run(.mute(app: h.app, roomId: "r1", ["alice"], .minutes(43200), .server, rc: nil, nim: nil)).succeeded)
     }
 
+    // RC-5, RC-6, RC-8, NIM-9, SPEC §13: `extra` and `notifyExt` are checked whenever they are
+    // given, also without needNotify; the refusal names the field and changes nothing.
+    @Test func extraAndNotifyExtLimitsHoldWithoutNeedNotify() {
+        let h = Harness()
+        h.createRoom("r1")
+        let alice = h.connect("alice"), bob = h.connect("bob")
+        h.join(alice, "r1")
+        h.join(bob, "r1")
+        h.clearInboxes()
+        let before = h.fingerprint("r1")
+        let longExtra = RCNotify.given(needNotify: false, extra: String(repeating: "x", count: Limits.maxExtraBytes + 1))
+        let longExt = NIMNotify.given(needNotify: false, notifyExt: String(repeating: "n", count: Limits.maxNotifyExtBytes + 1))
+        #expect(longExtra?.needNotify == false && longExt?.needNotify == false)
+        var update = RoomUpdate()
+        update.name = "renamed"
+        let refusals: [(Command, String)] = [
+            (.block(app: h.app, roomId: "r1", ["alice"], minutes: 10, .server, rc: longExtra, nim: nil), "extra"),
+            (.unblock(app: h.app, roomId: "r1", ["alice"], .server, rc: longExtra, nim: nil), "extra"),
+            (.mute(app: h.app, roomId: "r1", ["alice"], .minutes(10), .server, rc: longExtra, nim: nil), "extra"),
+            (.unmute(app: h.app, roomId: "r1", ["alice"], .all, .server, rc: longExtra, nim: nil), "extra"),
+            (.setRoomMuted(app: h.app, roomId: "r1", true, .server, rc: longExtra, nim: nil), "extra"),
+            (.addToAllowlist(app: h.app, roomId: "r1", ["alice"], rc: longExtra), "extra"),
+            (.removeFromAllowlist(app: h.app, roomId: "r1", ["alice"], rc: longExtra), "extra"),
+            (.globalMute(app: h.app, ["alice"], minutes: 10, rc: longExtra), "extra"),
+            (.globalUnmute(app: h.app, ["alice"], rc: longExtra), "extra"),
+            (.block(app: h.app, roomId: "r1", ["alice"], minutes: 10, .server, rc: nil, nim: longExt), "notifyExt"),
+            (.mute(app: h.app, roomId: "r1", ["alice"], .permanent, .server, rc: nil, nim: longExt), "notifyExt"),
+            (.updateRoom(app: h.app, roomId: "r1", update, .server, nim: longExt), "notifyExt"),
+            (.queueBatchUpdate(app: h.app, roomId: "r1", [(key: "k", value: "v")], .server, notify: longExt), "notifyExt"),
+        ]
+        for (command, field) in refusals {
+            let out = h.run(command)
+            #expect(out.error?.code == .invalidParameter, "\(command)")
+            #expect(out.error?.field == field, "\(command)")
+            #expect(out.effects.isEmpty && out.mutations.isEmpty && out.webhooks.isEmpty, "\(command)")
+            #expect(h.fingerprint("r1") == before, "\(command)")
+        }
+        // Within the limits and without needNotify, the change is made and nobody is told.
+        let quiet = RCNotify.given(needNotify: false, extra: String(repeating: "x", count: Limits.maxExtraBytes))
+        #expect(h.run(.mute(app: h.app, roomId: "r1", ["alice"], .minutes(10), .server, rc: quiet, nim: nil)).succeeded)
+        #expect(h.run(.globalMute(app: h.app, ["bob"], minutes: 10, rc: quiet)).succeeded)
+        let quietExt = NIMNotify.given(needNotify: false, notifyExt: "n")
+        #expect(h.run(.updateRoom(app: h.app, roomId: "r1", update, .server, nim: quietExt)).succeeded)
+        #expect(h.received(alice).isEmpty && h.received(bob).isEmpty)
+        #expect(h.info("r1", "alice")?.isTempMuted == true)
+        // Neither field given: no notification fields at all; needNotify alone: sent with "".
+        #expect(RCNotify.given(needNotify: nil, extra: nil) == nil && NIMNotify.given(needNotify: false, notifyExt: nil) == nil)
+        #expect(RCNotify.given(needNotify: true, extra: nil) == RCNotify(extra: ""))
+        h.run(.unmute(app: h.app, roomId: "r1", ["alice"], .all, .server, rc: RCNotify.given(needNotify: true, extra: nil), nim: nil))
+        #expect(h.received(bob).bans.map(\.banType) == [.unmuteUsers])
+    }
+
     // RC-9
     @Test func roomLifecycleFromTheServer() {
         let h = Harness()
