@@ -68,6 +68,10 @@ public final class ChatDomain {
     }
 
     private func perform(_ command: Command, now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        // NIM-3: an anonymous member receives but changes nothing; refused before any look-up.
+        if let sid = Self.writingSession(command), sessions[sid]?.anonymous == true {
+            throw ChatError.anonymousReadOnly()
+        }
         switch command {
         case .configureApp(let app, let settings): return try configureApp(app, settings, &out)
         case .updateAppSettings(let app, let patch): return try updateAppSettings(app, patch, &out)
@@ -123,6 +127,34 @@ public final class ChatDomain {
         case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
         case .setGroupNotificationLevel(let app, let groupId, let channelId, let level):
             return try setGroupLevel(app, groupId, channelId: channelId, level, &out)
+        }
+    }
+
+    /// The session a command changes state for, if a client's session issues it: every command but
+    /// the presence ones (connect, join, leave, switch: joining, leaving and reading stay open to
+    /// anonymous members, NIM-3) and the app server's. The switch has no default, so a new command
+    /// must be classified here.
+    static func writingSession(_ command: Command) -> SessionID? {
+        switch command {
+        case .updateMyInfo(let s, _, _, _, _, _):
+            return s
+        case .sendMessage(_, _, let sender, _, _):
+            if case .session(let s) = sender { return s }
+            return nil
+        case .updateRoom(_, _, _, let actor, _), .setRoomOpen(_, _, _, let actor, _),
+             .block(_, _, _, _, let actor, _, _), .unblock(_, _, _, let actor, _, _),
+             .mute(_, _, _, _, let actor, _, _), .unmute(_, _, _, _, let actor, _, _),
+             .setRoomMuted(_, _, _, let actor, _, _), .setRole(_, _, _, _, let actor, _), .kick(_, _, _, let actor, _),
+             .setAttributes(_, _, _, _, _, let actor), .removeAttributes(_, _, _, let actor),
+             .queueOffer(_, _, _, _, _, let actor), .queueBatchUpdate(_, _, _, let actor, _),
+             .queuePoll(_, _, _, let actor), .queueDrop(_, _, let actor),
+             .setConversationStatus(_, _, _, _, _, let actor):
+            return actor.session
+        case .configureApp, .updateAppSettings, .connect, .disconnect, .join, .leave, .leaveAll, .switchRoom,
+             .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
+             .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
+             .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel:
+            return nil
         }
     }
 

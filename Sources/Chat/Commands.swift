@@ -3,18 +3,47 @@
 public enum Actor: Equatable, Sendable {
     case server
     case session(SessionID)
+
+    /// The client's session, nil for the app server.
+    var session: SessionID? {
+        if case .session(let s) = self { return s }
+        return nil
+    }
 }
 
-/// RongCloud-style notification: `needNotify=true` with its `extra` (RC-5, RC-6, RC-8).
+/// RongCloud-style notification fields (RC-5, RC-6, RC-8): `extra`, sent when `needNotify` is true.
+/// `extra` is checked whenever it is given (SPEC §13), so a request that gives it without
+/// `needNotify` still carries it here, with `needNotify` false; nil means neither was given.
 public struct RCNotify: Equatable, Sendable {
     public var extra: String
-    public init(extra: String = "") { self.extra = extra }
+    public var needNotify: Bool
+    public init(extra: String = "", needNotify: Bool = true) {
+        self.extra = extra
+        self.needNotify = needNotify
+    }
+
+    /// The fields as a request gives them: nil when it gives neither `needNotify=true` nor `extra`.
+    public static func given(needNotify: Bool?, extra: String?) -> RCNotify? {
+        guard needNotify == true || extra != nil else { return nil }
+        return RCNotify(extra: extra ?? "", needNotify: needNotify == true)
+    }
 }
 
-/// NIM-style notification message (NIM-9) with the caller's `notifyExt`.
+/// NIM-style notification message (NIM-9) with the caller's `notifyExt`, sent when `needNotify`
+/// is true. Like `extra`, `notifyExt` is checked whenever it is given (SPEC §13).
 public struct NIMNotify: Equatable, Sendable {
     public var notifyExt: String
-    public init(notifyExt: String = "") { self.notifyExt = notifyExt }
+    public var needNotify: Bool
+    public init(notifyExt: String = "", needNotify: Bool = true) {
+        self.notifyExt = notifyExt
+        self.needNotify = needNotify
+    }
+
+    /// The fields as a request gives them: nil when it gives neither `needNotify=true` nor `notifyExt`.
+    public static func given(needNotify: Bool?, notifyExt: String?) -> NIMNotify? {
+        guard needNotify == true || notifyExt != nil else { return nil }
+        return NIMNotify(notifyExt: notifyExt ?? "", needNotify: needNotify == true)
+    }
 }
 
 public enum MuteDuration: Equatable, Sendable {

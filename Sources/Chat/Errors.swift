@@ -22,6 +22,12 @@ public struct ChatError: Error, Equatable, Sendable, CustomStringConvertible {
     static func invalid(_ field: String, _ message: String) -> ChatError {
         ChatError(.invalidParameter, message, field: field)
     }
+
+    /// NIM-3: the one refusal of every change an anonymous session asks for (messages, attributes,
+    /// queue, own profile, management, room updates and creation, conversation status).
+    static func anonymousReadOnly() -> ChatError {
+        ChatError(.anonymousReadOnly, "anonymous members receive but cannot send or change anything", field: "session")
+    }
 }
 
 public enum ChatErrorCode: Int, Sendable, CaseIterable {
@@ -57,6 +63,18 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     case unknownSession = 40101
     /// A group or channel with this id already exists.
     case alreadyExists = 40902
+
+    /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
+    /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
+    /// room does not exist (RC_CHATROOM_NOT_EXIST) or when the room is closed (NIM's "abnormal
+    /// status of a chat room", 13002): the client gets `autoLoginFailed` and decides itself.
+    /// Every other failure may be retried.
+    public var allowsAutoRejoin: Bool {
+        switch self {
+        case .blocked, .roomNotFound, .roomClosed: return false
+        default: return true
+        }
+    }
 
     /// HTTP status for REST answers.
     public var httpStatus: Int {

@@ -274,7 +274,7 @@ public enum BanType: Int, Equatable, Sendable {
 
 /// RC-6 mute event.
 public struct BanEvent: Equatable, Sendable {
-    /// Empty for app-wide (global) mutes.
+    /// Always a room: a global mute (6/7) is told once per room the user is in, with its id.
     public var roomId: String
     public var banType: BanType
     public var durationTime: Int64

@@ -34,9 +34,12 @@ extension ChatDomain {
                     to: .room(room.key))
     }
 
-    func validateNotify(_ rc: RCNotify?, _ nim: NIMNotify?) throws(ChatError) {
+    /// RC-8, NIM-9, SPEC §13: `extra` and `notifyExt` are checked whenever they are given, whether
+    /// or not a notification goes out. Returns the notifications to send (`needNotify`).
+    func validateNotify(_ rc: RCNotify?, _ nim: NIMNotify?) throws(ChatError) -> (rc: RCNotify?, nim: NIMNotify?) {
         if let rc { try Validate.extra(rc.extra) }
         if let nim { try Validate.notifyExt(nim.notifyExt) }
+        return (rc?.needNotify == true ? rc : nil, nim?.needNotify == true ? nim : nil)
     }
 
     // MARK: Blocks (RC-5, NIM-12 blocklist)
@@ -46,7 +49,7 @@ extension ChatDomain {
         let (app, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
         if let minutes { try Validate.minutes(minutes) }
-        try validateNotify(rc, nim)
+        let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
         if users.contains(room.creator) && op != nil { throw ChatError(.permissionDenied, "the creator cannot be blocked", field: "userIds") }
         try checkFixedCapacity(room, adding: users, now: now)
@@ -81,7 +84,7 @@ extension ChatDomain {
                  _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let (_, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
-        try validateNotify(rc, nim)
+        let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
         for u in users where room.blocks[u] != nil {
             room.blocks[u] = nil
@@ -118,7 +121,7 @@ extension ChatDomain {
             durationMs = 0
             try checkFixedCapacity(room, adding: users, now: now)
         }
-        try validateNotify(rc, nim)
+        let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
         for u in users {
             if duration == .permanent {
@@ -152,7 +155,7 @@ extension ChatDomain {
                 _ nim: NIMNotify?, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let (_, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
-        try validateNotify(rc, nim)
+        let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
         var removedPermanent: [String] = [], removedTemporary: [String] = []
         for u in users {
@@ -183,7 +186,7 @@ extension ChatDomain {
                       _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let (_, room, op) = try resolve(appKey, roomId, actor)
         if let op { try requireManager(room, op, now: now) }
-        try validateNotify(rc, nim)
+        let (rc, nim) = try validateNotify(rc, nim)
         room.muted = muted
         out.mutations.append(.putRoom(record(room)))
         if let rc {
@@ -200,7 +203,7 @@ extension ChatDomain {
                          _ out: inout Outcome) throws(ChatError) -> Reply {
         let (_, room, _) = try resolve(appKey, roomId, .server)
         try Validate.userIds(users)
-        try validateNotify(rc, nil)
+        let rc = try validateNotify(rc, nil).rc
         if add {
             let newcomers = users.filter { !room.muteAllowlist.contains($0) }.count
             guard room.muteAllowlist.count + newcomers <= Limits.maxAllowlist else {
@@ -229,17 +232,15 @@ extension ChatDomain {
         let app = try app(appKey)
         try Validate.userIds(users)
         try Validate.minutes(minutes)
-        try validateNotify(rc, nil)
+        let rc = try validateNotify(rc, nil).rc
         let until = now + Int64(minutes) * 60_000
         for u in users {
             app.globalMutes[u] = until
             out.mutations.append(.putGlobalMute(app: appKey, u, until: until))
             deadlines.push(until, .globalMute(appKey, u))
         }
-        // Only the muted users are told.
         if let rc {
-            out.deliver(.ban(BanEvent(roomId: "", banType: .globalMute, durationTime: Int64(minutes) * 60_000, operateTime: now,
-                                      userIdList: users, extra: rc.extra)), to: .users(app: appKey, users))
+            globalBanEvents(app, users, .globalMute, durationTime: Int64(minutes) * 60_000, extra: rc.extra, now: now, &out)
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalMute", "minutes": String(minutes)]))
@@ -249,17 +250,35 @@ extension ChatDomain {
     func globalUnmute(_ appKey: String, _ users: [String], _ rc: RCNotify?, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         try Validate.userIds(users)
-        try validateNotify(rc, nil)
+        let rc = try validateNotify(rc, nil).rc
         for u in users where app.globalMutes.removeValue(forKey: u) != nil {
             out.mutations.append(.deleteGlobalMute(app: appKey, u))
         }
         if let rc {
-            out.deliver(.ban(BanEvent(roomId: "", banType: .globalUnmute, durationTime: 0, operateTime: now, userIdList: users, extra: rc.extra)),
-                        to: .users(app: appKey, users))
+            globalBanEvents(app, users, .globalUnmute, durationTime: 0, extra: rc.extra, now: now, &out)
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalUnmute"]))
         return .done
+    }
+
+    /// RC-6 6/7: only the users of the call are told, once for each chatroom they are in, with that
+    /// chatroom's id (the seed's event "returns data including: chatroom ID"). One event per room
+    /// (rooms in id order) lists the users of the call who are in that room and goes to those users
+    /// (all their online devices); a user in no room is told nothing.
+    func globalBanEvents(_ app: AppState, _ users: [String], _ type: BanType, durationTime: Int64, extra: String, now: Int64,
+                         _ out: inout Outcome) {
+        var usersByRoom: [String: [String]] = [:]
+        for u in users {
+            var rooms = Set<String>()
+            for sid in app.userSessions[u] ?? [] { rooms.formUnion(sessions[sid]?.rooms ?? []) }
+            for r in rooms { usersByRoom[r, default: []].append(u) }
+        }
+        for roomId in usersByRoom.keys.sorted() {
+            let inRoom = usersByRoom[roomId]!
+            out.deliver(.ban(BanEvent(roomId: roomId, banType: type, durationTime: durationTime, operateTime: now, userIdList: inRoom, extra: extra)),
+                        to: .users(app: app.key, inRoom))
+        }
     }
 
     // MARK: Roles (NIM-12, NIM-15)

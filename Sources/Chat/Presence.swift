@@ -85,8 +85,10 @@ extension ChatDomain {
             created = config
         }
         if var config = created {
+            // NIM-3: an anonymous member joins rooms but does not create them (nor their attributes).
+            if s.anonymous { throw ChatError.anonymousReadOnly() }
             config.roomId = roomId
-            if config.creator == nil && !s.anonymous { config.creator = s.userId }
+            if config.creator == nil { config.creator = s.userId }
             try validateCreation(app, config)
         }
         if let existing {
@@ -109,7 +111,7 @@ extension ChatDomain {
         if let config = created {
             var c = config
             c.roomId = roomId
-            if c.creator == nil && !s.anonymous { c.creator = s.userId }
+            if c.creator == nil { c.creator = s.userId }
             room = createRoom(app, c, now: now, &out)
         } else {
             room = existing!
@@ -264,8 +266,9 @@ extension ChatDomain {
             try checkEntry(target, app, s, now: now, joining: true)
         } else {
             guard createIfMissing else { throw ChatError(.roomNotFound, "room \(to.roomId) does not exist", field: "toRoomId") }
+            if s.anonymous { throw ChatError.anonymousReadOnly() }
             var c = to
-            if c.creator == nil && !s.anonymous { c.creator = s.userId }
+            if c.creator == nil { c.creator = s.userId }
             try validateCreation(app, c)
             toCreate = c
         }

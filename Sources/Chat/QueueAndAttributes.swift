@@ -54,7 +54,7 @@ extension ChatDomain {
             try Validate.maxBytes(e.value, Limits.maxQueueValueBytes, field: "elements.\(e.key)")
         }
         guard Set(elements.map(\.key)).count == elements.count else { throw .invalid("elements", "duplicate keys") }
-        if let notify { try Validate.notifyExt(notify.notifyExt) }
+        let notify = try validateNotify(nil, notify).nim
         try checkQueuePermission(room, user, now: now)
         var missing: [String] = []
         var updated: [(key: String, value: String)] = []
@@ -186,9 +186,9 @@ extension ChatDomain {
 
     // MARK: Messages (NIM-8, RC-7)
 
-    /// RC-7: may this user send in this room now?
-    func checkSendPermission(_ app: AppState, _ room: Room, _ user: String, member: Member, anonymous: Bool, now: Int64) throws(ChatError) {
-        if anonymous { throw ChatError(.anonymousReadOnly, "anonymous members receive but cannot send", field: "roomId") }
+    /// RC-7: may this user send in this room now? (Anonymous sessions never get here: NIM-3 is
+    /// refused for every change in `perform`.)
+    func checkSendPermission(_ app: AppState, _ room: Room, _ user: String, member: Member, now: Int64) throws(ChatError) {
         if room.isPermanentlyMuted(user) || room.isTempMuted(user, now: now) {
             throw ChatError(.muted, "you are muted in room \(room.key.roomId)", field: "roomId")
         }
@@ -216,7 +216,7 @@ extension ChatDomain {
             guard let m = r.members[s.userId], m.sessions.contains(sid) else {
                 throw ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")
             }
-            try checkSendPermission(app, r, s.userId, member: m, anonymous: s.anonymous, now: now)
+            try checkSendPermission(app, r, s.userId, member: m, now: now)
             room = r
             message = ChatMessage(id: makeID(), roomId: roomId, sender: s.userId, senderNickname: m.nickname, senderAvatar: m.avatar,
                                   senderExt: m.ext, kind: kind, content: content, time: now, fromServer: false)

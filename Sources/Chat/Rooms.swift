@@ -107,7 +107,7 @@ extension ChatDomain {
         if let v = update.broadcastUrl { try Validate.maxBytes(v, Limits.maxBroadcastUrlBytes, field: "broadcastUrl") }
         if let p = update.destroyPolicy { try Validate.destroyPolicy(p) }
         if let q = update.queueLimit, q < 1 || q > Limits.maxQueueLimit { throw .invalid("queueLimit", "queueLimit must be between 1 and \(Limits.maxQueueLimit)") }
-        if let nim { try Validate.notifyExt(nim.notifyExt) }
+        let nim = try validateNotify(nil, nim).nim
         if let v = update.name { room.name = v }
         if let v = update.announcement { room.announcement = v }
         if let v = update.ext { room.ext = v }
@@ -148,6 +148,7 @@ extension ChatDomain {
                 throw ChatError(.permissionDenied, "only the creator may open or close the room", field: "operator")
             }
         }
+        // Closing always tells the room and kicks everyone (with notifyExt when given).
         if let nim { try Validate.notifyExt(nim.notifyExt) }
         guard room.open != open else { return .room(roomInfo(room)) }
         if !open {

@@ -3,9 +3,11 @@ public struct AppSettings: Equatable, Sendable, Codable {
     /// RC-2/ZIM-4: tell other members who joined and left (`memberChanged`). It multiplies
     /// traffic, so it can be switched off.
     public var memberChangeEvents = true
-    /// RC-4: a user may be in several rooms at once; when false, joining a second room kicks the
-    /// user from the first.
-    public var multipleRoomsPerUser = true
+    /// RC-4: a user may be in several rooms at once. Off by default, as RongCloud's console
+    /// setting "a single user joins multiple chatrooms": joining a second room then moves the user
+    /// out of the first (every device), and the user and that room's members are told. An app
+    /// enables it (then NIM-2's `maxRoomsPerUser` caps the rooms).
+    public var multipleRoomsPerUser = false
     /// NIM-9: enter/exit notifications (301/302) for the app (rooms can switch them off too).
     public var enterExitNotifications = true
     /// NIM-2: rooms one user may be in at once (when several are allowed).

@@ -104,8 +104,8 @@ public enum Encode {
             case .joinFailed(let code):
                 status = "joinFailed"
                 w.field("code", code.rawValue)
-                // RC-1: the client must not rejoin on its own after these.
-                w.field("autoRejoin", !(code == .blocked || code == .roomNotFound))
+                // RC-1, NIM-5: false after a block, a missing or a closed room (autoLoginFailed).
+                w.field("autoRejoin", code.allowsAutoRejoin)
             case .reset: status = "reset"
             case .quit: status = "quit"
             case .destroyed(let type):
@@ -316,7 +316,7 @@ extension ChatEvent {
         case .memberChanged(let e): return e.roomId
         case .multiLoginSync(let e): return e.roomId
         case .block(let e): return e.roomId
-        case .ban(let e): return e.roomId.isEmpty ? nil : e.roomId
+        case .ban(let e): return e.roomId
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
         case .attributesChanged(let e): return e.roomId

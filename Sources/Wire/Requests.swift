@@ -74,7 +74,8 @@ protocol ModerationNotify {
 
 extension ModerationNotify {
     func rc(_ caller: Caller) -> RCNotify? {
-        caller.isServer && needNotify == true ? RCNotify(extra: extra ?? "") : nil
+        // Given fields are checked even when nothing is sent (needNotify false).
+        caller.isServer ? RCNotify.given(needNotify: needNotify, extra: extra) : nil
     }
 
     func nim(_ caller: Caller) -> NIMNotify? {
@@ -196,8 +197,7 @@ public struct RoomUpdateSpec: Decodable, Sendable {
 
     public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
         // NIM-10: a 312 notification when `needNotify` is true (with `notifyExt`).
-        .updateRoom(app: caller.app, roomId: roomId, try update(), caller.actor,
-                    nim: needNotify == true ? NIMNotify(notifyExt: notifyExt ?? "") : nil)
+        .updateRoom(app: caller.app, roomId: roomId, try update(), caller.actor, nim: NIMNotify.given(needNotify: needNotify, notifyExt: notifyExt))
     }
 }
 
@@ -439,7 +439,7 @@ public struct QueueBatchRequest: Decodable, Sendable {
     public var notifyExt: String?
 
     public func command(_ caller: Caller, roomId: String) -> Command {
-        let notify = needNotify == true ? NIMNotify(notifyExt: notifyExt ?? "") : nil
+        let notify = NIMNotify.given(needNotify: needNotify, notifyExt: notifyExt)
         return .queueBatchUpdate(app: caller.app, roomId: roomId, elements.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
                                  caller.actor, notify: notify)
     }

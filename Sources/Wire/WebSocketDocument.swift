@@ -76,7 +76,7 @@ public enum WebSocketDocument {
         let member = S.ref("Member")
         let users = S.arr(text)
         return [
-            Event(ev: "room.status", summary: "The joining connection's room status: joining, joined (join info), joinFailed (code; autoRejoin false for blocked/room missing), reset (recreated while away, then joined), quit, destroyed (destroyType)",
+            Event(ev: "room.status", summary: "The joining connection's room status: joining, joined (join info), joinFailed (code; autoRejoin false for blocked, closed or missing rooms), reset (recreated while away, then joined), quit, destroyed (destroyType)",
                   spec: ["RC-1", "NIM-5", "ZIM-5", "ZIM-6"],
                   audience: "Only the connection concerned; `destroyed` goes to every online member; no one else.", stream: .never,
                   data: S.obj(["status": enumeration(["joining", "joined", "joinFailed", "reset", "quit", "destroyed"]),
@@ -107,9 +107,9 @@ public enum WebSocketDocument {
                               required: ["roomId", "operateType", "durationTime", "operateTime", "userIdList"])),
             Event(ev: "room.ban", summary: "Mute changes, when needNotify: banType 0/1 unmute/mute users, 2/3 room mute off/on, 4/5 allowlist remove/add, 6/7 global unmute/mute",
                   spec: ["RC-6"],
-                  audience: "banType 0–5: every member of the room. 6/7: only the globally (un)muted users, wherever they are.",
+                  audience: "banType 0–5: every member of the room. 6/7: the globally (un)muted users only, once per room they are in, with that roomId.",
                   stream: .whenRoomWide,
-                  data: S.obj(["roomId": S.str("Empty for global mutes"), "banType": ["type": "integer", "minimum": 0, "maximum": 7],
+                  data: S.obj(["roomId": S.str("The room (for global mutes 6/7: each room the user is in)"), "banType": ["type": "integer", "minimum": 0, "maximum": 7],
                                "durationTime": S.int("ms"), "operateTime": S.int(), "userIdList": users, "extra": text],
                               required: ["roomId", "banType", "durationTime", "operateTime", "userIdList"])),
             Event(ev: "room.notification", summary: "NIM chat-room notification (eventType 301–320) with the operator (source), the members affected (targets), notifyExt and a type-specific ext",

@@ -19,31 +19,31 @@ struct AppSettingsTests {
     // lost-update fix: the engine merges, the caller no longer sends whole settings).
     @Test func patchesOfDifferentFieldsKeepEachOther() {
         let h = Harness()
-        let first = patch(h, AppSettingsPatch(multipleRoomsPerUser: false))
+        let first = patch(h, AppSettingsPatch(multipleRoomsPerUser: true))
         let second = patch(h, AppSettingsPatch(maxRoomsPerUser: 3))
         #expect(first.succeeded && second.succeeded)
         var expected = AppSettings()
-        expected.multipleRoomsPerUser = false
+        expected.multipleRoomsPerUser = true
         expected.maxRoomsPerUser = 3
         #expect(settings(h) == expected)
         #expect(second.reply == .success(.appSettings(expected)))
         #expect(second.mutations == [.putApp(h.app, expected)])
         // The first patch's mutation held only its own change.
         var afterFirst = AppSettings()
-        afterFirst.multipleRoomsPerUser = false
+        afterFirst.multipleRoomsPerUser = true
         #expect(first.mutations == [.putApp(h.app, afterFirst)])
     }
 
     // NIM-8, NIM-16, ZIM-5, CS-4, RC-2: every field is applied; retention arrives in seconds.
     @Test func everyFieldIsApplied() {
         let h = Harness()
-        let out = patch(h, AppSettingsPatch(memberChangeEvents: false, multipleRoomsPerUser: false, enterExitNotifications: false,
+        let out = patch(h, AppSettingsPatch(memberChangeEvents: false, multipleRoomsPerUser: true, enterExitNotifications: false,
                                             maxRoomsPerUser: 1000, maxRooms: 0, historyRetentionSeconds: 60, historyLimitPerRoom: 100_000,
                                             maxMessageBytes: 1_048_576, defaultQueueLimit: 10_000, notificationLevel: .mention,
                                             allowedOrigins: ["https://a.example", "*.b.example"]))
         var expected = AppSettings()
         expected.memberChangeEvents = false
-        expected.multipleRoomsPerUser = false
+        expected.multipleRoomsPerUser = true
         expected.enterExitNotifications = false
         expected.maxRoomsPerUser = 1000
         expected.maxRooms = 0

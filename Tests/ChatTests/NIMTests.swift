@@ -65,9 +65,9 @@ struct NIMTests {
         #expect(h.lastOutcome.error?.code == .permissionDenied)
     }
 
-    // NIM-2: at most 10 rooms at once.
+    // NIM-2: at most 10 rooms at once (once the app allows several rooms per user, RC-4).
     @Test func roomsPerUserAreCapped() {
-        let h = Harness()
+        let h = Harness { $0.multipleRoomsPerUser = true }
         let alice = h.connect("alice"), laptop = h.connect("alice", device: "laptop")
         for i in 0..<11 { h.createRoom("r\(i)") }
         for i in 0..<5 { #expect(h.join(alice, "r\(i)").succeeded) }
@@ -97,6 +97,89 @@ struct NIMTests {
         // Each anonymous connection gets its own generated id.
         let (other, _) = h.connectAnonymous()
         #expect(h.domain.userId(of: other) != id)
+    }
+
+    // NIM-3: "an anonymous member receives but cannot send" — nor change anything else: every
+    // state-changing op from an anonymous session is refused with 40302 (field `session`) and
+    // changes nothing, in a muted room as in an open one; joining, leaving and reading stay allowed.
+    @Test("anonymous sessions change nothing", arguments: [false, true])
+    func anonymousSessionsChangeNothing(roomMuted: Bool) {
+        let h = Harness()
+        h.createRoom("r") {
+            $0.creator = "c"
+            $0.muted = roomMuted
+            $0.attributes = ["seat": "c"]
+        }
+        h.run(.queueOffer(app: h.app, roomId: "r", key: "mic", value: "c", transient: false, .server))
+        let (anon, out) = h.connectAnonymous()
+        guard case .success(.session(let anonId)) = out.reply else { Issue.record("no session"); return }
+        let bob = h.connect("bob")
+        #expect(h.join(anon, "r").succeeded)
+        h.join(bob, "r")
+        h.clearInboxes()
+        let before = h.fingerprint("r")
+        let a = Actor.session(anon)
+        var update = RoomUpdate()
+        update.name = "mine"
+        let writes: [Command] = [
+            .sendMessage(app: h.app, roomId: "r", .session(anon), .text, content: "hi"),
+            .setAttributes(app: h.app, roomId: "r", [(key: "mine", value: "v")], owner: nil, autoDelete: false, a),
+            .setAttributes(app: h.app, roomId: "r", [(key: "mine", value: "v")], owner: nil, autoDelete: true, a),
+            .removeAttributes(app: h.app, roomId: "r", ["seat"], a),
+            .queueOffer(app: h.app, roomId: "r", key: "k", value: "v", transient: false, a),
+            .queueOffer(app: h.app, roomId: "r", key: "k", value: "v", transient: true, a),
+            .queueBatchUpdate(app: h.app, roomId: "r", [(key: "mic", value: "x")], a, notify: NIMNotify()),
+            .queuePoll(app: h.app, roomId: "r", key: nil, a),
+            .queuePoll(app: h.app, roomId: "r", key: "mic", a),
+            .queueDrop(app: h.app, roomId: "r", a),
+            .updateMyInfo(anon, roomId: "r", nickname: "New", avatar: nil, ext: nil, notifyExt: ""),
+            .updateRoom(app: h.app, roomId: "r", update, a, nim: NIMNotify()),
+            .setRoomOpen(app: h.app, roomId: "r", false, a, nim: nil),
+            .setRoomMuted(app: h.app, roomId: "r", !roomMuted, a, rc: nil, nim: NIMNotify()),
+            .block(app: h.app, roomId: "r", ["bob"], minutes: 5, a, rc: nil, nim: NIMNotify()),
+            .unblock(app: h.app, roomId: "r", ["bob"], a, rc: nil, nim: NIMNotify()),
+            .mute(app: h.app, roomId: "r", ["bob"], .seconds(30), a, rc: nil, nim: NIMNotify()),
+            .unmute(app: h.app, roomId: "r", ["bob"], .all, a, rc: nil, nim: NIMNotify()),
+            .setRole(app: h.app, roomId: "r", target: "bob", .setCommon(true), a, notifyExt: ""),
+            .kick(app: h.app, roomId: "r", target: "bob", a, notifyExt: ""),
+            .setConversationStatus(app: h.app, userId: anonId, ConversationKey(type: .group, targetId: "g"), pinned: true, level: nil, a),
+            // Even where the room is missing or the anonymous member is not in it: the refusal comes first.
+            .setAttributes(app: h.app, roomId: "elsewhere", [(key: "k", value: "v")], owner: nil, autoDelete: false, a),
+        ]
+        for command in writes {
+            let refused = h.run(command)
+            #expect(refused.error?.code == .anonymousReadOnly, "\(command)")
+            #expect(refused.error?.field == "session", "\(command)")
+            #expect(refused.effects.isEmpty && refused.mutations.isEmpty && refused.webhooks.isEmpty, "\(command)")
+            #expect(h.fingerprint("r") == before, "\(command)")
+        }
+        #expect(h.received(bob).isEmpty)
+        #expect(h.info("r", anonId)?.nickname == "Anon")
+        // Creating a room (ZIM createRoom, enterRoom of a missing room, switchRoom creating its
+        // target) writes a room and its attributes: refused too, and nothing is created.
+        var config = RoomConfig(roomId: "new")
+        config.attributes = ["k": "v"]
+        for mode: JoinMode in [.create(config), .enter(config)] {
+            let refused = h.join(anon, "new", mode: mode)
+            #expect(refused.error?.code == .anonymousReadOnly && refused.error?.field == "session")
+            #expect(refused.mutations.isEmpty && refused.webhooks.isEmpty)
+            #expect(h.received(anon).statuses.last?.status == .joinFailed(.anonymousReadOnly))
+        }
+        let switched = h.run(.switchRoom(anon, from: "r", to: config, createIfMissing: true, EnterProfile()))
+        #expect(switched.error?.code == .anonymousReadOnly && switched.mutations.isEmpty)
+        #expect(h.query(.room(app: h.app, roomId: "new")) == nil)
+        #expect(h.present("r").contains(anonId))
+        // Reading, entering an existing room (also through enterRoom), and leaving stay allowed.
+        #expect(h.domain.query(.roomAsMember(anon, roomId: "r"), now: h.now).error == nil)
+        #expect(h.query(.attributes(app: h.app, roomId: "r", keys: [])) != nil)
+        #expect(h.leave(anon, "r").succeeded)
+        h.createRoom("other")
+        #expect(h.join(anon, "other", mode: .enter(RoomConfig(roomId: "other"))).succeeded)
+        #expect(h.leave(anon, "other").succeeded)
+        // The app server still writes to the room, and the anonymous member receives it.
+        #expect(h.join(anon, "r").succeeded)
+        h.run(.sendMessage(app: h.app, roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "server"))
+        #expect(h.received(anon).messages.map(\.content) == ["server"])
     }
 
     // NIM-4
@@ -133,6 +216,26 @@ struct NIMTests {
         h.join(alice, "r")
         #expect(h.received(alice).statuses.map(\.status.nimState) == [0, 2])
         #expect(h.received(alice).statuses.last?.status == .joinFailed(.blocked))
+    }
+
+    // NIM-5, RC-1: a refused re-entry that must not be retried automatically (autoLoginFailed):
+    // blocked, room closed (13002) and room missing; other failures may be retried.
+    @Test func refusedReentryOfAClosedRoomIsNotRetried() {
+        let h = Harness()
+        h.createRoom("r")
+        let alice = h.connect("alice")
+        h.join(alice, "r")
+        h.run(.setRoomOpen(app: h.app, roomId: "r", false, .server, nim: nil))
+        h.clearInboxes()
+        let closed = h.join(alice, "r")
+        #expect(closed.error?.code == .roomClosed && closed.error?.code.rawValue == 13002)
+        #expect(h.received(alice).statuses.map(\.status) == [.joining, .joinFailed(.roomClosed)])
+        #expect(h.received(alice).statuses.last?.status.nimState == 2)
+        #expect(ChatErrorCode.roomClosed.allowsAutoRejoin == false)
+        #expect(ChatErrorCode.blocked.allowsAutoRejoin == false)
+        #expect(ChatErrorCode.roomNotFound.allowsAutoRejoin == false)
+        let noStop = ChatErrorCode.allCases.filter { !$0.allowsAutoRejoin }
+        #expect(Set(noStop) == [.blocked, .roomClosed, .roomNotFound])
     }
 
     // NIM-6

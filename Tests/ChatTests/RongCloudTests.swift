@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Chat
 
@@ -155,6 +156,35 @@ struct RongCloudTests {
         #expect(!h.received(carol).syncs.contains(expected))
     }
 
+    // RC-4: one room per user is the default of a new app ("No notification if Single User Joins
+    // Multiple Chatrooms is enabled", so it starts disabled); enabling it stops the moves.
+    @Test func oneRoomPerUserIsTheDefaultUntilTheAppEnablesMore() {
+        #expect(AppSettings().multipleRoomsPerUser == false)
+        let h = Harness()
+        h.createRoom("r1")
+        h.createRoom("r2")
+        h.createRoom("r3")
+        let alice = h.connect("alice"), bob = h.connect("bob")
+        h.join(alice, "r1")
+        h.join(bob, "r1")
+        h.clearInboxes()
+        #expect(h.join(alice, "r2").succeeded)
+        #expect(h.present("r1") == ["bob"])
+        #expect(h.present("r2") == ["alice"])
+        let moved = MultiLoginSyncEvent(roomId: "r1", status: 0, reason: 2, time: h.now, extra: "")
+        #expect(h.received(bob).syncs == [moved])
+        #expect(h.received(alice).syncs == [moved])
+        // Settings stored without the field take the default too.
+        let stored = try? JSONDecoder().decode(AppSettings.self, from: Data(#"{"memberChangeEvents":true}"#.utf8))
+        #expect(stored?.multipleRoomsPerUser == false)
+        // The app enables several rooms: no more moves.
+        #expect(h.run(.updateAppSettings(app: h.app, AppSettingsPatch(multipleRoomsPerUser: true))).succeeded)
+        h.clearInboxes()
+        #expect(h.join(alice, "r3").succeeded)
+        #expect(h.present("r2") == ["alice"] && h.present("r3") == ["alice"])
+        #expect(h.received(alice).syncs.isEmpty)
+    }
+
     // RC-4: no notification when several rooms are allowed.
     @Test func severalRoomsAllowedMeansNoMove() {
         let h = Harness { $0.multipleRoomsPerUser = true }
@@ -240,23 +270,42 @@ struct RongCloudTests {
         if type == .muteUsers || type == .allowlistAdd { #expect(h.received(alice).bans.first?.userIdList == ["bob"]) }
     }
 
-    // RC-6 6/7: only the muted users, wherever they are.
-    @Test func globalMuteReachesOnlyTheMutedUsers() {
-        let h = Harness()
+    // RC-6 6/7: only the muted users, once for each chatroom they are in, with that chatroom's id
+    // (the seed: "returns data including: chatroom ID"); a muted user in no room gets nothing.
+    @Test func globalMuteIsToldToTheMutedUsersOncePerRoomWithItsId() {
+        let h = Harness { $0.multipleRoomsPerUser = true }
         h.createRoom("r1")
-        let alice = h.connect("alice"), aliceLaptop = h.connect("alice", device: "laptop"), bob = h.connect("bob")
+        h.createRoom("r2")
+        let alice = h.connect("alice"), aliceLaptop = h.connect("alice", device: "laptop")
+        let bob = h.connect("bob"), carol = h.connect("carol"), dave = h.connect("dave")
         h.join(alice, "r1")
+        h.join(aliceLaptop, "r2")
         h.join(bob, "r1")
+        h.join(dave, "r2")
         h.clearInboxes()
-        h.run(.globalMute(app: h.app, ["alice"], minutes: 10, rc: RCNotify(extra: "g")))
-        let expected = BanEvent(roomId: "", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice"], extra: "g")
-        #expect(h.received(alice).bans == [expected])
-        #expect(h.received(aliceLaptop).bans == [expected])
-        #expect(h.received(bob).bans.isEmpty)
+        h.run(.globalMute(app: h.app, ["alice", "carol", "dave"], minutes: 10, rc: RCNotify(extra: "g")))
+        let r1 = BanEvent(roomId: "r1", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice"], extra: "g")
+        let r2 = BanEvent(roomId: "r2", banType: .globalMute, durationTime: 600_000, operateTime: h.now, userIdList: ["alice", "dave"], extra: "g")
+        // Every ban event names a room.
+        #expect(h.lastOutcome.effects.allSatisfy { if case .deliver(.ban(let e), _) = $0 { !e.roomId.isEmpty } else { true } })
+        #expect(h.received(alice).bans == [r1, r2])
+        #expect(h.received(aliceLaptop).bans == [r1, r2])
+        #expect(h.received(dave).bans == [r2])
+        // Carol is muted but in no room; bob is in r1 but not muted.
+        #expect(h.received(carol).isEmpty)
+        #expect(h.received(bob).isEmpty)
+        // Only the muted users are the audience.
+        let audiences = h.lastOutcome.effects.compactMap { if case .deliver(.ban, let a) = $0 { a } else { nil } }
+        #expect(audiences == [.users(app: h.app, ["alice"]), .users(app: h.app, ["alice", "dave"])])
         h.clearInboxes()
         h.run(.globalUnmute(app: h.app, ["alice"], rc: RCNotify()))
-        #expect(h.received(alice).bans.map(\.banType) == [.globalUnmute])
-        #expect(h.received(bob).isEmpty)
+        #expect(h.received(alice).bans.map { [$0.roomId, String($0.banType.rawValue)] } == [["r1", "6"], ["r2", "6"]])
+        #expect(h.received(alice).bans.allSatisfy { $0.userIdList == ["alice"] && $0.durationTime == 0 })
+        #expect(h.received(bob).isEmpty && h.received(dave).isEmpty)
+        // Without needNotify nobody is told.
+        h.clearInboxes()
+        h.run(.globalMute(app: h.app, ["alice"], minutes: 10, rc: nil))
+        #expect(h.received(alice).isEmpty)
     }
 
     // RC-7
@@ -324,6 +373,58 @@ struct RongCloudTests {
         }
         // 43200 minutes is the largest accepted duration.
         #expect(h.run(.mute(app: h.app, roomId: "r1", ["alice"], .minutes(43200), .server, rc: nil, nim: nil)).succeeded)
+    }
+
+    // RC-5, RC-6, RC-8, NIM-9, SPEC §13: `extra` and `notifyExt` are checked whenever they are
+    // given, also without needNotify; the refusal names the field and changes nothing.
+    @Test func extraAndNotifyExtLimitsHoldWithoutNeedNotify() {
+        let h = Harness()
+        h.createRoom("r1")
+        let alice = h.connect("alice"), bob = h.connect("bob")
+        h.join(alice, "r1")
+        h.join(bob, "r1")
+        h.clearInboxes()
+        let before = h.fingerprint("r1")
+        let longExtra = RCNotify.given(needNotify: false, extra: String(repeating: "x", count: Limits.maxExtraBytes + 1))
+        let longExt = NIMNotify.given(needNotify: false, notifyExt: String(repeating: "n", count: Limits.maxNotifyExtBytes + 1))
+        #expect(longExtra?.needNotify == false && longExt?.needNotify == false)
+        var update = RoomUpdate()
+        update.name = "renamed"
+        let refusals: [(Command, String)] = [
+            (.block(app: h.app, roomId: "r1", ["alice"], minutes: 10, .server, rc: longExtra, nim: nil), "extra"),
+            (.unblock(app: h.app, roomId: "r1", ["alice"], .server, rc: longExtra, nim: nil), "extra"),
+            (.mute(app: h.app, roomId: "r1", ["alice"], .minutes(10), .server, rc: longExtra, nim: nil), "extra"),
+            (.unmute(app: h.app, roomId: "r1", ["alice"], .all, .server, rc: longExtra, nim: nil), "extra"),
+            (.setRoomMuted(app: h.app, roomId: "r1", true, .server, rc: longExtra, nim: nil), "extra"),
+            (.addToAllowlist(app: h.app, roomId: "r1", ["alice"], rc: longExtra), "extra"),
+            (.removeFromAllowlist(app: h.app, roomId: "r1", ["alice"], rc: longExtra), "extra"),
+            (.globalMute(app: h.app, ["alice"], minutes: 10, rc: longExtra), "extra"),
+            (.globalUnmute(app: h.app, ["alice"], rc: longExtra), "extra"),
+            (.block(app: h.app, roomId: "r1", ["alice"], minutes: 10, .server, rc: nil, nim: longExt), "notifyExt"),
+            (.mute(app: h.app, roomId: "r1", ["alice"], .permanent, .server, rc: nil, nim: longExt), "notifyExt"),
+            (.updateRoom(app: h.app, roomId: "r1", update, .server, nim: longExt), "notifyExt"),
+            (.queueBatchUpdate(app: h.app, roomId: "r1", [(key: "k", value: "v")], .server, notify: longExt), "notifyExt"),
+        ]
+        for (command, field) in refusals {
+            let out = h.run(command)
+            #expect(out.error?.code == .invalidParameter, "\(command)")
+            #expect(out.error?.field == field, "\(command)")
+            #expect(out.effects.isEmpty && out.mutations.isEmpty && out.webhooks.isEmpty, "\(command)")
+            #expect(h.fingerprint("r1") == before, "\(command)")
+        }
+        // Within the limits and without needNotify, the change is made and nobody is told.
+        let quiet = RCNotify.given(needNotify: false, extra: String(repeating: "x", count: Limits.maxExtraBytes))
+        #expect(h.run(.mute(app: h.app, roomId: "r1", ["alice"], .minutes(10), .server, rc: quiet, nim: nil)).succeeded)
+        #expect(h.run(.globalMute(app: h.app, ["bob"], minutes: 10, rc: quiet)).succeeded)
+        let quietExt = NIMNotify.given(needNotify: false, notifyExt: "n")
+        #expect(h.run(.updateRoom(app: h.app, roomId: "r1", update, .server, nim: quietExt)).succeeded)
+        #expect(h.received(alice).isEmpty && h.received(bob).isEmpty)
+        #expect(h.info("r1", "alice")?.isTempMuted == true)
+        // Neither field given: no notification fields at all; needNotify alone: sent with "".
+        #expect(RCNotify.given(needNotify: nil, extra: nil) == nil && NIMNotify.given(needNotify: false, notifyExt: nil) == nil)
+        #expect(RCNotify.given(needNotify: true, extra: nil) == RCNotify(extra: ""))
+        h.run(.unmute(app: h.app, roomId: "r1", ["alice"], .all, .server, rc: RCNotify.given(needNotify: true, extra: nil), nim: nil))
+        #expect(h.received(bob).bans.map(\.banType) == [.unmuteUsers])
     }
 
     // RC-9

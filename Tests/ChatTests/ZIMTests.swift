@@ -122,7 +122,7 @@ struct ZIMTests {
 
     // ZIM-6
     @Test func leaveAllRoomsTouchesOnlyThisDevice() {
-        let h = Harness()
+        let h = Harness { $0.multipleRoomsPerUser = true } // RC-4: several rooms need the app setting
         for id in ["a", "b", "c"] { h.createRoom(id) }
         let phone = h.connect("alice", device: "phone"), laptop = h.connect("alice", device: "laptop")
         h.join(phone, "a")
