@@ -133,6 +133,8 @@ struct ScenarioTests {
     @Test func zimCreateJoinSwitchAndLeaveAll() throws {
         let g = try GatewayProcess()
         defer { g.stop() }
+        // ZIM users may be in several rooms; RC-4's default is one room per user.
+        #expect(try g.rest().call("PATCH", "/v1/settings", ["multipleRoomsPerUser": true]).status == 200)
         let alice = try g.client("alice"), bob = try g.client("bob"), carol = try g.client("carol"), eve = try g.client("eve")
         _ = try join(alice, "z1", ["mode": "create", "room": ["name": "One", "destroy": ["policy": "whenEmpty", "seconds": 60]]])
         // ZIM-1: creating again fails; ZIM-2: joining a missing room fails.
