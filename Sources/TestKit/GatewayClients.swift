@@ -47,6 +47,16 @@ public struct RESTClient {
     public struct Response {
         public let status: Int
         public let body: [UInt8]
+        /// Header fields of the answer (names as sent).
+        public let headers: [(String, String)]
+
+        public init(status: Int, body: [UInt8], headers: [(String, String)] = []) {
+            self.status = status
+            self.body = body
+            self.headers = headers
+        }
+
+        public func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
         public var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
@@ -72,7 +82,7 @@ public struct RESTClient {
         let c = try TCPClient(port: port, timeout: 10)
         try c.send(Array(request.utf8) + bytes)
         let r = try c.readResponse()
-        let response = Response(status: r.status, body: r.body)
+        let response = Response(status: r.status, body: r.body, headers: r.headers)
         if r.status >= 400 { try ErrorTableCheck.restError(status: r.status, json: response.json, text: response.text) }
         return response
     }
@@ -90,8 +100,9 @@ public struct RESTClient {
 
 /// Appends every protocol frame the tests exchange to the file named by `ROOMCAST_FRAME_LOG`
 /// (JSON lines `{"conn", "dir": "out"|"in", "frame"}`), so `scripts/websocket-schema.sh` can check
-/// them against the published protocol schema.
-enum FrameLog {
+/// them against the published protocol schema. Black-box clients (`ProtocolClient`) and the
+/// in-process sessions of GatewayTests both record through it.
+public enum FrameLog {
     private static let sink = Mutex<FileHandle?>({
         guard let path = ProcessInfo.processInfo.environment["ROOMCAST_FRAME_LOG"] else { return nil }
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
@@ -101,9 +112,11 @@ enum FrameLog {
     }())
     private static let counter = Mutex(0)
 
-    static func nextConnection() -> Int { counter.withLock { $0 += 1; return $0 } }
+    /// A new connection id for `record` (unique in this process).
+    public static func nextConnection() -> Int { counter.withLock { $0 += 1; return $0 } }
 
-    static func record(_ conn: Int, _ dir: String, _ text: String) {
+    /// Appends one frame: `dir` is "out" (client to server) or "in"; `text` must be JSON.
+    public static func record(_ conn: Int, _ dir: String, _ text: String) {
         sink.withLock { h in
             guard let h else { return }
             let line = "{\"conn\":\(conn),\"dir\":\"\(dir)\",\"frame\":\(text)}\n"

@@ -5,6 +5,9 @@ import TestKit
 import Glibc
 #endif
 
+/// What needs the real binary and real sockets: resume across a dropped TCP connection, TCP
+/// backpressure from a slow reader, and `kill -9` durability. (The in-process resume test is
+/// InProcessTests'.)
 @Suite("Fan-out, resume and durability over real sockets", .serialized)
 struct DeliveryTests {
     // BX-1
@@ -70,13 +73,16 @@ struct DeliveryTests {
         func count(_ events: [[String: Any]]) -> Int { events.filter { $0.str("ev") == "room.message" }.count }
         for i in 0..<total {
             _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload]))
-            if i % 50 == 0 { received += count(reader.drain(for: 0)) }
+            // The reader keeps reading (what has arrived, without waiting): it must never look
+            // slow itself. Reading only every 50 messages let ~400 KB pile up, more than the
+            // 64 KiB bound once the kernel buffers were full, and the reader was closed too.
+            received += count(reader.drain(for: 0))
         }
         let deadline = Date().addingTimeInterval(10)
         while received < total && Date() < deadline {
             received += count(reader.drain(for: 0.2))
         }
-        #expect(received == total, "the reader must receive every message while the slow one lags")
+        #expect(received == total, "the reader must receive every message while the slow one lags (reader closed: \(reader.closeCode.map(String.init) ?? "no"))")
         // The slow consumer is closed: reading now shows its backlog, then close 4008 (or the
         // connection is dropped when the close handshake times out).
         var code: UInt16?
@@ -132,5 +138,65 @@ struct DeliveryTests {
         let attrs = try after.call("GET", "/v1/rooms/durable/attributes").json["entries"] as? [[String: Any]] ?? []
         #expect(Set(attrs.compactMap { $0.str("key") }) == ["stage", "topic"])
         #expect((try after.call("GET", "/v1/rooms/durable/messages").json["messages"] as? [[String: Any]])?.first?.str("content") == "remember me")
+    }
+
+    // UG-1, UG-2, UG-3, UG-4, CS-1, CS-3, CS-4: a kill -9 keeps the group, its members, channel
+    // types and private lists, conversation statuses with their versions and the notification
+    // defaults; after it, a private channel's deletion still reaches only its list (the events
+    // of these changes are GroupsAndConversationsTests, in-process).
+    @Test func killNineKeepsGroupsAndConversationStatuses() throws {
+        var g = try GatewayProcess()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "name": "Guild", "creator": "alice"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/members", ["userIds": ["bob", "carol"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "c1", "type": "public"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "p1", "type": 1]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels/c1/private-members", ["userIds": ["alice"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["bob", "carol"]]).status == 200)
+        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": "private"]).status == 200)
+        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": 0]).status == 200)
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1/private-members?userIds=bob").status == 200)
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1/private-members?userIds=alice").status == 200)
+        // Conversation statuses: version 1 over REST, 2 from a device, 3 over REST; the defaults.
+        #expect(try rest.call("PUT", "/v1/users/alice/conversations/1/bob", ["pinned": true, "notificationLevel": 5]).json.obj("status").int("version") == 1)
+        let phone = try g.client("alice", device: "phone")
+        #expect(try phone.expectOK(try phone.command("conversation.set", ["conversationType": 3, "targetId": "team", "pinned": true])).obj("status").int("version") == 2)
+        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 1]).status == 200)
+        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 2, "channelId": "c1"]).status == 200)
+        #expect(try rest.call("PUT", "/v1/users/alice/conversation-types/10", ["notificationLevel": 4]).status == 200)
+        #expect(try rest.call("PUT", "/v1/users/alice/conversations/10/g1", ["channelId": "c1", "notificationLevel": -1]).json.obj("status").int("version") == 3)
+
+        // SIGKILL: no shutdown, no flush.
+        let data = g.dataDirectory
+        g.process.signal(SIGKILL)
+        _ = g.process.waitForExit(timeout: 5)
+        g = try GatewayProcess(dataDirectory: data)
+        let after = g.rest()
+        #expect(try after.call("GET", "/v1/groups/g1").json.obj("group").int("memberCount") == 3)
+        let channels = try after.call("GET", "/v1/groups/g1/channels").json["channels"] as? [[String: Any]] ?? []
+        #expect(channels.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
+        #expect(channels.compactMap { $0.str("type") } == ["public", "public", "private"])
+        #expect(try after.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["carol"])
+        let status = try after.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
+        #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
+        #expect(try after.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
+        #expect(try after.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
+        let again = try g.client("alice", device: "phone", cursor: 1)
+        #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
+        // The next change continues the version sequence.
+        #expect(try after.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
+
+        // UG-3 on the restored lists: the private channel's deletion tells its list (carol) only;
+        // the public one's, every member.
+        let carol2 = try g.client("carol"), bob2 = try g.client("bob"), dave2 = try g.client("dave")
+        #expect(try after.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
+        #expect((try carol2.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "p1")
+        for c in [bob2, dave2] { #expect(c.eventNames(within: 0.3).isEmpty) }
+        #expect(try after.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
+        for c in [carol2, bob2] {
+            #expect((try c.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "c1")
+        }
+        #expect(dave2.eventNames(within: 0.3).isEmpty)
     }
 }

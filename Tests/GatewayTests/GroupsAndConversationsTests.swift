@@ -1,27 +1,19 @@
 import Foundation
 import Testing
 import TestKit
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// Ultra-group channels (SPEC §4) and conversation status (SPEC §5) end to end: REST changes,
-/// the events each device receives (two devices of one user, and users who must receive
-/// nothing), the WebSocket ops, connect-time sync, and `kill -9` durability.
-@Suite("Ultra groups and conversation status over real sockets", .serialized)
+/// Ultra-group channels (SPEC §4) and conversation status (SPEC §5) in-process (real routes,
+/// engine and hub; in-memory store, manual clock): REST changes, the events each device receives
+/// (two devices of one user, and users who must receive nothing), the WebSocket ops and
+/// connect-time sync. That all of it survives `kill -9` is DeliveryTests'
+/// `killNineKeepsGroupsAndConversationStatuses`, against the real binary.
+@Suite("Ultra groups and conversation status in-process")
 struct GroupsAndConversationsTests {
     func infos(_ e: [String: Any]) -> [[String: Any]] { e.obj("data")["infoList"] as? [[String: Any]] ?? [] }
 
-    func restart(_ g: inout GatewayProcess) throws {
-        let data = g.dataDirectory
-        g.process.signal(SIGKILL)
-        _ = g.process.waitForExit(timeout: 5)
-        g = try GatewayProcess(dataDirectory: data)
-    }
-
     // UG-1, UG-2, UG-3, UG-4, UG-5, UG-6
     @Test func channelChangesReachExactlyTheSeedsAudiences() throws {
-        var g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "name": "Guild", "creator": "alice"]).status == 201)
@@ -76,28 +68,20 @@ struct GroupsAndConversationsTests {
         #expect((carolSees["channels"] as? [[String: Any]])?.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
         #expect(try dave.command("group.channels", ["groupId": "g1"]).obj("error").int("code") == 24406)
 
-        // Durable: a kill -9 keeps the group, its members, channel types and private lists.
-        try restart(&g)
-        let after = g.rest()
-        #expect(try after.call("GET", "/v1/groups/g1").json.obj("group").int("memberCount") == 3)
-        let channels = try after.call("GET", "/v1/groups/g1/channels").json["channels"] as? [[String: Any]] ?? []
-        #expect(channels.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
-        #expect(channels.compactMap { $0.str("type") } == ["public", "public", "private"])
-        #expect(try after.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["carol"])
-
-        // UG-3: deleting the private channel tells its list (carol) only; the public one, everyone.
-        let carol2 = try g.client("carol"), bob2 = try g.client("bob"), dave2 = try g.client("dave")
-        #expect(try after.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
-        #expect(infos(try carol2.waitFor("group.channelDisbanded")).first?.str("channelId") == "p1")
-        for c in [bob2, dave2] { #expect(c.eventNames(within: 0.3).isEmpty) }
-        #expect(try after.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
-        for c in [carol2, bob2] { #expect(infos(try c.waitFor("group.channelDisbanded")).first?.str("channelId") == "c1") }
-        #expect(dave2.eventNames(within: 0.3).isEmpty)
+        // UG-3: deleting the private channel tells its list (carol) only; the public one, every
+        // group member (alice's two devices too).
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
+        #expect(infos(try carol.waitFor("group.channelDisbanded")).first?.str("channelId") == "p1")
+        for c in [phone, tablet, bob, dave] { #expect(c.eventNames(within: 0.3).isEmpty) }
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
+        for c in [carol, bob, phone, tablet] { #expect(infos(try c.waitFor("group.channelDisbanded")).first?.str("channelId") == "c1") }
+        #expect(dave.eventNames(within: 0.3).isEmpty)
+        for c in [phone, tablet, bob, carol] { #expect(c.eventNames(within: 0).isEmpty) }
     }
 
     // CS-1, CS-2, CS-3, CS-4
     @Test func statusChangesReachEveryDeviceOfTheUserAndSyncOnConnect() throws {
-        var g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         let phone = try g.client("alice", device: "phone"), tablet = try g.client("alice", device: "tablet"), bob = try g.client("bob")
@@ -151,16 +135,15 @@ struct GroupsAndConversationsTests {
         #expect(current.syncedStatuses.isEmpty && current.conversationCursor == 3)
         #expect(try bob.command("connect", ["token": "x"]).obj("error").int("code") != nil)
 
-        // Durable: statuses, versions and defaults survive kill -9.
-        try restart(&g)
-        let after = g.rest()
-        let status = try after.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
+        // What the REST API reads back (DeliveryTests reads the same after kill -9).
+        let status = try rest.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
         #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
-        #expect(try after.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
-        #expect(try after.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
+        #expect(try rest.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
+        #expect(try rest.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
+        // A device that synced up to version 1 gets the two statuses changed since (team, g1).
         let again = try g.client("alice", device: "phone", cursor: 1)
         #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
         // The next change continues the version sequence.
-        #expect(try after.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
+        #expect(try rest.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
     }
 }

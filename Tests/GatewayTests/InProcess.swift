@@ -17,38 +17,63 @@ import Wire
 final class ManualClock: Sendable {
     private let ms = Atomic<Int64>(1_800_000_000_000)
     var now: Int64 { ms.load(ordering: .relaxed) }
+    /// Now in whole seconds (for signature timestamps and token expiries).
+    var seconds: Int64 { now / 1000 }
     func advance(seconds: Int64) { ms.add(seconds * 1000, ordering: .relaxed) }
     var function: @Sendable () -> Int64 { { [self] in now } }
 }
 
-/// Waits up to `seconds` for `condition` (in-process work takes microseconds to milliseconds).
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(200)
+/// One value handed from another thread to a waiting one (no polling).
+final class Handoff<T: Sendable>: @unchecked Sendable {
+    // Safety: `value` is read and written only with `condition` locked.
+    private let condition = NSCondition()
+    private var value: T?
+
+    /// Keeps the first value put.
+    func put(_ v: T) {
+        condition.lock()
+        if value == nil { value = v }
+        condition.broadcast()
+        condition.unlock()
     }
-    return true
+
+    /// The value, once put; nil if none came within `timeout` seconds.
+    func take(timeout: Double) -> T? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while value == nil {
+            if !condition.wait(until: deadline) { break }
+        }
+        return value
+    }
 }
 
 /// The gateway in-process, as Hummingbird's router test framework drives an application: the real
 /// routes, engine, store (in memory) and one hub on one event loop, with a manual clock; REST
-/// calls go straight to the router's handlers and WebSocket sessions write into recorders. Nothing
-/// listens on a socket.
+/// calls go straight to the router's handlers and WebSocket sessions write into recorders
+/// (`SessionClient`). Nothing listens on a socket and nothing sleeps: "everything has arrived"
+/// is `settle()`, and timers run when a test moves the clock with `advance(seconds:)`.
+///
+/// The test-facing API is the black-box clients' (`GatewayProcess.rest()`, `.client(_:device:cursor:)`,
+/// `RESTClient.call`, `ProtocolClient.command/waitFor/drain`), so a test body moves between the two
+/// with few edits.
 final class InProcessGateway: @unchecked Sendable {
-    // Safety: every field is immutable after init; the hub is reached only on `loop`'s thread
-    // (through `onLoop`).
+    // Safety: every field is immutable after init except `thread`, which only `init` writes and
+    // only the first `stop()` (guarded by `stopped`) reads; the hub is reached only on `loop`'s
+    // thread (through `onLoop`).
     let clock = ManualClock()
     let core: GatewayCore
     let loop: EventLoop
     private var thread: PosixThread?
+    private let stopped = Atomic<Bool>(false)
     let appKey = "testapp"
     let secret = "test-secret-123456"
-    private let nonce = Atomic<Int>(0)
+    static let otherApp = (key: "otherapp", secret: "other-secret-123456")
 
     init(_ configure: (inout GatewayConfiguration) -> Void = { _ in }) throws {
         var configuration = GatewayConfiguration()
-        configuration.apps = [(key: appKey, secret: secret), (key: "otherapp", secret: "other-secret-123456")]
+        configuration.apps = [(key: appKey, secret: secret), Self.otherApp]
         configure(&configuration)
         var logger = Logger(label: "in-process")
         logger.logLevel = .critical
@@ -62,246 +87,354 @@ final class InProcessGateway: @unchecked Sendable {
         onLoop { core.startHub(loop: loop, index: 0); return true }
         core.feed([loop])
         store.start()
+        // The engine's own timer is off (an hour); `advance(seconds:)` runs its tick.
         core.engine.start(tickEvery: .seconds(3600))
         core.ready.set(true)
     }
 
-    deinit {
+    /// Stops the engine, the store and the hub's loop (once; `deinit` does it too).
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         core.engine.stop()
         core.store.stop()
         loop.stop()
         thread?.join()
     }
 
+    deinit { stop() }
+
     /// Runs `body` on the hub's loop and waits for it.
     @discardableResult
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
-        let result = Mutex<T?>(nil)
-        loop.execute { result.withLock { $0 = body() } }
-        var out: T?
-        _ = eventually(10) { out = result.withLock { $0 }; return out != nil }
-        return out!
+        let result = Handoff<T>()
+        loop.execute { result.put(body()) }
+        guard let out = result.take(timeout: 60) else { preconditionFailure("the in-process hub's loop did not run a task within 60 s") }
+        return out
     }
 
-    /// Every change committed before this call has reached the hub (two store batches: the
-    /// second starts after the first one's deliveries were handed to the loop).
+    /// Every change committed, every query answered and every session task queued before this
+    /// call has reached the hub and its sessions. Two rounds of (engine → store → loop): the
+    /// store posts a batch's deliveries after the batch's callbacks, so the second round's empty
+    /// commit is durable only after the first round's batch was handed to the loop; and work the
+    /// loop passed to the engine before the first round ended (a connect's status sync) is
+    /// answered before the second round.
     func settle() {
         for _ in 0..<2 {
-            let done = Atomic<Bool>(false)
+            let done = Handoff<Bool>()
             let store = core.store
             let loop = self.loop
             core.engine.loop.execute {
-                store.submit(Store.Commit(mutations: [], onDurable: { loop.execute { done.store(true, ordering: .releasing) } }))
+                store.submit(Store.Commit(mutations: [], onDurable: { loop.execute { done.put(true) } }))
             }
-            _ = eventually { done.load(ordering: .acquiring) }
+            guard done.take(timeout: 60) != nil else { preconditionFailure("the in-process gateway did not settle within 60 s") }
         }
     }
 
-    /// Moves the clock, then runs the engine's timers and the hub's (token expiry, connect timeout).
+    /// Moves the clock, then runs the engine's timers (mute expiry, destroy delays) and the hub's
+    /// (token expiry, connect timeout), and settles.
     func advance(seconds: Int64) {
         clock.advance(seconds: seconds)
         core.engine.tick()
         settle()
         let core = self.core
-        onLoop { core.hubs.hub(0)!.tick() }
+        onLoop { core.hubs.hub(0)!.tick(); return true }
         settle()
     }
 
     // MARK: REST
 
-    struct Answer {
-        let status: Int
-        let headers: HTTPHeaders
-        let body: [UInt8]
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
-        var code: Int? { (json["code"] as? NSNumber)?.intValue }
-        var field: String? { json["field"] as? String }
+    /// Signed REST calls through the router, as `GatewayProcess.rest()` makes them over HTTP.
+    func rest(app: String? = nil, secret: String? = nil) -> InProcessREST {
+        InProcessREST(gateway: self, appKey: app ?? appKey, secret: secret ?? self.secret)
     }
 
-    func signature(app: String? = nil, secret: String? = nil) -> [(String, String)] {
-        let n = "n\(nonce.add(1, ordering: .relaxed).newValue)"
-        let ts = String(clock.now / 1000)
-        return [("App-Key", app ?? appKey), ("Nonce", n), ("Timestamp", ts),
-                ("Signature", Signing.sha1(secret: secret ?? self.secret, nonce: n, timestamp: ts))]
-    }
-
-    /// A REST call through the router (signed as `testapp` unless `headers` are given). Every
-    /// refusal is checked against the error table.
-    @discardableResult
-    func call(_ method: HTTPMethod, _ target: String, _ body: Any? = nil, headers: [(String, String)]? = nil) throws -> Answer {
-        try call(method, target, bytes: try body.map { Array(try JSONSerialization.data(withJSONObject: $0)) } ?? [], headers: headers)
-    }
-
-    @discardableResult
-    func call(_ method: HTTPMethod, _ target: String, bytes: [UInt8], headers: [(String, String)]? = nil) throws -> Answer {
-        let head = HTTPRequestHead(method: method, target: target, headers: HTTPHeaders(headers ?? signature()))
-        let answer: Answer
-        switch core.router.match(method: method, path: head.path) {
+    /// One request through the router, answered as the HTTP server would (its own 404 and 405
+    /// refusals rendered by the gateway's error renderer).
+    func handle(_ head: HTTPRequestHead, body: [UInt8]) throws -> Response {
+        switch core.router.match(method: head.method, path: head.path) {
         case .notFound:
-            let r = GatewayCore.errorRenderer(ServerRefusal(status: .notFound, message: "no such path"))
-            answer = Answer(status: r.status.code, headers: r.headers, body: r.body)
-        case .methodNotAllowed:
-            let r = GatewayCore.errorRenderer(ServerRefusal(status: .methodNotAllowed, message: "method not allowed"))
-            answer = Answer(status: r.status.code, headers: r.headers, body: r.body)
-        case .handler(let handler, let parameters):
-            let request = Request(head: head, body: bytes, pathParameters: parameters)
-            let response = Mutex<Response?>(nil)
-            switch handler {
-            case .sync(let h): response.withLock { $0 = h(request) }
-            case .async(let h): h(request, ResponseWriter { r in response.withLock { if $0 == nil { $0 = r } } })
-            }
-            var out: Response?
-            guard eventually(5, { out = response.withLock { $0 }; return out != nil }) else { throw TestFailure("no answer to \(method) \(target)") }
-            answer = Answer(status: out!.status.code, headers: out!.headers, body: out!.body)
+            return GatewayCore.errorRenderer(ServerRefusal(status: .notFound, message: "no such path"))
+        case .methodNotAllowed(let allowed):
+            var r = GatewayCore.errorRenderer(ServerRefusal(status: .methodNotAllowed, message: "method not allowed"))
+            r.headers.add("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+            return r
+        case .handler(.sync(let handler), let parameters):
+            return handler(Request(head: head, body: body, pathParameters: parameters))
+        case .handler(.async(let handler), let parameters):
+            let answer = Handoff<Response>()
+            handler(Request(head: head, body: body, pathParameters: parameters), ResponseWriter { answer.put($0) })
+            guard let response = answer.take(timeout: 10) else { throw TestKitError.timeout("no answer to \(head.method) \(head.target)") }
+            return response
         }
-        if answer.status >= 400 { try ErrorTableCheck.restError(status: answer.status, json: answer.json, text: String(decoding: answer.body, as: UTF8.self)) }
-        return answer
-    }
-
-    func token(_ user: String, ttl: Int? = nil, nickname: String? = nil) throws -> String {
-        var body: [String: Any] = [:]
-        if let ttl { body["ttlSeconds"] = ttl }
-        if let nickname { body["nickname"] = nickname }
-        let a = try call(.POST, "/v1/users/\(user)/tokens", body)
-        guard a.status == 201, let t = a.json["token"] as? String else { throw TestFailure("token: \(a.status)") }
-        return t
     }
 
     // MARK: WebSocket sessions
 
-    /// A session whose frames are recorded (connected with a token unless `connect` is false).
-    func client(_ user: String? = nil, origin: String? = nil) throws -> SessionClient {
+    /// A session that has not sent `connect` (as `ProtocolClient(port:origin:)` is a socket that
+    /// has not).
+    func session(origin: String? = nil) -> SessionClient {
         let core = self.core
         let c = SessionClient(gateway: self)
-        let session = onLoop { () -> LoopBoundBox<ClientSession> in
+        onLoop {
             let s = core.session(hub: core.hubs.hub(0)!, origin: origin)
+            c.session = s
             s.opened(c)
-            return LoopBoundBox(s)
-        }.value
-        c.session = session
-        if let user {
-            let ok = try c.expectOK(c.command("connect", ["token": try token(user, nickname: user.capitalized)]))
-            c.userId = ok["userId"] as? String ?? ""
-            try c.waitFor("conversation.statusSynced")
+            return true
         }
+        return c
+    }
+
+    /// A session connected as `user` with a token from the REST API (nickname: the capitalised
+    /// user id), after its conversation-status sync (as `GatewayProcess.client`).
+    func client(_ user: String, device: String? = nil, cursor: Int64? = nil) throws -> SessionClient {
+        let c = session()
+        try c.connect(token: try rest().token(user, nickname: user.capitalized, device: device), device: device, conversationCursor: cursor)
         return c
     }
 }
 
-/// Carries a loop-confined object out of `onLoop` (the tests touch it again only on the loop).
-struct LoopBoundBox<T: AnyObject>: @unchecked Sendable {
-    // Safety: `value` is only used inside `onLoop` closures (the loop's thread).
-    let value: T
-    init(_ value: T) { self.value = value }
+/// `RESTClient` for the in-process gateway: the same calls and answers, through the router.
+struct InProcessREST: Sendable {
+    typealias Response = RESTClient.Response
+    let gateway: InProcessGateway
+    let appKey: String
+    let secret: String
+
+    /// RongCloud signature headers; the timestamp is the manual clock's unless given.
+    func signatureHeaders(nonce: String = UUID().uuidString, timestamp: Int64? = nil) -> [(String, String)] {
+        let ts = String(timestamp ?? gateway.clock.seconds)
+        return [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", ts), ("Signature", Signing.sha1(secret: secret, nonce: nonce, timestamp: ts))]
+    }
+
+    /// A call signed as this app unless `headers` are given. Every refusal is checked against the
+    /// error table.
+    @discardableResult
+    func call(_ method: String, _ path: String, _ body: Any? = nil, headers: [(String, String)]? = nil) throws -> Response {
+        try call(method, path, bytes: try body.map { Array(try JSONSerialization.data(withJSONObject: $0)) } ?? [], headers: headers)
+    }
+
+    @discardableResult
+    func call(_ method: String, _ path: String, bytes: [UInt8], headers: [(String, String)]? = nil) throws -> Response {
+        var fields = [("Host", "gateway.test")] + (headers ?? signatureHeaders())
+        if !bytes.isEmpty { fields.append(("Content-Type", "application/json")) }
+        fields.append(("Content-Length", String(bytes.count)))
+        let head = HTTPRequestHead(method: HTTPMethod(method), target: path, headers: HTTPHeaders(fields))
+        let r = try gateway.handle(head, body: bytes)
+        let response = Response(status: r.status.code, body: head.method == .HEAD ? [] : r.body, headers: r.headers.map { ($0.name, $0.value) })
+        if response.status >= 400 { try ErrorTableCheck.restError(status: response.status, json: response.json, text: response.text) }
+        return response
+    }
+
+    func token(_ user: String, nickname: String? = nil, device: String? = nil, ttl: Int? = nil) throws -> String {
+        var body: [String: Any] = [:]
+        if let nickname { body["nickname"] = nickname }
+        if let device { body["device"] = device }
+        if let ttl { body["ttlSeconds"] = ttl }
+        let r = try call("POST", "/v1/users/\(user)/tokens", body)
+        guard r.status == 201, let t = r.json["token"] as? String else { throw TestKitError.protocolError("token: \(r.status) \(r.text)") }
+        return t
+    }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ d: String) { description = d }
-}
-
-/// A recorded session: what the server wrote to it, decoded; and its close code.
+/// An in-process WebSocket session with `ProtocolClient`'s API: the session writes its frames
+/// here (on the hub's loop) instead of to a socket. Every frame it receives and every command it
+/// sends is recorded in the `FrameLog` (for scripts/websocket-schema.sh), every error answer is
+/// checked against the error table, and every close code against the close-code table.
 final class SessionClient: SessionTransport, @unchecked Sendable {
-    // Safety: `frames` and `closeCode` are behind `state`; `session` is set once before use and
-    // touched only on the gateway's loop; `events`, `nextId` and `userId` only by the test thread.
-    private let state = Mutex<(frames: [[UInt8]], closeCode: UInt16?)>(([], nil))
-    unowned let gateway: InProcessGateway
-    var session: ClientSession?
-    var nextId = 1
-    var userId = ""
-    /// Events read so far and not yet taken.
-    var events: [[String: Any]] = []
+    // Safety: `inbox`, `read` and `serverClose` are touched only with `condition` locked;
+    // `session` only on the gateway's loop (in `onLoop` tasks and transport callbacks); the
+    // rest only by the test's thread.
+    private let condition = NSCondition()
+    private var inbox: [String] = []
     private var read = 0
+    private var serverClose: UInt16?
+    let gateway: InProcessGateway
+    var session: ClientSession?
+    private let logId = FrameLog.nextConnection()
+    private var nextId = 1
+    private var connected = false
+
+    /// Events not yet taken by a test, in arrival order.
+    private(set) var events: [[String: Any]] = []
+    var userId = ""
+    var stream = ""
+    /// The events the last `waitFor` passed over.
+    private(set) var skipped: [[String: Any]] = []
+    /// Conversation statuses the connect-time sync delivered (CS-3), in order.
+    private(set) var syncedStatuses: [[String: Any]] = []
+    /// The cursor `conversation.statusSynced` handed out.
+    private(set) var conversationCursor: Int64 = 0
 
     init(gateway: InProcessGateway) {
         self.gateway = gateway
     }
 
-    // SessionTransport (on the loop)
+    // MARK: SessionTransport (on the hub's loop)
+
     func sendFrame(_ frame: ByteBlock) {
-        let bytes = frame.array
-        var parser = WebSocketFrameParserForTests(bytes)
-        let payload = parser.payload()
-        state.withLock { $0.frames.append(payload) }
+        let text = String(decoding: Self.payload(frame.array), as: UTF8.self)
+        condition.lock()
+        defer { condition.unlock() }
+        // As the real connection does: nothing is sent after the close frame.
+        guard serverClose == nil else { return }
+        FrameLog.record(logId, "in", text)
+        inbox.append(text)
+        condition.broadcast()
     }
 
     func close(code: WebSocketCloseCode, reason: String) {
-        state.withLock { if $0.closeCode == nil { $0.closeCode = code.rawValue } }
-        if (try? ErrorTableCheck.closeCode(code.rawValue)) == nil { Issue.record("close code \(code.rawValue) is not in the close-code table") }
+        condition.lock()
+        let first = serverClose == nil
+        if first { serverClose = code.rawValue }
+        condition.broadcast()
+        condition.unlock()
+        // The real connection tells the session once the closing handshake is over.
+        if first, let session {
+            let box = LoopBoundBox(session)
+            gateway.loop.execute { box.value.closed() }
+        }
     }
 
-    var closeCode: UInt16? { state.withLock { $0.closeCode } }
+    // MARK: The test's side
 
-    /// Frames written since the last read.
-    private func take() -> [[String: Any]] {
-        let start = read
-        let new: [[UInt8]] = state.withLock { s in Array(s.frames[start...]) }
-        read += new.count
-        return new.map { (try? JSONSerialization.jsonObject(with: Data($0))) as? [String: Any] ?? ["unparsable": String(decoding: $0, as: UTF8.self)] }
+    /// The close code the server sent (checked against the close-code table).
+    var closeCode: UInt16? {
+        let code = condition.withLock { serverClose }
+        if let code, CloseCode(rawValue: code) == nil { Issue.record("close code \(code) is not in the close-code table") }
+        return code
     }
 
-    /// Sends raw bytes as one text message (on the loop).
+    /// The network goes away under the session (as a dropped TCP connection: the server sees the
+    /// connection close; nothing more arrives).
+    func drop() {
+        condition.withLock { if serverClose == nil { serverClose = 1006 } }
+        let box = LoopBoundBox(self)
+        gateway.onLoop { box.value.session?.closed(); return true }
+    }
+
+    /// Sends one text message as it is (not recorded: it need not be JSON).
     func send(_ text: String) {
         let bytes = Array(text.utf8)
         let box = LoopBoundBox(self)
-        gateway.onLoop { box.value.session!.handle(bytes); return true }
+        gateway.onLoop { box.value.session?.handle(bytes); return true }
     }
 
-    func command(_ op: String, _ args: [String: Any]? = [:]) throws -> [String: Any] {
+    /// The next message, waiting until `deadline`; nil when none came. Throws once the server
+    /// has closed and everything before the close was read.
+    private func next(until deadline: Date) throws -> [String: Any]? {
+        condition.lock()
+        while read == inbox.count && serverClose == nil {
+            if !condition.wait(until: deadline) { break }
+        }
+        if read < inbox.count {
+            let text = inbox[read]
+            read += 1
+            if read > 1024 && read * 2 > inbox.count {
+                inbox.removeFirst(read)
+                read = 0
+            }
+            condition.unlock()
+            return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsable": text]
+        }
+        let code = serverClose
+        condition.unlock()
+        guard let code else { return nil }
+        try ErrorTableCheck.closeCode(code)
+        throw TestKitError.protocolError("closed by server: \(code)")
+    }
+
+    /// Connects with a token and waits for the conversation-status sync to finish (CS-3);
+    /// returns the `ok` object.
+    @discardableResult
+    func connect(token: String, device: String? = nil, conversationCursor: Int64? = nil) throws -> [String: Any] {
+        var args: [String: Any] = ["token": token]
+        if let device { args["device"] = device }
+        if let conversationCursor { args["conversationCursor"] = conversationCursor }
+        let ok = try expectOK(try command("connect", args))
+        connected = true
+        userId = ok["userId"] as? String ?? ""
+        stream = ok["stream"] as? String ?? ""
+        let synced = try waitFor("conversation.statusSynced")
+        self.conversationCursor = Int64(synced.obj("data").int("cursor") ?? 0)
+        syncedStatuses = skipped.filter { $0.str("ev") == "conversation.statusChanged" }.flatMap { $0.obj("data")["infoList"] as? [[String: Any]] ?? [] }
+        // Anything else that arrived meanwhile stays queued, in order.
+        events.insert(contentsOf: skipped.filter { $0.str("ev") != "conversation.statusChanged" }, at: 0)
+        return ok
+    }
+
+    /// Sends a command and waits for its answer (events that arrive meanwhile are kept). `args`
+    /// nil sends none.
+    func command(_ op: String, _ args: [String: Any]? = [:], timeout: Double = 5) throws -> [String: Any] {
         let id = nextId
         nextId += 1
         var msg: [String: Any] = ["id": id, "op": op]
         if let args { msg["args"] = args }
-        send(String(decoding: try JSONSerialization.data(withJSONObject: msg), as: UTF8.self))
-        var reply: [String: Any]?
-        let ok = eventually {
-            for f in take() {
-                if (f["id"] as? NSNumber)?.intValue == id, f["ev"] == nil { reply = f } else if f["ev"] != nil { events.append(f) }
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: msg), as: UTF8.self)
+        FrameLog.record(logId, "out", text)
+        send(text)
+        let deadline = Date().addingTimeInterval(timeout)
+        while let m = try next(until: deadline) {
+            if let rid = m["id"] as? Int, rid == id, m["ev"] == nil {
+                if let error = m["error"] as? [String: Any] { try ErrorTableCheck.wsError(error) }
+                return m
             }
-            return reply != nil || closeCode != nil
+            if m["ev"] != nil { events.append(m) }
         }
-        guard ok, let reply else { throw TestFailure("no answer to \(op) (close \(closeCode.map(String.init) ?? "none"))") }
-        if let error = reply["error"] as? [String: Any] { try ErrorTableCheck.wsError(error) }
-        return reply
+        throw TestKitError.timeout("no answer to \(op)")
     }
 
     @discardableResult
     func expectOK(_ reply: [String: Any]) throws -> [String: Any] {
-        guard let ok = reply["ok"] as? [String: Any] else { throw TestFailure("expected ok, got \(reply)") }
+        guard let ok = reply["ok"] as? [String: Any] else { throw TestKitError.protocolError("expected ok, got \(reply)") }
         return ok
     }
 
-    /// Everything that has arrived (after the gateway settled), taken.
-    func drain() -> [[String: Any]] {
-        gateway.settle()
-        events += take().filter { $0["ev"] != nil }
-        defer { events = [] }
-        return events
-    }
-
-    func eventNames() -> [String] { drain().compactMap { $0["ev"] as? String } }
-
+    /// Waits for an event named `name` (optionally matching `where`), removing it and anything
+    /// before it from the queue. Throws on timeout or close.
     @discardableResult
-    func waitFor(_ name: String, where match: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
-        var found: [String: Any]?
-        _ = eventually {
-            events += take().filter { $0["ev"] != nil }
+    func waitFor(_ name: String, timeout: Double = 5, where match: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
             if let i = events.firstIndex(where: { ($0["ev"] as? String) == name && match($0) }) {
-                found = events[i]
+                let e = events[i]
+                skipped = Array(events[..<i])
                 events.removeFirst(i + 1)
+                return e
             }
-            return found != nil
+            guard let m = try next(until: deadline) else {
+                throw TestKitError.timeout("no \(name) event; have \(events.map { $0["ev"] ?? "?" })")
+            }
+            if m["ev"] != nil { events.append(m) }
         }
-        guard let found else { throw TestFailure("no \(name); have \(events.compactMap { $0["ev"] })") }
-        return found
     }
-}
 
-/// Reads the payload of one unmasked server frame.
-struct WebSocketFrameParserForTests {
-    let bytes: [UInt8]
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    mutating func payload() -> [UInt8] {
+    /// Waits until every event of every change committed before this call has arrived (the
+    /// gateway settles). False when the session is not connected or was closed.
+    func barrier() -> Bool {
+        gateway.settle()
+        return connected && condition.withLock { serverClose == nil }
+    }
+
+    /// Every event committed so far, plus those already queued, taken. The gateway settles
+    /// first whatever `seconds` says: nothing is left in flight, so "nothing else arrived" holds
+    /// without waiting.
+    func drain(for seconds: Double = 0.3) -> [[String: Any]] {
+        gateway.settle()
+        while let m = try? next(until: .distantPast) {
+            if m["ev"] != nil { events.append(m) }
+        }
+        let out = events
+        events = []
+        return out
+    }
+
+    /// Names of the events received so far (after the gateway settled).
+    func eventNames(within seconds: Double = 0.3) -> [String] {
+        drain(for: seconds).compactMap { $0["ev"] as? String }
+    }
+
+    /// The payload of one unmasked server frame.
+    static func payload(_ bytes: [UInt8]) -> [UInt8] {
         guard bytes.count >= 2 else { return [] }
         var length = Int(bytes[1] & 0x7F)
         var offset = 2
@@ -314,4 +447,11 @@ struct WebSocketFrameParserForTests {
         }
         return Array(bytes[offset..<min(bytes.count, offset + length)])
     }
+}
+
+/// Carries a loop-confined object into or out of a loop task (touched only on the loop's thread).
+struct LoopBoundBox<T: AnyObject>: @unchecked Sendable {
+    // Safety: `value` is only used inside tasks on the gateway's loop.
+    let value: T
+    init(_ value: T) { self.value = value }
 }

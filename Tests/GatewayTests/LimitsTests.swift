@@ -59,13 +59,13 @@ struct LimitsTests {
             for (name, propSchema) in props.sorted(by: { $0.key < $1.key }) {
                 guard let over = Self.value(propSchema, over: true), let at = Self.value(propSchema, over: false) else { continue }
                 let g = try InProcessGateway()
-                #expect(try g.call(.POST, "/v1/rooms", ["roomId": "r"]).status == 201)
-                #expect(try g.call(.POST, "/v1/groups", ["groupId": "g"]).status == 201)
-                #expect(try g.call(.POST, "/v1/groups/g/members", ["userIds": ["ann"]]).status == 200)
+                #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+                #expect(try g.rest().call("POST", "/v1/groups", ["groupId": "g"]).status == 201)
+                #expect(try g.rest().call("POST", "/v1/groups/g/members", ["userIds": ["ann"]]).status == 200)
                 let c = try g.client("ann"), bob = try g.client("bob")
                 try c.expectOK(c.command("room.join", ["roomId": "r"]))
                 try bob.expectOK(bob.command("room.join", ["roomId": "r"]))
-                #expect(try g.call(.PUT, "/v1/rooms/r/members/ann/role", ["role": "manager"]).status == 200)
+                #expect(try g.rest().call("PUT", "/v1/rooms/r/members/ann/role", ["role": "manager"]).status == 200)
                 var args = Self.baseline[op.name] ?? [:]
                 args[name] = over
                 let refused = try c.command(op.name, args)

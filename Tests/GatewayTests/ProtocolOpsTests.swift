@@ -3,24 +3,25 @@ import Testing
 import TestKit
 
 /// Every client operation of the WebSocket protocol (openapi/websocket.md), end to end: what the
-/// caller gets back, who is told, and that a client in another room is told nothing.
-@Suite("WebSocket protocol operations over real sockets", .serialized)
+/// caller gets back, who is told, and that a client in another room is told nothing. In-process
+/// (real routes, engine and hub; in-memory store, manual clock).
+@Suite("WebSocket protocol operations in-process")
 struct ProtocolOpsTests {
-    func ok(_ c: ProtocolClient, _ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
+    func ok(_ c: SessionClient, _ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
         try c.expectOK(try c.command(op, args))
     }
 
-    func errorCode(_ c: ProtocolClient, _ op: String, _ args: [String: Any]) throws -> Int? {
+    func errorCode(_ c: SessionClient, _ op: String, _ args: [String: Any]) throws -> Int? {
         try c.command(op, args).obj("error").int("code")
     }
 
-    func notification(_ c: ProtocolClient, _ type: Int) throws -> [String: Any] {
+    func notification(_ c: SessionClient, _ type: Int) throws -> [String: Any] {
         try c.waitFor("room.notification") { $0.obj("data").int("eventType") == type }.obj("data")
     }
 
     // RC-3, NIM-13, NIM-10, NIM-11, NIM-14
     @Test func roomQueriesUpdatesAndOtherDevices() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "ops", "creator": "alice", "multiDevice": "multiple"]).status == 201)
@@ -79,7 +80,7 @@ struct ProtocolOpsTests {
 
     // NIM-16, RC-10, ZIM-8
     @Test func queueAndAttributesOperations() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "q", "creator": "alice"]).status == 201)
@@ -126,7 +127,7 @@ struct ProtocolOpsTests {
 
     // NIM-12, NIM-15, NIM-17, NIM-6
     @Test func managerOperations() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "m", "creator": "alice"]).status == 201)

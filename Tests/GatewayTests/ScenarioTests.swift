@@ -2,10 +2,12 @@ import Foundation
 import Testing
 import TestKit
 
-/// End-to-end: REST calls into the real binary, events observed by several WebSocket clients.
-@Suite("Gateway scenarios over real sockets", .serialized)
+/// The seed scenarios in-process (real routes, engine, hub; in-memory store, manual clock): REST
+/// calls into the router, events observed by several sessions, and who receives nothing.
+/// SmokeTests runs one of them against the real binary over sockets.
+@Suite("Gateway scenarios in-process")
 struct ScenarioTests {
-    func join(_ c: ProtocolClient, _ room: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
+    func join(_ c: SessionClient, _ room: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
         var args: [String: Any] = ["roomId": room]
         for (k, v) in extra { args[k] = v }
         return try c.expectOK(try c.command("room.join", args))
@@ -13,7 +15,7 @@ struct ScenarioTests {
 
     // RC-1, RC-2, RC-5, RC-6, RC-7
     @Test func rongCloudModerationReachesExactlyItsAudience() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "rc"]).status == 201)
@@ -80,7 +82,7 @@ struct ScenarioTests {
 
     // NIM-6, NIM-9, NIM-12, NIM-16
     @Test func nimRolesQueueAndKicks() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "nim", "creator": "owner"]).status == 201)
@@ -131,7 +133,7 @@ struct ScenarioTests {
 
     // ZIM-1, ZIM-2, ZIM-4, ZIM-5, ZIM-6
     @Test func zimCreateJoinSwitchAndLeaveAll() throws {
-        let g = try GatewayProcess()
+        let g = try InProcessGateway()
         defer { g.stop() }
         // ZIM users may be in several rooms; RC-4's default is one room per user.
         #expect(try g.rest().call("PATCH", "/v1/settings", ["multipleRoomsPerUser": true]).status == 200)

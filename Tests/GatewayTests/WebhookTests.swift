@@ -58,16 +58,19 @@ struct WebhookTests {
         #expect(receiver.wait { $0.count >= 3 })
         usleep(300_000)
         let got = receiver.requests
-        // First attempts leave in order but up to 32 at a time, over separate connections: the
-        // arrival order is not guaranteed (receivers order by time).
-        let types = got.compactMap { ($0.json as? [String: Any])?["type"] as? String }
-        #expect(types.count == 3 && Set(types) == ["room.created", "member.joined", "message.sent"], "\(types)")
+        // First attempts leave in event order, but up to 32 at a time over separate connections,
+        // so they may arrive in another order (README: receivers order by `time`). In `time`
+        // order they are the three events as they happened, each once.
+        let bodies = got.compactMap { $0.json as? [String: Any] }
+        #expect(bodies.count == 3 && Set(bodies.compactMap { $0.str("type") }) == ["room.created", "member.joined", "message.sent"])
+        let times = ["room.created", "member.joined", "message.sent"].map { t in bodies.first { $0.str("type") == t }?.obj("data").int("time") ?? -1 }
+        #expect(times.allSatisfy { $0 > 0 } && times == times.sorted(), "event times \(times); arrived as \(bodies.map { $0.str("type") ?? "?" })")
         for r in got {
             #expect(verifyStandard(r, secret: secret))
             #expect(r.header("webhook-id")?.hasPrefix("msg_") == true)
             #expect(abs((Int64(r.header("webhook-timestamp") ?? "") ?? 0) - Int64(Date().timeIntervalSince1970)) < 60)
         }
-        let joined = try #require(got.compactMap { $0.json as? [String: Any] }.first { $0.str("type") == "member.joined" })
+        let joined = try #require(bodies.first { $0.str("type") == "member.joined" })
         #expect(joined.obj("data").str("roomId") == "r1" && (joined.obj("data")["userIds"] as? [String]) == ["alice"])
         // The delivery log: each delivered once, with its attempt.
         let log = try deliveries(rest, id)
