@@ -173,13 +173,17 @@ struct Ring<Element> {
     var count: Int { storage.count }
     var isEmpty: Bool { storage.isEmpty }
 
-    mutating func append(_ e: Element) {
+    /// Appends; when full, the oldest element makes room and is returned.
+    @discardableResult
+    mutating func append(_ e: Element) -> Element? {
         if storage.count < capacity {
             storage.append(e)
-        } else {
-            storage[start] = e
-            start = (start + 1) % capacity
+            return nil
         }
+        let evicted = storage[start]
+        storage[start] = e
+        start = (start + 1) % capacity
+        return evicted
     }
 
     subscript(i: Int) -> Element { storage[(start + i) % storage.count] }
@@ -195,5 +199,57 @@ struct Ring<Element> {
         start = 0
     }
 
+    /// Drops the `k` oldest elements.
+    mutating func dropOldest(_ k: Int) {
+        guard k > 0 else { return }
+        storage = (min(k, storage.count)..<storage.count).map { self[$0] }
+        start = 0
+    }
+
     var elements: [Element] { (0..<storage.count).map { self[$0] } }
+}
+
+/// The newest messages of a room, kept in memory for history queries; older ones are only in the
+/// store (SPEC §13: at most `Limits.historyMemoryMessagesPerRoom` messages and
+/// `Limits.historyMemoryBytesPerRoom` bytes of content per room, whatever the app's settings).
+struct RecentHistory {
+    private var ring: Ring<ChatMessage>
+    private(set) var bytes = 0
+    /// Some message still within retention was dropped to keep the bound: memory alone cannot
+    /// answer every query (the store can).
+    private(set) var truncated = false
+
+    init(historyLimit: Int) {
+        ring = Ring(capacity: min(historyLimit, Limits.historyMemoryMessagesPerRoom))
+    }
+
+    var count: Int { ring.count }
+    subscript(i: Int) -> ChatMessage { ring[i] }
+
+    mutating func append(_ m: ChatMessage) {
+        if let evicted = ring.append(m) {
+            bytes -= evicted.content.utf8.count
+            truncated = true
+        }
+        bytes += m.content.utf8.count
+        if bytes > Limits.historyMemoryBytesPerRoom {
+            var drop = 0
+            var left = bytes
+            while left > Limits.historyMemoryBytesPerRoom && drop < ring.count - 1 {
+                left -= ring[drop].content.utf8.count
+                drop += 1
+            }
+            if drop > 0 {
+                ring.dropOldest(drop)
+                bytes = left
+                truncated = true
+            }
+        }
+    }
+
+    /// Drops messages past the retention (they are gone from the store too).
+    mutating func dropOlder(than oldest: Int64) {
+        ring.dropOldest { $0.time < oldest }
+        bytes = ring.elements.reduce(0) { $0 + $1.content.utf8.count }
+    }
 }

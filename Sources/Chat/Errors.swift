@@ -63,6 +63,8 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     case unknownSession = 40101
     /// A group or channel with this id already exists.
     case alreadyExists = 40902
+    /// The store could not be read or written; nothing changed; try again later.
+    case storageUnavailable = 50301
 
     /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
     /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
@@ -85,6 +87,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomNotFound, .notFound: return 404
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
+        case .storageUnavailable: return 503
         }
     }
 
@@ -101,6 +104,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomExists, .alreadyExists: return 417
         case .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
         case .limitExceeded, .roomLimitReached: return 419
+        case .storageUnavailable: return 500
         }
     }
 
@@ -122,6 +126,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .notFound: return "no such item"
         case .unknownSession: return "unknown session"
         case .alreadyExists: return "already exists"
+        case .storageUnavailable: return "the store could not be read or written; nothing changed; try again"
         }
     }
 }

@@ -185,7 +185,7 @@ final class Room {
     @exclusivity(unchecked) var attributes: [String: Attribute] = [:]
     @exclusivity(unchecked) var queueOrder = OrderedIndex<String>()
     @exclusivity(unchecked) var queue: [String: QueueElement] = [:]
-    @exclusivity(unchecked) var history: Ring<ChatMessage>
+    @exclusivity(unchecked) var history: RecentHistory
 
     init(key: RoomKey, config: RoomConfig, now: Int64, epoch: String, historyLimit: Int, defaultQueueLimit: Int) {
         self.key = key
@@ -204,7 +204,7 @@ final class Room {
         createdAt = now
         lastActivity = now
         self.epoch = epoch
-        history = Ring(capacity: historyLimit)
+        history = RecentHistory(historyLimit: historyLimit)
     }
 
     func isBlocked(_ user: String, now: Int64) -> Bool {
@@ -270,6 +270,8 @@ final class AppState {
     @exclusivity(unchecked) var groups: [String: UltraGroup] = [:]
     /// Conversation statuses and type defaults of each user (SPEC §5).
     @exclusivity(unchecked) var conversations: [String: UserConversations] = [:]
+    /// When each user's clients created rooms in the last minute (the create quota).
+    @exclusivity(unchecked) var recentCreates: [String: [Int64]] = [:]
 
     init(key: String, settings: AppSettings) {
         self.key = key

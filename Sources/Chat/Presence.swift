@@ -90,6 +90,7 @@ extension ChatDomain {
             config.roomId = roomId
             if config.creator == nil { config.creator = s.userId }
             try validateCreation(app, config)
+            try checkCreateQuota(app, user: s.userId, now: now, record: false)
         }
         if let existing {
             if existing.members[s.userId]?.sessions.contains(sid) == true {
@@ -112,6 +113,7 @@ extension ChatDomain {
             var c = config
             c.roomId = roomId
             if c.creator == nil { c.creator = s.userId }
+            try checkCreateQuota(app, user: s.userId, now: now, record: true)
             room = createRoom(app, c, now: now, &out)
         } else {
             room = existing!
@@ -270,10 +272,12 @@ extension ChatDomain {
             var c = to
             if c.creator == nil { c.creator = s.userId }
             try validateCreation(app, c)
+            try checkCreateQuota(app, user: s.userId, now: now, record: false)
             toCreate = c
         }
         out.deliver(.roomStatus(RoomStatusEvent(roomId: to.roomId, status: .joining, zimState: .connecting, zimEvent: .activeSwitch, time: now)),
                     to: .sessions([sid]))
+        if toCreate != nil { try checkCreateQuota(app, user: s.userId, now: now, record: true) }
         let target = toCreate.map { createRoom(app, $0, now: now, &out) } ?? app.rooms[to.roomId]!
         let info: JoinInfo
         if target.members[s.userId]?.sessions.contains(sid) == true {

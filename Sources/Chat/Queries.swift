@@ -100,34 +100,7 @@ extension ChatDomain {
             return .queue(room.queueOrder.all.map { (key: $0, value: room.queue[$0]!.value) })
 
         case .history(let appKey, let roomId, let start, let limit, let order, let kinds):
-            let app = try app(appKey)
-            let room = try room(app, roomId)
-            guard limit >= 1 && limit <= Limits.maxHistoryLimit else {
-                throw .invalid("limit", "limit must be between 1 and \(Limits.maxHistoryLimit)")
-            }
-            guard start >= 0 else { throw .invalid("start", "start must not be negative") }
-            let oldest = now - app.settings.historyRetentionMilliseconds
-            let wanted: (ChatMessage) -> Bool = { m in m.time >= oldest && (kinds.isEmpty || kinds.contains(m.kind)) }
-            var out: [ChatMessage] = []
-            let h = room.history
-            if order == .descending {
-                // Newest first, strictly before `start` (0: from now).
-                var i = h.count - 1
-                while i >= 0 && out.count < limit {
-                    let m = h[i]
-                    if (start == 0 || m.time < start) && wanted(m) { out.append(m) }
-                    i -= 1
-                }
-            } else {
-                // Oldest first, strictly after `start`.
-                var i = 0
-                while i < h.count && out.count < limit {
-                    let m = h[i]
-                    if m.time > start && wanted(m) { out.append(m) }
-                    i += 1
-                }
-            }
-            return .messages(out)
+            return .messages(try historyInMemory(app: appKey, roomId: roomId, start: start, limit: limit, order, kinds: kinds, now: now).messages)
 
         case .roomsOfSession(let sid):
             return .roomIds(try session(sid).rooms)
@@ -153,6 +126,42 @@ extension ChatDomain {
 
     /// The room's current epoch (BX-1), if it exists.
     public func epoch(app: String, roomId: String) -> String? { apps[app]?.rooms[roomId]?.epoch }
+
+    /// NIM-8 history from the newest messages kept in memory. `complete` is false when memory may
+    /// lack some of the answer (the room held more than the in-memory window): then the store
+    /// answers, from `oldest` (the retention's start) on. Refuses bad parameters and missing rooms.
+    public func historyInMemory(app appKey: String, roomId: String, start: Int64, limit: Int, _ order: SortOrder, kinds: [ChatMessage.Kind],
+                                now: Int64) throws(ChatError) -> (messages: [ChatMessage], complete: Bool, oldest: Int64) {
+        let app = try app(appKey)
+        let room = try room(app, roomId)
+        guard limit >= 1 && limit <= Limits.maxHistoryLimit else {
+            throw .invalid("limit", "limit must be between 1 and \(Limits.maxHistoryLimit)")
+        }
+        guard start >= 0 else { throw .invalid("start", "start must not be negative") }
+        let oldest = now - app.settings.historyRetentionMilliseconds
+        let wanted: (ChatMessage) -> Bool = { m in m.time >= oldest && (kinds.isEmpty || kinds.contains(m.kind)) }
+        var out: [ChatMessage] = []
+        let h = room.history
+        if order == .descending {
+            // Newest first, strictly before `start` (0: from now).
+            var i = h.count - 1
+            while i >= 0 && out.count < limit {
+                let m = h[i]
+                if (start == 0 || m.time < start) && wanted(m) { out.append(m) }
+                i -= 1
+            }
+            return (out, out.count == limit || !h.truncated, oldest)
+        }
+        // Oldest first, strictly after `start`: complete only if nothing was dropped before them.
+        var i = 0
+        while i < h.count && out.count < limit {
+            let m = h[i]
+            if m.time > start && wanted(m) { out.append(m) }
+            i += 1
+        }
+        // (Dropped messages are older than the oldest kept one, so a start after it is covered.)
+        return (out, !h.truncated || (h.count > 0 && h[0].time < start), oldest)
+    }
 
     public var sessionCount: Int { sessions.count }
     public func roomCount(app: String) -> Int { apps[app]?.rooms.count ?? 0 }

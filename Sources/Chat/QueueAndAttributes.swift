@@ -234,7 +234,7 @@ extension ChatDomain {
             audience = .room(room.key)
         }
         let oldest = now - app.settings.historyRetentionMilliseconds
-        room.history.dropOldest { $0.time < oldest }
+        room.history.dropOlder(than: oldest)
         room.history.append(message)
         room.lastActivity = now
         out.deliver(.message(message), to: audience)

@@ -10,6 +10,20 @@ extension ChatDomain {
         }
     }
 
+    /// The app's quota of rooms one user's clients may create per minute (the app server's own
+    /// creations do not count); `record` counts a creation that is going ahead.
+    func checkCreateQuota(_ app: AppState, user: String, now: Int64, record: Bool) throws(ChatError) {
+        let limit = app.settings.roomCreatesPerUserPerMinute
+        guard limit > 0 else { return }
+        var times = (app.recentCreates[user] ?? []).filter { now - $0 < 60_000 }
+        guard times.count < limit else {
+            app.recentCreates[user] = times
+            throw ChatError(.limitExceeded, "a user's clients may create at most \(limit) rooms a minute", field: "roomId")
+        }
+        if record { times.append(now) }
+        app.recentCreates[user] = times.isEmpty ? nil : times
+    }
+
     func createRoomCommand(_ appKey: String, _ config: RoomConfig, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         try validateCreation(app, config)

@@ -13,7 +13,12 @@ public struct AppSettings: Equatable, Sendable, Codable {
     /// NIM-2: rooms one user may be in at once (when several are allowed).
     public var maxRoomsPerUser = 10
     /// ZIM-5: rooms the app may have; creation beyond it is refused. 0 = no limit.
-    public var maxRooms = 0
+    public var maxRooms = Limits.defaultMaxRooms
+    /// Rooms one user's clients may create (join with enter/create, switch) per minute; the app
+    /// server's own creations do not count. 0 = no limit.
+    public var roomCreatesPerUserPerMinute = Limits.defaultRoomCreatesPerUserPerMinute
+    /// Messages the app keeps on disk in all its rooms together; the oldest go first.
+    public var historyLimitPerApp = Limits.defaultHistoryLimitPerApp
     /// NIM-8: how long room messages are kept, in milliseconds (10 days).
     public var historyRetentionMilliseconds: Int64 = 10 * 24 * 3600 * 1000
     /// Messages kept in memory per room for history queries (older ones are only in the store).
@@ -39,6 +44,8 @@ public struct AppSettings: Equatable, Sendable, Codable {
         enterExitNotifications = try c.decodeIfPresent(Bool.self, forKey: .enterExitNotifications) ?? d.enterExitNotifications
         maxRoomsPerUser = try c.decodeIfPresent(Int.self, forKey: .maxRoomsPerUser) ?? d.maxRoomsPerUser
         maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? d.maxRooms
+        roomCreatesPerUserPerMinute = try c.decodeIfPresent(Int.self, forKey: .roomCreatesPerUserPerMinute) ?? d.roomCreatesPerUserPerMinute
+        historyLimitPerApp = try c.decodeIfPresent(Int.self, forKey: .historyLimitPerApp) ?? d.historyLimitPerApp
         historyRetentionMilliseconds = try c.decodeIfPresent(Int64.self, forKey: .historyRetentionMilliseconds) ?? d.historyRetentionMilliseconds
         historyLimitPerRoom = try c.decodeIfPresent(Int.self, forKey: .historyLimitPerRoom) ?? d.historyLimitPerRoom
         maxMessageBytes = try c.decodeIfPresent(Int.self, forKey: .maxMessageBytes) ?? d.maxMessageBytes
@@ -65,11 +72,15 @@ public struct AppSettingsPatch: Equatable, Sendable {
     public var notificationLevel: NotificationLevel?
     /// An empty list clears the allowlist (nil: any origin).
     public var allowedOrigins: [String]?
+    public var roomCreatesPerUserPerMinute: Int?
+    public var historyLimitPerApp: Int?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
                 maxMessageBytes: Int? = nil, defaultQueueLimit: Int? = nil, notificationLevel: NotificationLevel? = nil,
-                allowedOrigins: [String]? = nil) {
+                allowedOrigins: [String]? = nil, roomCreatesPerUserPerMinute: Int? = nil, historyLimitPerApp: Int? = nil) {
+        self.roomCreatesPerUserPerMinute = roomCreatesPerUserPerMinute
+        self.historyLimitPerApp = historyLimitPerApp
         self.memberChangeEvents = memberChangeEvents
         self.multipleRoomsPerUser = multipleRoomsPerUser
         self.enterExitNotifications = enterExitNotifications
@@ -116,6 +127,14 @@ public struct AppSettingsPatch: Equatable, Sendable {
             s.defaultQueueLimit = v
         }
         if let v = notificationLevel { s.notificationLevel = v }
+        if let v = roomCreatesPerUserPerMinute {
+            guard L.roomCreatesPerUserPerMinute.contains(v) else { throw L.rangeError("roomCreatesPerUserPerMinute", L.roomCreatesPerUserPerMinute) }
+            s.roomCreatesPerUserPerMinute = v
+        }
+        if let v = historyLimitPerApp {
+            guard L.historyLimitPerApp.contains(v) else { throw L.rangeError("historyLimitPerApp", L.historyLimitPerApp) }
+            s.historyLimitPerApp = v
+        }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -135,6 +154,9 @@ public enum SettingsLimits {
     public static let historyLimitPerRoom: ClosedRange<Int> = 1...100_000
     public static let maxMessageBytes: ClosedRange<Int> = 1...1_048_576
     public static let defaultQueueLimit: ClosedRange<Int> = 1...10_000
+    /// 0 = no limit.
+    public static let roomCreatesPerUserPerMinute: ClosedRange<Int> = 0...10_000
+    public static let historyLimitPerApp: ClosedRange<Int> = 1...100_000_000
     public static let maxAllowedOrigins = 100
     /// Bytes (UTF-8) of one allowed origin.
     public static let allowedOriginBytes: ClosedRange<Int> = 1...256
@@ -242,4 +264,12 @@ public enum Limits {
     public static let defaultMaxMessageBytes = 16 * 1024
     /// Longest lifetime of a client token issued by the REST API.
     public static let maxTokenTTLSeconds: Int64 = 30 * 24 * 3600
+    /// Messages and content bytes of each room kept in memory for history queries; the rest of
+    /// the history (up to the app's historyLimitPerRoom and historyRetentionSeconds) is read from disk.
+    public static let historyMemoryMessagesPerRoom = 50
+    public static let historyMemoryBytesPerRoom = 64 * 1024
+    /// Quota defaults of a new app (each app may change them).
+    public static let defaultMaxRooms = 10_000
+    public static let defaultRoomCreatesPerUserPerMinute = 10
+    public static let defaultHistoryLimitPerApp = 1_000_000
 }

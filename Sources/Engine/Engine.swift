@@ -120,7 +120,10 @@ public final class Engine: @unchecked Sendable {
         let gone = stale
         let retention = self.retention
         let before = now - retention.maxAgeMilliseconds
+        // History quotas on disk (per room and per app; retention by age is the domain's tick).
+        let quotas = domain.appKeys.compactMap { key in domain.appSettings(key).map { (key, $0.historyLimitPerRoom, $0.historyLimitPerApp) } }
         store.submit(Store.Commit(mutations: [], extra: { tx in
+            for (app, perRoom, perApp) in quotas { try Store.trimMessages(app: app, perRoom: perRoom, perApp: perApp, tx) }
             try Store.forgetRoomEvents(gone, tx)
             try Store.trimRoomEvents(before: before, keepPerRoom: retention.maxEvents, tx)
             try Store.trimNonces(before: now - 2 * Signing.windowMilliseconds, tx)
@@ -142,7 +145,40 @@ public final class Engine: @unchecked Sendable {
 
     /// Answers a query (from any thread); nothing changes, so nothing waits for the store.
     public func query(_ q: Query, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
-        loop.execute { [self] in reply(domain.query(q, now: clock())) }
+        loop.execute { [self] in
+            if case .history(let app, let roomId, let start, let limit, let order, let kinds) = q {
+                history(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, reply: reply)
+            } else {
+                reply(domain.query(q, now: clock()))
+            }
+        }
+    }
+
+    /// NIM-8: from the newest messages kept in memory when they hold the answer, else from the
+    /// store on its reader thread (every acknowledged message is there).
+    private func history(app: String, roomId: String, start: Int64, limit: Int, _ order: SortOrder, kinds: [ChatMessage.Kind],
+                         reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+        let h: (messages: [ChatMessage], complete: Bool, oldest: Int64)
+        do {
+            h = try domain.historyInMemory(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, now: clock())
+        } catch {
+            reply(.failure(error))
+            return
+        }
+        if h.complete {
+            reply(.success(.messages(h.messages)))
+            return
+        }
+        let logger = self.logger
+        store.read { store in
+            do {
+                reply(.success(.messages(try store.history(app: app, roomId: roomId, start: start, limit: limit, descending: order == .descending,
+                                                           kinds: kinds, oldest: h.oldest))))
+            } catch {
+                logger.error("history read failed", metadata: ["error": "\(error)"])
+                reply(.failure(ChatError(.storageUnavailable, "history could not be read; try again", field: nil)))
+            }
+        }
     }
 
     private func process(_ out: Outcome, replyTo: ReplyTo) {

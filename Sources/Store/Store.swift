@@ -10,9 +10,9 @@ import Synchronization
 /// `Store(inMemory:)` keeps the same schema and writer in memory, for in-process tests.
 public final class Store: @unchecked Sendable {
     // Safety: `database` is GRDB's thread-safe DatabasePool or DatabaseQueue; `pending` is a
-    // Mutex; the counters are atomics. `thread` is set by `start` and cleared by `stop`, and
-    // `afterBatch` is set before `start`, both on the owner's thread; the writer thread only
-    // reads `afterBatch`.
+    // Mutex; the counters are atomics. `thread` and `readerThread` are set by `start` and cleared
+    // by `stop`, and `afterBatch` is set before `start`, all on the owner's thread; the writer
+    // thread only reads `afterBatch`.
 
     /// How commits reach the disk. `normal` survives a killed process (the OS has the data);
     /// `full` also survives power loss, at the cost of an fsync per batch.
@@ -51,6 +51,9 @@ public final class Store: @unchecked Sendable {
     private let pending = Mutex<[Commit]>([])
     private let writer: EventLoop
     private var thread: PosixThread?
+    /// Reads that answer queries off the engine and the I/O loops (history beyond memory).
+    private let reader: EventLoop
+    private var readerThread: PosixThread?
     /// Runs on the writer thread after each batch's callbacks (set before `start`).
     public var afterBatch: (@Sendable () -> Void)?
     public let batchesCommitted = Atomic<Int>(0)
@@ -79,6 +82,7 @@ public final class Store: @unchecked Sendable {
         self.logger = logger
         try Schema.migrator.migrate(database)
         writer = try EventLoop(name: "roomcast-store", readBufferSize: 16)
+        reader = try EventLoop(name: "roomcast-store-read", readBufferSize: 16)
     }
 
     private static func configuration() -> Configuration {
@@ -92,6 +96,13 @@ public final class Store: @unchecked Sendable {
     public func start() {
         let writer = self.writer
         thread = PosixThread.start(name: "roomcast-store") { writer.run() }
+        let reader = self.reader
+        readerThread = PosixThread.start(name: "roomcast-store-read") { reader.run() }
+    }
+
+    /// Runs `body` on the store's reader thread (reads see every committed batch).
+    public func read(_ body: @escaping @Sendable (Store) -> Void) {
+        reader.execute { [self] in body(self) }
     }
 
     /// Commits what is pending, then stops the writer thread.
@@ -105,6 +116,9 @@ public final class Store: @unchecked Sendable {
         writer.stop()
         thread?.join()
         thread = nil
+        reader.stop()
+        readerThread?.join()
+        readerThread = nil
     }
 
     /// Queues a commit; `onDurable` runs on the writer thread after the batch is on disk.
@@ -308,7 +322,8 @@ public final class Store: @unchecked Sendable {
                     domain.restoreConversationTypeLevel(app: t.app, userId: t.userId, type, level)
                 }
             }
-            // The newest messages of each room, oldest first (the in-memory history window).
+            // The newest messages of each room, oldest first (the in-memory history window; one
+            // more than it holds, so the window knows when older ones are only on disk).
             for key in domain.appKeys {
                 guard let settings = domain.appSettings(key) else { continue }
                 let oldest = now - settings.historyRetentionMilliseconds
@@ -317,7 +332,7 @@ public final class Store: @unchecked Sendable {
                         SELECT *, ROW_NUMBER() OVER (PARTITION BY roomId ORDER BY time DESC, id DESC) AS rank
                         FROM message WHERE app = ? AND time >= ?
                     ) WHERE rank <= ? ORDER BY roomId, time, id
-                    """, arguments: [key, oldest, settings.historyLimitPerRoom])
+                    """, arguments: [key, oldest, min(settings.historyLimitPerRoom, Limits.historyMemoryMessagesPerRoom) + 1])
                 for row in rows { domain.restoreMessage(RoomKey(app: row.app, roomId: row.roomId), row.message) }
             }
         }

@@ -119,3 +119,52 @@ extension Store {
         try tx.database.execute(sql: "DELETE FROM requestNonce WHERE at < ?", arguments: [before])
     }
 }
+
+// MARK: History beyond the in-memory window
+
+extension Store {
+    /// NIM-8 history from disk: the messages of a room since `oldest`, newest first strictly
+    /// before `start` (0: from now) or oldest first strictly after it, of the given kinds.
+    public func history(app: String, roomId: String, start: Int64, limit: Int, descending: Bool, kinds: [ChatMessage.Kind],
+                        oldest: Int64) throws -> [ChatMessage] {
+        var sql = "SELECT * FROM message WHERE app = ? AND roomId = ? AND time >= ?"
+        var args: StatementArguments = [app, roomId, oldest]
+        if descending {
+            if start > 0 {
+                sql += " AND time < ?"
+                args += [start]
+            }
+        } else {
+            sql += " AND time > ?"
+            args += [start]
+        }
+        if !kinds.isEmpty {
+            sql += " AND kind IN (" + kinds.map { _ in "?" }.joined(separator: ", ") + ")"
+            args += StatementArguments(kinds.map(\.rawValue))
+        }
+        sql += descending ? " ORDER BY time DESC, id DESC" : " ORDER BY time, id"
+        sql += " LIMIT ?"
+        args += [limit]
+        let query = sql
+        let arguments = args
+        return try database.read { db in try MessageRow.fetchAll(db, sql: query, arguments: arguments).map(\.message) }
+    }
+
+    /// Keeps at most `perRoom` messages in each room of `app` and `perApp` in all of them (the
+    /// oldest go first).
+    public static func trimMessages(app: String, perRoom: Int, perApp: Int, _ tx: Transaction) throws {
+        try tx.database.execute(sql: """
+            DELETE FROM message WHERE (app, roomId, id) IN (
+                SELECT app, roomId, id FROM (
+                    SELECT app, roomId, id, ROW_NUMBER() OVER (PARTITION BY roomId ORDER BY time DESC, id DESC) AS rank
+                    FROM message WHERE app = ?
+                ) WHERE rank > ?
+            )
+            """, arguments: [app, perRoom])
+        try tx.database.execute(sql: """
+            DELETE FROM message WHERE (app, roomId, id) IN (
+                SELECT app, roomId, id FROM message WHERE app = ? ORDER BY time DESC, id DESC LIMIT -1 OFFSET ?
+            )
+            """, arguments: [app, perApp])
+    }
+}

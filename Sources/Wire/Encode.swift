@@ -540,6 +540,8 @@ extension Encode {
             w.field("notificationLevel", s.notificationLevel.rawValue)
             w.key("allowedOrigins")
             if let origins = s.allowedOrigins { w.stringArray(origins) } else { w.null() }
+            w.field("roomCreatesPerUserPerMinute", s.roomCreatesPerUserPerMinute)
+            w.field("historyLimitPerApp", s.historyLimitPerApp)
     }
 }
 

@@ -336,6 +336,8 @@ public enum OpenAPIDocument {
                 "maxRooms": int(), "historyRetentionSeconds": int(), "historyLimitPerRoom": int(), "maxMessageBytes": int(),
                 "defaultQueueLimit": int(), "notificationLevel": ref("NotificationLevelValue"),
                 "allowedOrigins": ["type": ["array", "null"], "items": ["type": "string"]],
+                "roomCreatesPerUserPerMinute": int("Rooms one user's clients may create per minute (0: no limit); the app server's do not count"),
+                "historyLimitPerApp": int("Messages the app keeps on disk in all its rooms together"),
             ]),
             "SettingsUpdate": obj([
                 "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(),
@@ -343,6 +345,9 @@ public enum OpenAPIDocument {
                 "historyLimitPerRoom": int(minimum: SettingsLimits.historyLimitPerRoom.lowerBound, maximum: SettingsLimits.historyLimitPerRoom.upperBound), "maxMessageBytes": int(minimum: SettingsLimits.maxMessageBytes.lowerBound, maximum: SettingsLimits.maxMessageBytes.upperBound),
                 "defaultQueueLimit": int(minimum: SettingsLimits.defaultQueueLimit.lowerBound, maximum: SettingsLimits.defaultQueueLimit.upperBound), "notificationLevel": ref("NotificationLevelValue"),
                 "allowedOrigins": arr(str(maxLength: SettingsLimits.allowedOriginBytes.upperBound), maxItems: SettingsLimits.maxAllowedOrigins),
+                "roomCreatesPerUserPerMinute": int(minimum: SettingsLimits.roomCreatesPerUserPerMinute.lowerBound,
+                                                   maximum: SettingsLimits.roomCreatesPerUserPerMinute.upperBound),
+                "historyLimitPerApp": int(minimum: SettingsLimits.historyLimitPerApp.lowerBound, maximum: SettingsLimits.historyLimitPerApp.upperBound),
             ]),
             "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: Int(Limits.maxTokenTTLSeconds)), "nickname": str(), "avatar": str(), "device": str()]),
             "CreateRoom": obj([

@@ -714,6 +714,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var notificationLevel: Int?
     /// The WebSocket Origin allowlist; empty: any origin.
     public var allowedOrigins: [String]?
+    public var roomCreatesPerUserPerMinute: Int?
+    public var historyLimitPerApp: Int?
 
     public func patch() throws(ChatError) -> AppSettingsPatch {
         AppSettingsPatch(memberChangeEvents: memberChangeEvents, multipleRoomsPerUser: multipleRoomsPerUser,
@@ -721,7 +723,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
                          historyRetentionSeconds: historyRetentionSeconds, historyLimitPerRoom: historyLimitPerRoom,
                          maxMessageBytes: maxMessageBytes, defaultQueueLimit: defaultQueueLimit,
                          notificationLevel: try notificationLevel.map { v throws(ChatError) in try NotificationLevel.parse(v) },
-                         allowedOrigins: allowedOrigins)
+                         allowedOrigins: allowedOrigins, roomCreatesPerUserPerMinute: roomCreatesPerUserPerMinute,
+                         historyLimitPerApp: historyLimitPerApp)
     }
 }
 

@@ -1,3 +1,4 @@
+import Chat
 import Foundation
 import Testing
 import TestKit
@@ -142,5 +143,47 @@ struct HardeningTests {
         #expect(afterRestart.status == 401 && afterRestart.json.int("code") == GatewayErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
         #expect(try g.rest().call("GET", "/v1/rooms/thrice").status == 404)
         #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "fresh"]).status == 201)
+    }
+
+    /// Resident memory of a process, in KiB (Linux).
+    static func rssKiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    // SPEC §13 (audit: one end user could grow the server ~60 MiB/s): with an ordinary token, one
+    // user creates rooms as fast as it can and fills them with the largest messages. Room creation
+    // is held to the per-minute quota, and each room keeps at most 64 KiB of history in memory
+    // (the rest is on disk), so the server's memory stays within a bound.
+    @Test func oneUserCannotPushTheServerPastItsMemoryBound() throws {
+        let g = try GatewayProcess()
+        defer { g.stop() }
+        let pid = g.process.process.processIdentifier
+        let c = try g.client("flood")
+        let content = String(repeating: "x", count: Limits.defaultMaxMessageBytes)
+        _ = try c.expectOK(try c.command("room.join", ["roomId": "warm", "mode": "enter"]))
+        for _ in 0..<50 { _ = try c.expectOK(try c.command("room.send", ["roomId": "warm", "content": content])) }
+        let before = Self.rssKiB(pid)
+        var created = 0, refused = 0, sent = 0
+        for i in 0..<40 {
+            let r = try c.command("room.join", ["roomId": "flood\(i)", "mode": "enter"])
+            if r["ok"] != nil { created += 1 } else {
+                #expect(r.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue)
+                refused += 1
+                continue
+            }
+            for _ in 0..<100 where (try? c.command("room.send", ["roomId": "flood\(i)", "content": content]))?["ok"] != nil { sent += 1 }
+        }
+        let grown = Self.rssKiB(pid) - before
+        // Created: at most the per-minute quota (one was spent on the warm-up room).
+        #expect(created <= Limits.defaultRoomCreatesPerUserPerMinute - 1 && refused > 0)
+        #expect(sent >= 100 * (Limits.defaultRoomCreatesPerUserPerMinute - 1) - 1)
+        // 900 messages of 16 KiB (14 MiB of content) arrived; memory holds at most 64 KiB per room
+        // of it, plus the store's page caches: the bound is 16 MiB.
+        #expect(grown < 16 * 1024, "RSS grew by \(grown) KiB for \(sent) messages in \(created) rooms")
+        // All of it is on disk and can be read back.
+        let history = try g.rest().call("GET", "/v1/rooms/flood0/messages?limit=100")
+        #expect((history.json["messages"] as? [Any])?.count == 100)
     }
 }
