@@ -191,7 +191,12 @@ final class Hub {
 struct ResumeWindow: Sendable {
     var maxEvents = 1024
     var maxAgeMilliseconds: Int64 = 5 * 60_000
+    /// Bytes of event frames kept per room (whatever the count), so large messages cannot make a
+    /// room's window hold more than this.
+    var maxBytes = ResumeWindow.defaultMaxBytes
     var stream: String
+
+    static let defaultMaxBytes = 1 << 20
 }
 
 /// A client's last position in a room's stream.
@@ -220,6 +225,8 @@ final class EventRing {
     let epoch: String
     private var entries: [Entry] = []
     private var head = 0
+    /// Bytes of the frames from `head` on.
+    private var bytes = 0
 
     init(epoch: String) {
         self.epoch = epoch
@@ -229,9 +236,12 @@ final class EventRing {
 
     func append(offset: Int64, frame: ByteBlock, audience: Audience, at: Int64, window: ResumeWindow) {
         entries.append(Entry(offset: offset, at: at, frame: frame, audience: audience))
-        let live = entries.count - head
-        if live > window.maxEvents { head += live - window.maxEvents }
-        while head < entries.count && at - entries[head].at > window.maxAgeMilliseconds { head += 1 }
+        bytes += frame.count
+        while head < entries.count - 1
+                && (entries.count - head > window.maxEvents || bytes > window.maxBytes || at - entries[head].at > window.maxAgeMilliseconds) {
+            bytes -= entries[head].frame.count
+            head += 1
+        }
         if head > 256 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0
@@ -241,7 +251,10 @@ final class EventRing {
     /// The entries after `offset`, or nil if some of them have already left the window (or the
     /// offset is ahead of this stream).
     func entries(after offset: Int64, now: Int64, window: ResumeWindow) -> [Entry]? {
-        while head < entries.count && now - entries[head].at > window.maxAgeMilliseconds { head += 1 }
+        while head < entries.count && now - entries[head].at > window.maxAgeMilliseconds {
+            bytes -= entries[head].frame.count
+            head += 1
+        }
         guard let last = entries.last else { return offset == 0 ? [] : nil }
         if offset > last.offset { return nil }
         if offset == last.offset { return [] }
