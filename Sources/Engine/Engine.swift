@@ -21,6 +21,9 @@ public enum Published: Sendable {
     case left(SessionID, RoomKey)
     /// The answer to a WebSocket command, in order with the events it caused.
     case reply(SessionID, frame: ByteBlock)
+    /// The engine reloaded its state from disk (a commit failed): every session is closed with
+    /// this code and reconnects (and resumes).
+    case closeAll(code: UInt16, reason: String)
 }
 
 /// Where a command's answer goes.
@@ -40,7 +43,7 @@ public final class Engine: @unchecked Sendable {
     // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread`
     // only by the owner's `start` and `stop`.
     public let loop: EventLoop
-    private let domain: ChatDomain
+    private var domain: ChatDomain
     private let store: Store
     private let logger: Logger
     private let clock: @Sendable () -> Int64
@@ -66,13 +69,19 @@ public final class Engine: @unchecked Sendable {
     }
     private let retention: Retention
     private var lastTrim: Int64 = 0
+    /// A fresh domain with the durable state (start-up's restore), for after a failed commit.
+    private let reload: @Sendable () throws -> ChatDomain
+    /// The close code sessions get when the engine reloads its state.
+    public static let reloadCloseCode: UInt16 = CloseCode.tryAgainLater.rawValue
     /// How often kept events and nonces past the windows are deleted.
     static let trimIntervalMilliseconds: Int64 = 30_000
 
     /// `positions`: each room's stream as the store last had it (offsets continue from there for
     /// rooms whose epoch is unchanged).
     public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
-                retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:], logger: Logger) throws {
+                retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:],
+                reload: @escaping @Sendable () throws -> ChatDomain, logger: Logger) throws {
+        self.reload = reload
         self.domain = domain
         self.store = store
         self.publisher = publisher
@@ -90,6 +99,7 @@ public final class Engine: @unchecked Sendable {
         let loop = self.loop
         loop.execute { [self] in
             loop.scheduleRepeating(every: interval) { [self] in
+                guard store.isWritable else { return }
                 process(domain.tick(now: clock()), replyTo: .none)
                 trimIfDue()
             }
@@ -101,6 +111,7 @@ public final class Engine: @unchecked Sendable {
     /// call it after moving their manual clock).
     public func tick() {
         loop.execute { [self] in
+            guard store.isWritable else { return }
             process(domain.tick(now: clock()), replyTo: .none)
             trimIfDue()
         }
@@ -139,7 +150,43 @@ public final class Engine: @unchecked Sendable {
     /// Applies a command (from any thread).
     public func submit(_ command: Command, replyTo: ReplyTo) {
         loop.execute { [self] in
+            // Read-only (a commit failed and the disk has not recovered): refuse before applying.
+            guard store.isWritable else {
+                Self.refuse(replyTo, publisher: publisher)
+                return
+            }
             process(domain.apply(command, now: clock()), replyTo: replyTo)
+        }
+    }
+
+    static let storageError = ChatError(.storageUnavailable, "the server cannot save changes now (storage unavailable); nothing changed; try again later")
+
+    /// Answers a command that was not (or could not be made) durable.
+    private static func refuse(_ replyTo: ReplyTo, publisher: Publisher) {
+        switch replyTo {
+        case .callback(let callback): callback(.failure(storageError))
+        case .session(let sid, let encode): publisher.deliver([.reply(sid, frame: Frames.text(encode(.failure(storageError))))])
+        case .none: break
+        }
+    }
+
+    /// A commit failed: nothing of it (or after it) is on disk, so the in-memory state is
+    /// reloaded from disk, as at start-up, and every session is closed to reconnect and resume.
+    /// Called by the store (any thread).
+    public func storeFailed() {
+        loop.execute { [self] in
+            do {
+                domain = try reload()
+                streams = [:]
+                for (room, p) in try store.lastOffsets() where domain.epoch(app: room.app, roomId: room.roomId) == p.epoch {
+                    streams[room] = Stream(epoch: p.epoch, offset: p.offset)
+                }
+            } catch {
+                logger.critical("cannot reload the state from disk after a failed commit; stopping", metadata: ["error": "\(error)"])
+                exit(75) // EX_TEMPFAIL
+            }
+            logger.error("a commit failed: state reloaded from disk; read-only until writes work again")
+            publisher.deliver([.closeAll(code: Self.reloadCloseCode, reason: "the server reloaded its state; reconnect and resume")])
         }
     }
 
@@ -248,6 +295,9 @@ public final class Engine: @unchecked Sendable {
             publisher.enqueue(published)
             if let staged { webhooks?.enqueue(staged) }
             if case .callback(let callback) = replyTo { callback(reply) }
+        }, onFailed: {
+            // Not durable: its events are dropped and its caller is told (the engine reloads).
+            Self.refuse(replyTo, publisher: publisher)
         }))
     }
 }

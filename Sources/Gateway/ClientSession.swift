@@ -86,8 +86,10 @@ final class ClientSession: WebSocketHandler {
         sendJSON(Encode.resumeResult(roomId: roomId, resumed: resumed, replayed: replayed, reason: reason))
     }
 
-    func close(_ code: CloseCode, _ reason: String) {
-        connection?.close(code: WebSocketCloseCode(code.rawValue), reason: reason)
+    func close(_ code: CloseCode, _ reason: String) { closeRaw(code.rawValue, reason) }
+
+    func closeRaw(_ code: UInt16, _ reason: String) {
+        connection?.close(code: WebSocketCloseCode(code), reason: reason)
     }
 
     private func reply(_ id: Int?, error: GatewayError) {

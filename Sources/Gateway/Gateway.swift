@@ -135,7 +135,14 @@ final class GatewayCore: Sendable {
         restoredTimes = kept.map(\.at)
         publisher = Publisher()
         engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, retention: retention,
-                            positions: try store.lastOffsets(), logger: logger)
+                            positions: try store.lastOffsets(), reload: { [store] in
+                                let fresh = ChatDomain(makeID: { ids.next() })
+                                try store.restore(into: fresh, now: clock())
+                                return fresh
+                            }, logger: logger)
+        // A failed commit (e.g. a full disk) reloads the durable state instead of stopping.
+        let engine = self.engine
+        store.onFailure = { engine.storeFailed() }
         // Replay protection survives restarts: accepted nonces are stored, recent ones reloaded.
         let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
                                                  record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
@@ -148,9 +155,18 @@ final class GatewayCore: Sendable {
         var routes = Router.Builder()
         let healthy = Response.json(.ok, "{\"status\":\"ok\"}")
         let readyResponse = Response.json(.ok, "{\"status\":\"ready\"}")
-        let notReady = Response.json(.serviceUnavailable, "{\"status\":\"starting or draining\"}")
+        let notReady = Response.json(.serviceUnavailable, JSONWriter.object { w in
+            w.field("status", "starting or draining")
+            w.field("code", GatewayErrorCode.unavailable.rawValue)
+            w.field("message", "the server is starting or shutting down")
+        })
         routes.add(.GET, "/healthz", sync: { _ in healthy })
-        routes.add(.GET, "/readyz", sync: { _ in ready.isReady ? readyResponse : notReady })
+        let readOnly = Response.json(.serviceUnavailable, JSONWriter.object { w in
+            w.field("status", "read-only: storage unavailable")
+            w.field("code", ChatErrorCode.storageUnavailable.rawValue)
+            w.field("message", "a commit failed (e.g. the disk is full): changes are refused until the server can save again")
+        })
+        routes.add(.GET, "/readyz", sync: { [store] _ in !ready.isReady ? notReady : store.isWritable ? readyResponse : readOnly })
         let spec = Response.json(.ok, Array(OpenAPIDocument.json.utf8))
         routes.add(.GET, "/openapi.json", sync: { _ in spec })
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))

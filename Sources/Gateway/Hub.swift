@@ -84,6 +84,8 @@ final class Hub {
                 if let s = sessions[sid] { removeFromRoom(s, room) }
             case .reply(let sid, let frame):
                 sessions[sid]?.send(frame)
+            case .closeAll(let code, let reason):
+                for session in Array(sessions.values) + Array(pendingSessions.values) { session.closeRaw(code, reason) }
             }
         }
     }

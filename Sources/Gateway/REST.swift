@@ -32,8 +32,13 @@ struct RESTAPI: Sendable {
     }
 
     static func error(_ e: ChatError) -> Response {
-        .json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
+        var response = Response.json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
+        if e.code == .storageUnavailable { response.headers.add("Retry-After", String(retryAfterSeconds)) }
+        return response
     }
+
+    /// What a read-only node (storage unavailable) tells clients to wait before trying again.
+    static let retryAfterSeconds = 5
 
     static func respond(_ result: Result<Reply, ChatError>, status: HTTPStatus = .ok) -> Response {
         switch result {

@@ -10,9 +10,10 @@ import Synchronization
 /// `Store(inMemory:)` keeps the same schema and writer in memory, for in-process tests.
 public final class Store: @unchecked Sendable {
     // Safety: `database` is GRDB's thread-safe DatabasePool or DatabaseQueue; `pending` is a
-    // Mutex; the counters are atomics. `thread` and `readerThread` are set by `start` and cleared
-    // by `stop`, and `afterBatch` is set before `start`, all on the owner's thread; the writer
-    // thread only reads `afterBatch`.
+    // Mutex; the counters and `writableFlag` are atomics. `thread` and `readerThread` are set by
+    // `start` and cleared by `stop`, and `afterBatch`, `onFailure`, `onRecovery` and
+    // `probeInterval` are set before `start`, all on the owner's thread; the writer thread only
+    // reads them.
 
     /// How commits reach the disk. `normal` survives a killed process (the OS has the data);
     /// `full` also survives power loss, at the cost of an fsync per batch.
@@ -34,11 +35,15 @@ public final class Store: @unchecked Sendable {
         public var mutations: [Mutation]
         public var extra: (@Sendable (Transaction) throws -> Void)?
         public var onDurable: @Sendable () -> Void
-        public init(mutations: [Mutation], extra: (@Sendable (Transaction) throws -> Void)? = nil,
-                    onDurable: @escaping @Sendable () -> Void) {
+        /// Runs instead of `onDurable` when the commit could not be written (the store turns
+        /// read-only; nothing of this commit is on disk).
+        public var onFailed: (@Sendable () -> Void)?
+        public init(mutations: [Mutation], extra: (@Sendable (Transaction) throws -> Void)? = nil, onDurable: @escaping @Sendable () -> Void,
+                    onFailed: (@Sendable () -> Void)? = nil) {
             self.mutations = mutations
             self.extra = extra
             self.onDurable = onDurable
+            self.onFailed = onFailed
         }
     }
 
@@ -56,6 +61,16 @@ public final class Store: @unchecked Sendable {
     private var readerThread: PosixThread?
     /// Runs on the writer thread after each batch's callbacks (set before `start`).
     public var afterBatch: (@Sendable () -> Void)?
+    /// False from a failed commit until a probe write succeeds (e.g. the disk was full and has
+    /// space again): commits are refused meanwhile.
+    private let writableFlag = Atomic<Bool>(true)
+    public var isWritable: Bool { writableFlag.load(ordering: .acquiring) }
+    /// Called on the writer thread when a commit fails (the store is read-only from then on) and
+    /// when writes work again. Set before `start`.
+    public var onFailure: (@Sendable () -> Void)?
+    public var onRecovery: (@Sendable () -> Void)?
+    /// How often a read-only store tries to write again.
+    public var probeInterval: Duration = .seconds(1)
     public let batchesCommitted = Atomic<Int>(0)
     public let commitsCommitted = Atomic<Int>(0)
 
@@ -124,6 +139,11 @@ public final class Store: @unchecked Sendable {
     /// Queues a commit; `onDurable` runs on the writer thread after the batch is on disk.
     /// Commits run in submission order.
     public func submit(_ commit: Commit) {
+        guard isWritable else {
+            // Read-only: nothing is queued (it could not be written) and nothing acknowledged.
+            if commit.mutations.isEmpty && commit.extra == nil { commit.onDurable() } else { commit.onFailed?() }
+            return
+        }
         let first = pending.withLock { queue -> Bool in
             queue.append(commit)
             return queue.count == 1
@@ -140,6 +160,11 @@ public final class Store: @unchecked Sendable {
                 return b
             }
             if batch.isEmpty { return }
+            guard isWritable else {
+                // Made from state the owner has reloaded since the failure: refused, not written.
+                for commit in batch { commit.onFailed?() }
+                continue
+            }
             let needsWrite = batch.contains { !$0.mutations.isEmpty || $0.extra != nil }
             if needsWrite {
                 do {
@@ -151,17 +176,49 @@ public final class Store: @unchecked Sendable {
                         }
                     }
                 } catch {
-                    // The changes are already applied in memory but not on disk. Acknowledging
-                    // them would promise what a restart cannot keep, so stop instead: nothing in
-                    // this batch was acknowledged, and a restart restores the last durable state.
-                    logger.critical("store commit failed; stopping", metadata: ["error": "\(error)", "commits": "\(batch.count)"])
-                    exit(75) // EX_TEMPFAIL
+                    // Nothing of this batch is on disk: none of it is acknowledged. What was
+                    // submitted after it was made from the same in-memory state, so it fails too;
+                    // the owner reloads its state from disk (`onFailure`), and the store refuses
+                    // commits until a probe write succeeds.
+                    fail(batch, error)
+                    return
                 }
                 batchesCommitted.add(1, ordering: .relaxed)
             }
             commitsCommitted.add(batch.count, ordering: .relaxed)
             for commit in batch { commit.onDurable() }
             afterBatch?()
+        }
+    }
+
+    private func fail(_ batch: [Commit], _ error: Error) {
+        writableFlag.store(false, ordering: .releasing)
+        let queued = pending.withLock { queue -> [Commit] in
+            let q = queue
+            queue.removeAll()
+            return q
+        }
+        logger.error("store commit failed; read-only until writes work again",
+                     metadata: ["error": "\(error)", "commits": "\(batch.count + queued.count)"])
+        for commit in batch + queued { commit.onFailed?() }
+        afterBatch?()
+        onFailure?()
+        scheduleProbe()
+    }
+
+    /// Tries a small write every `probeInterval` until one succeeds, then accepts commits again.
+    private func scheduleProbe() {
+        _ = writer.schedule(after: probeInterval) { [self] in
+            do {
+                try database.write { db in
+                    try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)", arguments: [String(wallClockMilliseconds())])
+                }
+                writableFlag.store(true, ordering: .releasing)
+                logger.notice("store writable again")
+                onRecovery?()
+            } catch {
+                scheduleProbe()
+            }
         }
     }
 

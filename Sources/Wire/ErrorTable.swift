@@ -116,6 +116,8 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case unsupportedData = 1003
     case invalidPayload = 1007
     case messageTooBig = 1009
+    /// The server could not save a change (e.g. a full disk) and reloaded its state from disk.
+    case tryAgainLater = 1013
     /// The message was not a protocol message (not JSON, or not `{"id", "op", "args"}`), or more
     /// than 64 KiB was sent before the connect answer.
     case badRequest = 4000
@@ -138,6 +140,7 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
         case .unsupportedData: return "A binary message (the protocol is JSON text)"
         case .invalidPayload: return "Invalid UTF-8 or invalid compressed data"
         case .messageTooBig: return "A message larger than the limit (also after inflation)"
+        case .tryAgainLater: return "The server could not save a change (e.g. its disk is full) and reloaded its state; it refuses changes (50301) until it can save again"
         case .badRequest: return "The message was not JSON or not {\"id\", \"op\", \"args\"} (answered first with an error whose id is null), or more than 64 KiB was sent before the connect answer"
         case .notAuthenticated: return "The first message was not connect, it had no credentials, or it did not come within the connect timeout"
         case .tokenExpired: return "The token expired and was not refreshed within the grace period"
@@ -149,7 +152,7 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
 
     public var reconnect: Reconnect {
         switch self {
-        case .goingAway, .notAuthenticated, .slowConsumer: return .withBackoff
+        case .goingAway, .notAuthenticated, .slowConsumer, .tryAgainLater: return .withBackoff
         case .tokenExpired: return .withNewToken
         case .normal, .protocolError, .unsupportedData, .invalidPayload, .messageTooBig, .badRequest, .originNotAllowed, .badToken: return .never
         }

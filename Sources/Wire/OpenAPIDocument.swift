@@ -311,7 +311,7 @@ public enum OpenAPIDocument {
         ]
         return [
             "Error": obj(["code": int(), "message": str(), "field": str()], required: ["code", "message"]),
-            "Status": obj(["status": str()], required: ["status"]),
+            "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
             "Room": room,
             "RoomResponse": obj(["room": ref("Room")], required: ["room"]),

@@ -186,4 +186,93 @@ struct HardeningTests {
         let history = try g.rest().call("GET", "/v1/rooms/flood0/messages?limit=100")
         #expect((history.json["messages"] as? [Any])?.count == 100)
     }
+
+    /// Runs a command (mount, umount); true when it exits 0.
+    @discardableResult
+    static func run(_ path: String, _ args: [String]) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
+
+    /// Whether this machine lets the tests mount a small tmpfs (root, as in CI).
+    static let canMountTmpfs: Bool = {
+        let dir = temporaryDirectory("roomcast-tmpfs-probe")
+        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", dir]) else { return false }
+        return run("/bin/umount", [dir])
+    }()
+
+    static func freeBytes(_ path: String) -> Int {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { return 0 }
+        return Int(s.f_bavail) * Int(s.f_frsize)
+    }
+
+    // Audit item 4: a full disk used to stop the whole gateway (exit 75), and again after every
+    // restart. Now the failed commit fails only its own changes, the node turns read-only (503,
+    // 50301, Retry-After; /readyz says so; reads and health keep working), clients are closed with
+    // 1013 to reconnect, nothing acknowledged is lost, and writes resume by themselves.
+    @Test(.enabled(if: HardeningTests.canMountTmpfs, "needs root to mount a small tmpfs"))
+    func aFullDiskTurnsTheNodeReadOnlyAndWritesResume() throws {
+        let mountPoint = temporaryDirectory("roomcast-full-disk")
+        #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", mountPoint]))
+        defer { Self.run("/bin/umount", ["-l", mountPoint]) }
+        let g = try GatewayProcess(dataDirectory: mountPoint + "/data")
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let watcher = try g.client("watcher")
+        _ = try watcher.expectOK(try watcher.command("room.join", ["roomId": "r"]))
+        // Leave a little space, then write until a commit fails.
+        let filler = mountPoint + "/filler"
+        let keep = 256 * 1024
+        _ = FileManager.default.createFile(atPath: filler, contents: Data(count: max(0, Self.freeBytes(mountPoint) - keep)))
+        var acknowledged: [String] = []
+        var refusal: RESTClient.Response?
+        for i in 0..<400 {
+            let content = "ack\(i)-" + String(repeating: "x", count: 8000)
+            let r = try rest.call("POST", "/v1/rooms/r/messages", ["content": content])
+            if r.status == 201 { acknowledged.append("ack\(i)-") } else {
+                refusal = r
+                break
+            }
+        }
+        let refused = try #require(refusal, "the disk never filled")
+        #expect(refused.status == 503 && refused.json.int("code") == ChatErrorCode.storageUnavailable.rawValue, "\(refused.text)")
+        #expect(refused.header("Retry-After") != nil)
+        // Read-only: health and reads work, writes are refused, readiness says why.
+        #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
+        let ready = try rest.call("GET", "/readyz", headers: [])
+        #expect(ready.status == 503 && ready.text.contains("read-only"))
+        #expect(try rest.call("GET", "/v1/rooms/r").status == 200)
+        let again = try rest.call("POST", "/v1/rooms", ["roomId": "while-full"])
+        #expect(again.status == 503 && again.json.int("code") == ChatErrorCode.storageUnavailable.rawValue)
+        // The watcher was told to reconnect.
+        var code: UInt16?
+        while let frame = try? watcher.ws.readFrame(timeout: 5) {
+            if case .close(let c, _) = frame { code = c; break }
+        }
+        #expect(code == CloseCode.tryAgainLater.rawValue)
+        // Space returns: writes resume by themselves.
+        try FileManager.default.removeItem(atPath: filler)
+        var resumed = false
+        for _ in 0..<50 where !resumed {
+            usleep(200_000)
+            resumed = try rest.call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201
+        }
+        #expect(resumed)
+        #expect(try rest.call("GET", "/readyz", headers: []).status == 200)
+        // Nothing acknowledged was lost.
+        let history = try rest.call("GET", "/v1/rooms/r/messages?order=asc&limit=100")
+        let stored = (history.json["messages"] as? [[String: Any]] ?? []).compactMap { $0["content"] as? String }
+        for prefix in acknowledged.prefix(99) { #expect(stored.contains { $0.hasPrefix(prefix) }, "\(prefix) was acknowledged but is gone") }
+        #expect(!stored.contains { $0.hasPrefix("ack\(acknowledged.count)-") }, "the refused message must not be stored")
+        let reconnected = try g.client("watcher")
+        _ = try reconnected.expectOK(try reconnected.command("room.join", ["roomId": "r"]))
+    }
 }
