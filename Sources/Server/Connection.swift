@@ -245,6 +245,14 @@ public final class Connection: EventHandler {
         let sequence = requestSequence
         inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
         context.metrics.requests.add(1, ordering: .relaxed)
+        // Only `OPTIONS *` has this path (the parser accepts the asterisk-form for nothing else):
+        // it asks about the server, not a resource (RFC 9110 §9.3.7).
+        if head.path == "*" {
+            var h = HTTPHeaders()
+            h.add("Allow", context.router.serverMethods.map(\.rawValue).joined(separator: ", "))
+            complete(sequence, Response(status: .ok, headers: h))
+            return
+        }
         switch context.router.match(method: head.method, path: head.path) {
         case .notFound:
             complete(sequence, refusal(.notFound, "no such path"))
