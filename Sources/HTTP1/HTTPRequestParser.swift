@@ -6,6 +6,8 @@ public enum HTTPParserError: Error, Equatable, Sendable, CustomStringConvertible
     case headerFieldsTooLarge
     case payloadTooLarge
     case unsupportedTransferCoding(String)
+    /// A method this codec cannot carry (CONNECT: what follows its 2xx is a tunnel).
+    case methodNotImplemented(String)
     case versionNotSupported
     case expectationFailed
 
@@ -15,7 +17,7 @@ public enum HTTPParserError: Error, Equatable, Sendable, CustomStringConvertible
         case .uriTooLong: return .uriTooLong
         case .headerFieldsTooLarge: return .headerFieldsTooLarge
         case .payloadTooLarge: return .payloadTooLarge
-        case .unsupportedTransferCoding: return .notImplemented
+        case .unsupportedTransferCoding, .methodNotImplemented: return .notImplemented
         case .versionNotSupported: return .versionNotSupported
         case .expectationFailed: return .expectationFailed
         }
@@ -28,6 +30,7 @@ public enum HTTPParserError: Error, Equatable, Sendable, CustomStringConvertible
         case .headerFieldsTooLarge: return "header section too large"
         case .payloadTooLarge: return "body too large"
         case .unsupportedTransferCoding(let c): return "unsupported transfer coding: \(c)"
+        case .methodNotImplemented(let m): return "method not implemented: \(m) (this server is not a proxy)"
         case .versionNotSupported: return "HTTP version not supported"
         case .expectationFailed: return "unsupported expectation"
         }
@@ -535,9 +538,42 @@ public struct HTTPRequestParser {
         return true
     }
 
-    /// Turns the buffered head into a request and applies the framing rules of RFC 9112 §6.
+    /// Turns the buffered head into a request and applies the rules of RFC 9112 §3.2 (target and
+    /// Host) and §6 (framing).
     private func buildHead() -> Result<HTTPRequestHead, HTTPParserError> {
         let version: HTTPVersion = scratch[versionStart + 7] == 0x31 ? .http1_1 : .http1_0
+
+        // RFC 9112 §3.2: origin-form for everything but CONNECT (authority-form) and a server-wide
+        // OPTIONS (asterisk-form); absolute-form accepted from anyone (§3.2.2), its authority
+        // replacing Host. The common case costs one byte compare and a length check.
+        var originStart = methodEnd
+        var authority: Range<Int>?
+        var asterisk = false
+        let isConnect = methodEnd == 7 && nameEquals(0..<7, "CONNECT")
+        if scratch[methodEnd] != SLASH || isConnect {
+            switch RequestTarget.form(scratch, methodEnd..<targetEnd) {
+            case .failure(let error):
+                return .failure(error)
+            case .success(.authority):
+                guard isConnect else { return .failure(.badRequest("authority-form target without CONNECT")) }
+                // A tunnel is not an HTTP message stream this codec could frame.
+                return .failure(.methodNotImplemented("CONNECT"))
+            case .success(_) where isConnect:
+                return .failure(.badRequest("CONNECT needs an authority-form target"))
+            case .success(.asterisk):
+                guard methodEnd == 7 && nameEquals(0..<7, "OPTIONS") else {
+                    return .failure(.badRequest("asterisk-form target without OPTIONS"))
+                }
+                asterisk = true
+            case .success(.absolute(let a, let rest)):
+                authority = a
+                originStart = rest.lowerBound
+                // OPTIONS to an absolute URI without a path is the server-wide OPTIONS (§3.2.4).
+                if rest.isEmpty && methodEnd == 7 && nameEquals(0..<7, "OPTIONS") { asterisk = true }
+            case .success(.origin):
+                break
+            }
+        }
         var headers = HTTPHeaders()
         headers.reserveCapacity(fieldRanges.count)
         var hostCount = 0
@@ -551,11 +587,17 @@ public struct HTTPRequestParser {
 
         for (nameRange, valueRange) in fieldRanges {
             let name = string(nameRange)
-            let value = string(valueRange)
-            headers.add(name, value)
             if nameEquals(nameRange, "host") {
                 hostCount += 1
-            } else if nameEquals(nameRange, "content-length") {
+                // RFC 9112 §3.2: an invalid Host is refused even when the target's authority
+                // replaces it.
+                guard RequestTarget.isValidHost(scratch, valueRange) else { return .failure(.badRequest("invalid Host")) }
+                headers.add(name, string(authority ?? valueRange))
+                continue
+            }
+            let value = string(valueRange)
+            headers.add(name, value)
+            if nameEquals(nameRange, "content-length") {
                 sawContentLength = true
                 // RFC 9110 §8.6: a list of identical values may be treated as one; anything else
                 // (differing values, non-digits, overflow) is a framing attack.
@@ -593,6 +635,7 @@ public struct HTTPRequestParser {
         // RFC 9112 §3.2: exactly one Host in HTTP/1.1; never more than one.
         if hostCount > 1 { return .failure(.badRequest("more than one Host")) }
         if hostCount == 0 && version == .http1_1 { return .failure(.badRequest("missing Host")) }
+        if hostCount == 0, let authority { headers.add("host", string(authority)) }
 
         var framing: HTTPBodyFraming = .none
         if sawTransferEncoding {
@@ -612,12 +655,24 @@ public struct HTTPRequestParser {
         }
 
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
-        let target = string(methodEnd..<targetEnd)
-        var path = target
+        // The target handed on is in origin-form (an absolute-form target reduced to its path
+        // and query; an empty path is "/", RFC 9112 §3.3), or "*".
+        var target: String
+        var path: String
         var query: String?
-        if let q = scratch[methodEnd..<targetEnd].firstIndex(of: 0x3F) {
-            path = string(methodEnd..<q)
-            query = string((q + 1)..<targetEnd)
+        if asterisk {
+            target = "*"
+            path = target
+        } else {
+            let q = scratch[originStart..<targetEnd].firstIndex(of: QUESTION)
+            if (q ?? targetEnd) == originStart {
+                target = "/" + string(originStart..<targetEnd)
+                path = "/"
+            } else {
+                target = string(originStart..<targetEnd)
+                path = q.map { string(originStart..<$0) } ?? target
+            }
+            if let q { query = string((q + 1)..<targetEnd) }
         }
         return .success(HTTPRequestHead(
             method: HTTPMethod(string(0..<methodEnd)),

@@ -142,7 +142,9 @@ public enum HTTPBodyFraming: Equatable, Sendable {
 /// A parsed request line and header section, already checked for framing ambiguities.
 public struct HTTPRequestHead: Sendable, Equatable {
     public var method: HTTPMethod
-    /// The request target exactly as sent (origin-form: path and query).
+    /// The request target in origin-form, path and query as sent (an absolute-form target is
+    /// reduced to them, its authority becoming the `host` field, RFC 9112 §3.2.2), or `*` for a
+    /// server-wide OPTIONS.
     public var target: String
     public var version: HTTPVersion
     public var headers: HTTPHeaders

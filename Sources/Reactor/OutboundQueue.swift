@@ -4,9 +4,14 @@ import Glibc
 
 /// A connection's pending output: shared `ByteBlock`s written with one `writev` per flush.
 ///
-/// The queue only counts bytes; the bound (and what happens past it, e.g. a slow-consumer close)
-/// is the owner's policy, checked against `pendingBytes` after each `append`.
+/// The queue only counts; the bound (and what happens past it: input paused, a slow-consumer
+/// close) is the owner's policy, checked against `heldBytes`.
 public struct OutboundQueue {
+    /// What a bound charges each queued block beyond its bytes: the block's object header and the
+    /// allocator's rounding (about 40 bytes for a small block) and its slot in the queue. Without it a
+    /// flood of tiny frames (2-byte pongs) would hold many times the bytes counted.
+    public static let blockOverhead = 64
+
     private var blocks: [ByteBlock] = []
     private var head = 0
     /// Bytes of `blocks[head]` already written.
@@ -16,6 +21,10 @@ public struct OutboundQueue {
     public init() {}
 
     public var isEmpty: Bool { pendingBytes == 0 }
+
+    /// Memory this queue keeps alive, as a bound counts it: the unwritten bytes plus
+    /// `blockOverhead` for each block not completely written.
+    public var heldBytes: Int { pendingBytes + (blocks.count - head) * Self.blockOverhead }
 
     public mutating func append(_ block: ByteBlock) {
         guard block.count > 0 else { return }

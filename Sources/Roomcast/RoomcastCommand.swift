@@ -66,7 +66,7 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Seconds to wait for a pong before closing [ROOMCAST_PONG_TIMEOUT].")
     var pongTimeout: Int = environment("ROOMCAST_PONG_TIMEOUT").flatMap(Int.init) ?? 10
 
-    @Option(help: "Bytes a WebSocket may have queued before it is closed as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
+    @Option(help: "Bytes a connection may have queued for its client (responses, WebSocket frames): past it the connection is not read until the client catches up, and a WebSocket message past it closes the connection as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
     var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
 
     @Option(name: .customLong("allowed-origin"),
@@ -228,7 +228,7 @@ struct RoomcastCommand: ParsableCommand {
         c.webSocket.maxMessageBytes = maxMessageBytes
         c.webSocket.pingInterval = .seconds(pingInterval)
         c.webSocket.pongTimeout = .seconds(pongTimeout)
-        c.webSocket.maxOutboundBytes = maxOutboundBytes
+        c.maxOutboundBytes = maxOutboundBytes
         c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins
         c.webSocket.deflate.enabled = deflate
         c.drainTimeout = .seconds(drainTimeout)

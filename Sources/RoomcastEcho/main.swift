@@ -46,7 +46,7 @@ struct EchoCommand: ParsableCommand {
         configuration.eventLoops = eventLoops
         configuration.webSocket.path = "/"
         configuration.webSocket.maxMessageBytes = maxMessageBytes
-        configuration.webSocket.maxOutboundBytes = 4 * maxMessageBytes
+        configuration.maxOutboundBytes = 4 * maxMessageBytes
         configuration.webSocket.deflate.enabled = deflate
         configuration.webSocket.deflate.maxInflatedBytes = maxMessageBytes
         configuration.drainTimeout = .seconds(2)

@@ -15,6 +15,15 @@ public struct ServerConfiguration: Sendable {
     public var eventLoops = max(1, systemCoreCount())
     public var http = HTTPConnectionConfiguration()
     public var webSocket = WebSocketConfiguration()
+    /// The one bound on what a connection makes the server hold for its peer: HTTP responses,
+    /// `100 Continue`, WebSocket messages, pongs, pings and close frames all count, each queued
+    /// block with its bookkeeping (`OutboundQueue.heldBytes`). While a connection's queue is over
+    /// it, the connection is not read (as nginx does): no further pipelined request is parsed and
+    /// no further WebSocket frame is read until the peer has taken enough for the queue to drop
+    /// to the bound. What one read (at most `EventLoop` read buffer, 256 KiB) asks for, and an
+    /// HTTP response already produced, can pass it once. A WebSocket message queued past it
+    /// closes the connection as a slow consumer (`webSocket.slowConsumerCloseCode`).
+    public var maxOutboundBytes = 4 << 20
     /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
     public var drainTimeout: Duration = .seconds(10)
 
@@ -55,9 +64,8 @@ public struct WebSocketConfiguration: Sendable {
     public var pongTimeout: Duration = .seconds(10)
     /// After sending a close frame, wait this long for the peer's close before dropping TCP.
     public var closeTimeout: Duration = .seconds(5)
-    /// Outbound bytes a connection may have queued; beyond it the consumer is closed as slow.
-    public var maxOutboundBytes = 4 << 20
-    /// Close code sent to a slow consumer.
+    /// Close code sent to a consumer whose queue passes `ServerConfiguration.maxOutboundBytes`
+    /// when a message is queued.
     public var slowConsumerCloseCode = WebSocketCloseCode(4008)
 
     public init() {}

@@ -44,8 +44,11 @@ public final class Connection: EventHandler {
     @exclusivity(unchecked) private var ws: WebSocketConnectionStateMachine?
     var index = -1 // position in context.connections
     @exclusivity(unchecked) private var output = OutboundQueue()
-    /// Input may be waiting that was not read (reading paused while a response is pending).
-    /// Edge-triggered registration reports it only once, so it is read when the pause ends.
+    /// ServerConfiguration.maxOutboundBytes: past it, input is not read (see `readAvailable`).
+    private let maxOutboundBytes: Int
+    /// Input may be waiting that was not read (reading paused while a response is pending, or
+    /// while the output queue is over its bound). Edge-triggered registration reports it only
+    /// once, so it is read when the pause ends.
     private var readPending = false
     private var inReadLoop = false
     @exclusivity(unchecked) var isDirty = false
@@ -83,6 +86,7 @@ public final class Connection: EventHandler {
         self.context = context
         self.fd = fd
         self.peer = peer
+        self.maxOutboundBytes = context.configuration.maxOutboundBytes
         self.http = HTTPConnectionStateMachine(
             configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now)
     }
@@ -106,15 +110,17 @@ public final class Connection: EventHandler {
         }
     }
 
-    /// Reads until the socket is drained (edge-triggered), unless the HTTP state machine pauses
-    /// input while a response is pending; then `readPending` remembers to come back.
+    /// Reads until the socket is drained (edge-triggered), unless input is paused: the HTTP state
+    /// machine waits for a response or for the output to drain, or a WebSocket's output queue is
+    /// over the bound (pongs and close frames a peer asks for count too, so a peer that sends
+    /// pings and never reads is held at the bound). `readPending` remembers to come back.
     private func readAvailable() {
         if inReadLoop { return }
         inReadLoop = true
         defer { inReadLoop = false }
         let buffer = context.loop.readBuffer
         while phase != .closed && !peerSentEOF {
-            if phase == .http && http?.wantsInput != true {
+            if phase == .http ? http?.wantsInput != true : (phase == .webSocket && output.heldBytes > maxOutboundBytes) {
                 readPending = true
                 return
             }
@@ -239,6 +245,14 @@ public final class Connection: EventHandler {
         let sequence = requestSequence
         inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
         context.metrics.requests.add(1, ordering: .relaxed)
+        // Only `OPTIONS *` has this path (the parser accepts the asterisk-form for nothing else):
+        // it asks about the server, not a resource (RFC 9110 §9.3.7).
+        if head.path == "*" {
+            var h = HTTPHeaders()
+            h.add("Allow", context.router.serverMethods.map(\.rawValue).joined(separator: ", "))
+            complete(sequence, Response(status: .ok, headers: h))
+            return
+        }
         switch context.router.match(method: head.method, path: head.path) {
         case .notFound:
             complete(sequence, refusal(.notFound, "no such path"))
@@ -270,7 +284,10 @@ public final class Connection: EventHandler {
         inFlight = nil
         let keepAlive = request.keepAlive && http!.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
         write(response, http10: request.http10, headRequest: request.headRequest, close: !keepAlive)
-        http!.responseSent(keepAlive: keepAlive, now: context.now, into: &httpActions)
+        // The response is queued whatever its size; past the bound, the next pipelined request
+        // waits until the peer has read enough (`flush` → `outputDrained`).
+        http!.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
+                           now: context.now, into: &httpActions)
         runHTTPActions()
         // Input paused for this response may be waiting (no new edge will announce it).
         if readPending && !inReadLoop { readAvailable() }
@@ -427,18 +444,19 @@ public final class Connection: EventHandler {
     }
 
     /// Queues an already-encoded frame (fan-out: the same block goes to many connections).
-    /// A consumer whose queue passes the bound is closed as slow.
+    /// A consumer whose queue passes the bound (ServerConfiguration.maxOutboundBytes) is closed
+    /// as slow.
     public func sendFrame(_ frame: ByteBlock) {
         guard isWebSocket, !closeFrameQueued else { return }
         enqueue(frame)
-        if output.pendingBytes > context.configuration.webSocket.maxOutboundBytes {
+        if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()
         }
     }
 
     private func closeSlowConsumer() {
         context.metrics.slowConsumers.add(1, ordering: .relaxed)
-        context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.pendingBytes)"])
+        context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.heldBytes)"])
         // What it has not started to receive is dropped; the close frame follows whatever frame is
         // mid-write. If the peer reads again it sees the code; if not, the close-handshake timer
         // (closeTimeout) drops the connection.
@@ -472,17 +490,32 @@ public final class Connection: EventHandler {
         isDirty = false
         if phase == .closed { return }
         if !output.isEmpty {
-            let result: OutboundQueue.FlushResult
             do {
-                result = try output.flush(fd: fd, iovecs: context.loop.iovecs)
+                _ = try output.flush(fd: fd, iovecs: context.loop.iovecs)
             } catch {
                 closeNow()
                 return
             }
-            // The socket is full: its writable edge calls flush again.
-            if result == .pending { return }
+            if (readPending || (phase == .http && http!.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
+                resumeInput()
+                if phase == .closed { return }
+            }
+            // The socket is full: its writable edge calls flush again. (Checked on the queue, not on
+            // the flush's result: resuming input may have queued more.)
+            if !output.isEmpty { return }
         }
         if closeWhenFlushed { finishClose() }
+    }
+
+    /// The output queue is within its bound again: input paused for it continues.
+    private func resumeInput() {
+        if phase == .http, http!.isOutputBlocked {
+            http!.outputDrained(now: context.now, into: &httpActions)
+            runHTTPActions()
+        }
+        // Input that arrived while paused raised no new edge. (Inside a read loop this is a no-op:
+        // the loop checks again before its next read.)
+        if readPending && !inReadLoop && phase != .closed { readAvailable() }
     }
 
     /// Close once everything queued has been written.

@@ -19,7 +19,10 @@ public enum HTTPConnectionAction: Equatable, Sendable {
 /// One HTTP/1.1 connection as a pure state machine: bytes and clock ticks in, actions out.
 ///
 /// Requests are handled one at a time in arrival order; bytes of pipelined requests wait in
-/// `pending` until the current response has been written, so responses leave in request order.
+/// `pending` until the current response has been queued, so responses leave in request order.
+/// While the connection's output queue is over its bound, the next request waits too
+/// (`outputBlocked`): a client that pipelines and never reads cannot make the server produce
+/// more than the bound (ServerConfiguration.maxOutboundBytes).
 public struct HTTPConnectionStateMachine {
     enum State: Equatable {
         /// Between requests, since this instant.
@@ -27,6 +30,10 @@ public struct HTTPConnectionStateMachine {
         case readingHead(since: Instant)
         case readingBody(since: Instant)
         case awaitingResponse
+        /// The last response is queued but the output queue is over its bound: nothing more is
+        /// read or parsed until `outputDrained`. No timer runs: the peer is not idle, we are
+        /// waiting for it to read.
+        case outputBlocked
         case upgraded
         case closed
     }
@@ -47,17 +54,20 @@ public struct HTTPConnectionStateMachine {
         self.state = .waiting(since: now)
     }
 
-    /// False while enough pipelined input is buffered: stop reading the socket until a response
-    /// has been sent.
+    /// False while enough pipelined input is buffered, or while the output queue is over its
+    /// bound: stop reading the socket until a response has been sent or the output drained.
     public var wantsInput: Bool {
         switch state {
         case .awaitingResponse: return pending.count < configuration.maxBufferedInput
-        case .closed, .upgraded: return false
+        case .outputBlocked, .closed, .upgraded: return false
         default: return true
         }
     }
 
     public var isAwaitingResponse: Bool { state == .awaitingResponse }
+
+    /// Waiting for the output queue to drain to its bound before the next request.
+    public var isOutputBlocked: Bool { state == .outputBlocked }
 
     /// True between requests with nothing buffered: closing now loses nothing.
     public var isIdle: Bool {
@@ -70,7 +80,7 @@ public struct HTTPConnectionStateMachine {
 
     public mutating func read(_ bytes: UnsafeRawBufferPointer, now: Instant, into actions: inout [HTTPConnectionAction]) {
         switch state {
-        case .awaitingResponse:
+        case .awaitingResponse, .outputBlocked:
             pending.append(contentsOf: bytes)
         case .closed, .upgraded:
             return
@@ -80,8 +90,9 @@ public struct HTTPConnectionStateMachine {
     }
 
     /// The response to the current request has been queued. With `keepAlive` false the connection
-    /// closes; otherwise buffered pipelined bytes are parsed now.
-    public mutating func responseSent(keepAlive: Bool, now: Instant, into actions: inout [HTTPConnectionAction]) {
+    /// closes. Otherwise buffered pipelined bytes are parsed now, unless `outputOverBound` (the
+    /// connection's output queue is over its bound): then they wait for `outputDrained`.
+    public mutating func responseSent(keepAlive: Bool, outputOverBound: Bool, now: Instant, into actions: inout [HTTPConnectionAction]) {
         guard state == .awaitingResponse else { return }
         guard keepAlive else {
             state = .closed
@@ -89,6 +100,20 @@ public struct HTTPConnectionStateMachine {
             actions.append(.close)
             return
         }
+        if outputOverBound {
+            state = .outputBlocked
+            return
+        }
+        resume(now: now, into: &actions)
+    }
+
+    /// The output queue has drained to its bound: parse what was held back.
+    public mutating func outputDrained(now: Instant, into actions: inout [HTTPConnectionAction]) {
+        guard state == .outputBlocked else { return }
+        resume(now: now, into: &actions)
+    }
+
+    private mutating func resume(now: Instant, into actions: inout [HTTPConnectionAction]) {
         state = .waiting(since: now)
         if !pending.isEmpty {
             let buffered = pending
@@ -115,15 +140,19 @@ public struct HTTPConnectionStateMachine {
                 state = .closed
                 actions.append(.reject(.requestTimeout, reason: "request body not received in time"))
             }
-        case .awaitingResponse, .upgraded, .closed:
+        case .awaitingResponse, .outputBlocked, .upgraded, .closed:
             break
         }
     }
 
-    /// The peer sent EOF. A request in flight is still answered; otherwise the connection closes.
+    /// The peer sent EOF. A request in flight, or held back while the output drains, is still
+    /// answered (the shell closes after that answer); otherwise the connection closes once its
+    /// queued output is written.
     public mutating func peerClosed(into actions: inout [HTTPConnectionAction]) {
         switch state {
         case .awaitingResponse, .closed, .upgraded:
+            return
+        case .outputBlocked where !pending.isEmpty:
             return
         default:
             state = .closed

@@ -88,6 +88,9 @@ public final class Router: Sendable {
     /// Literal paths; per path a short list of (method, handler), scanned (no second hash).
     private let exact: [String: [(method: HTTPMethod, handler: RouteHandler)]]
     private let patterns: [Route]
+    /// Every method some route takes (HEAD with GET), and OPTIONS: the `Allow` of a server-wide
+    /// `OPTIONS *` (RFC 9110 §9.3.7).
+    public let serverMethods: [HTTPMethod]
 
     public enum Match {
         case handler(RouteHandler, parameters: [String: String])
@@ -103,6 +106,7 @@ public final class Router: Sendable {
                 seg.hasPrefix("{") && seg.hasSuffix("}") ? .parameter(String(seg.dropFirst().dropLast())) : .literal(String(seg))
             }, handler: handler)
         }
+        self.serverMethods = Self.allowList(exact.values.flatMap(\.keys) + patterns.map(\.0) + [.OPTIONS])
     }
 
     public struct Builder {

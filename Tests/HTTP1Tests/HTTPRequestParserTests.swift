@@ -18,7 +18,20 @@ struct ValidRequestTests {
         ("empty header value", "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\n\r\n"),
         ("Expect 100-continue", "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok"),
         ("zero-length body", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"),
-        ("exotic but valid method", "M-SEARCH * HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ("exotic but valid method", "M-SEARCH /x HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ("absolute-form", "GET http://example.com/healthz?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n"),
+        ("absolute-form, https, no path", "GET HTTPS://Example.COM:8443?q HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("absolute-form in 1.0 without Host", "GET http://a/x HTTP/1.0\r\n\r\n"),
+        ("absolute-form to an IPv6 literal", "POST http://[::1]:8080/v1/rooms HTTP/1.1\r\nHost: [::1]:8080\r\nContent-Length: 2\r\n\r\n{}"),
+        ("asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ("double slash is an origin-form path", "GET //x HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ("Host IPv4 and port", "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+        ("Host IPv6 and port", "GET / HTTP/1.1\r\nHost: [2001:db8::1]:443\r\n\r\n"),
+        ("Host IPvFuture", "GET / HTTP/1.1\r\nHost: [v1.fe:80]\r\n\r\n"),
+        ("Host percent-encoded and sub-delims", "GET / HTTP/1.1\r\nHost: a%41b!$&'()*+,;=_~-.x\r\n\r\n"),
+        ("Host with empty port", "GET / HTTP/1.1\r\nHost: a:\r\n\r\n"),
+        ("Host port 65535", "GET / HTTP/1.1\r\nHost: a:65535\r\n\r\n"),
+        ("empty Host", "GET / HTTP/1.1\r\nHost: \r\n\r\n"),
     ]
 
     @Test("whole and drip-fed parses agree", arguments: valid.map { $0.1 })
@@ -45,6 +58,52 @@ struct ValidRequestTests {
         #expect(head.headers["x-spaces"] == "padded value")
         #expect(head.keepAlive)
         #expect(head.framing == .none)
+    }
+
+    /// RFC 9112 §3.2.2: an absolute-form target is reduced to origin-form and its authority
+    /// replaces Host (routing, signing and logging see one spelling of the target).
+    @Test func absoluteFormIsReducedToOriginForm() {
+        for chunk in [nil, 1] {
+            let out = parse(bytes("GET http://example.com:8080/v1/rooms?limit=2 HTTP/1.1\r\nHost: other.example\r\nAccept: */*\r\n\r\n"), chunk: chunk)
+            let head = try! #require(out.heads.first)
+            #expect(head.target == "/v1/rooms?limit=2")
+            #expect(head.path == "/v1/rooms")
+            #expect(head.query == "limit=2")
+            #expect(head.headers.values("host") == ["example.com:8080"])
+            #expect(head.headers["accept"] == "*/*")
+        }
+        let noPath = parse(bytes("GET HTTPS://Example.COM?q HTTP/1.1\r\nHost: x\r\n\r\n")).heads[0]
+        #expect(noPath.target == "/?q")
+        #expect(noPath.path == "/")
+        #expect(noPath.query == "q")
+        #expect(noPath.headers["host"] == "Example.COM")
+        let bare = parse(bytes("GET http://a HTTP/1.1\r\nHost: a\r\n\r\n")).heads[0]
+        #expect(bare.target == "/" && bare.path == "/" && bare.query == nil)
+        // HTTP/1.0 may omit Host; the authority supplies it.
+        let old = parse(bytes("GET http://a:81/x HTTP/1.0\r\n\r\n")).heads[0]
+        #expect(old.headers.values("host") == ["a:81"])
+        #expect(old.path == "/x")
+    }
+
+    @Test func asteriskFormIsAServerWideOptions() {
+        let star = parse(bytes("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"), chunk: 1).heads[0]
+        #expect(star.method == .OPTIONS && star.target == "*" && star.path == "*" && star.query == nil)
+        // RFC 9112 §3.2.4: OPTIONS to an absolute URI with no path is the same request.
+        let absolute = parse(bytes("OPTIONS http://a:8080 HTTP/1.1\r\nHost: a:8080\r\n\r\n")).heads[0]
+        #expect(absolute.target == "*" && absolute.path == "*")
+        #expect(parse(bytes("OPTIONS http://a:8080/x HTTP/1.1\r\nHost: a\r\n\r\n")).heads[0].target == "/x")
+    }
+
+    @Test func targetAndHostRefusalsSayWhy() {
+        func error(_ s: String) -> HTTPParserError? { parse(bytes(s)).error }
+        #expect(error("GET healthz HTTP/1.1\r\nHost: a\r\n\r\n") == .badRequest("invalid request target"))
+        #expect(error("GET * HTTP/1.1\r\nHost: a\r\n\r\n") == .badRequest("asterisk-form target without OPTIONS"))
+        #expect(error("GET a:1 HTTP/1.1\r\nHost: a\r\n\r\n") == .badRequest("authority-form target without CONNECT"))
+        #expect(error("GET ftp://a/ HTTP/1.1\r\nHost: a\r\n\r\n") == .badRequest("unsupported scheme in request target"))
+        #expect(error("GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n") == .badRequest("userinfo in request target"))
+        #expect(error("GET / HTTP/1.1\r\nHost: a b\r\n\r\n") == .badRequest("invalid Host"))
+        #expect(error("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n") == .methodNotImplemented("CONNECT"))
+        #expect(HTTPParserError.methodNotImplemented("CONNECT").status == .notImplemented)
     }
 
     @Test func bodiesAreDeliveredWhole() {

@@ -176,6 +176,30 @@ struct ReactorTests {
         #expect(queue.isEmpty && queue.dropUnstarted() == 0)
     }
 
+    @Test func heldBytesChargesEachQueuedBlock() throws {
+        // A bound counts what the queue keeps alive: 1000 two-byte pongs hold far more than 2000
+        // bytes, so each block is charged its bookkeeping too.
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
+        defer { iov.deallocate() }
+        var queue = OutboundQueue()
+        #expect(queue.heldBytes == 0)
+        for _ in 0..<1000 { queue.append(ByteBlock.from([0x8A, 0x00])) }
+        #expect(queue.pendingBytes == 2000)
+        #expect(queue.heldBytes == 2000 + 1000 * OutboundQueue.blockOverhead)
+        // Every pong written and 4 bytes of the next block: a partly written block still counts.
+        queue.append(ByteBlock.from([UInt8](repeating: 1, count: 10)))
+        queue.consume(2 * 1000 + 4)
+        #expect(queue.pendingBytes == 6)
+        #expect(queue.heldBytes == 6 + OutboundQueue.blockOverhead)
+        _ = try queue.flush(fd: a, iovecs: iov)
+        #expect(queue.heldBytes == 0)
+        // An empty block is never queued, so it is never charged.
+        queue.append(ByteBlock.from([UInt8]()))
+        #expect(queue.heldBytes == 0)
+    }
+
     @Test func syscallWrapperMapsErrno() throws {
         // EAGAIN is "would block"; other errors name the call.
         let (a, b) = socketPair()

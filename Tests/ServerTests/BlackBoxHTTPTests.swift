@@ -65,6 +65,21 @@ struct BlackBoxHTTPTests {
         #expect(try (0..<4).map { _ in try c.readResponse().status } == [200, 404, 405, 200])
     }
 
+    /// RFC 9112 §3.2.2: a server must accept the absolute form; §3.2.4: OPTIONS *.
+    @Test func absoluteAndAsteriskFormTargets() throws {
+        let (server, port) = try startRoomcast()
+        defer { server.kill9() }
+        let c = try TCPClient(port: port)
+        try c.send("GET http://127.0.0.1:\(port)/healthz HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+        let health = try c.readResponse()
+        #expect(health.status == 200)
+        #expect(health.text == "{\"status\":\"ok\"}")
+        try c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+        let options = try c.readResponse()
+        #expect(options.status == 200)
+        #expect(options.header("Allow")?.contains("GET") == true)
+    }
+
     @Test func chunkedAndExpectContinue() throws {
         let (server, port) = try startRoomcast()
         defer { server.kill9() }
@@ -104,6 +119,11 @@ struct BlackBoxHTTPTests {
         ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
         ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
         ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        ("GET healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        ("GET /healthz HTTP/1.1\r\nHost: x y\r\n\r\n", 400),
+        ("GET /healthz HTTP/1.1\r\nHost: user@x\r\n\r\n", 400),
+        ("GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        ("CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", 501),
         ("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414),
         ("GET / HTTP/1.1\r\nHost: x\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n", 431),
     ])

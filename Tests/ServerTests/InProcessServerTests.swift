@@ -186,6 +186,52 @@ struct InProcessServerTests {
         }
     }
 
+    // MARK: Request targets (RFC 9112 §3.2)
+
+    @Test func absoluteFormIsRoutedByItsPathAndAsteriskFormAnswered() throws {
+        let hosts = Mutex<[String]>([])
+        var routes = Router.Builder()
+        routes.add(.GET, "/thing", sync: { request in
+            hosts.withLock { $0.append(request.head.headers["host"] ?? "-") }
+            return Response.json(.ok, "{\"target\":\(jsonQuote(request.head.target))}")
+        })
+        routes.add(.DELETE, "/items/{id}", sync: { _ in Response(status: .noContent) })
+        try withServer(router: routes.build()) { server in
+            let c = try TCPClient(port: server.port)
+            try c.send("GET http://example.com:8080/thing?x=1 HTTP/1.1\r\nHost: ignored.example\r\n\r\n")
+            let absolute = try c.readResponse()
+            #expect(absolute.status == 200)
+            #expect(absolute.text == "{\"target\":\"/thing?x=1\"}")
+            #expect(hosts.withLock { $0 } == ["example.com:8080"], "the target's authority replaces Host")
+
+            try c.send("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+            let options = try c.readResponse()
+            #expect(options.status == 200)
+            #expect(options.header("Allow") == "DELETE, GET, HEAD, OPTIONS")
+            #expect(options.header("Content-Length") == "0")
+            // The connection stays usable after both.
+            try c.send("GET /thing HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try c.readResponse().status == 200)
+        }
+    }
+
+    @Test func targetsInNoFormAndInvalidHostsAreRefused() throws {
+        try withServer(router: Self.router) { server in
+            for (request, status) in [("GET thing HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+                                      ("GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+                                      ("GET /thing HTTP/1.1\r\nHost: x/y\r\n\r\n", 400),
+                                      ("GET /thing HTTP/1.1\r\nHost: x:70000\r\n\r\n", 400),
+                                      ("CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", 501)] {
+                let c = try TCPClient(port: server.port)
+                try c.send(request + "GET /thing HTTP/1.1\r\nHost: x\r\n\r\n")
+                let r = try c.readResponse()
+                #expect(r.status == status, "\(request)")
+                #expect(r.header("Connection") == "close")
+                #expect(c.waitForClose(), "nothing behind a refused request is answered")
+            }
+        }
+    }
+
     @Test func defaultRendererQuotesTheMessage() {
         let r = ServerRefusal.defaultRenderer(ServerRefusal(status: .badRequest, message: "bad \"header\"\n"))
         #expect(r.status == .badRequest)

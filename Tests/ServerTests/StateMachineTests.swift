@@ -28,13 +28,13 @@ struct HTTPConnectionStateMachineTests {
         #expect(targets(a) == ["/1"])
         #expect(sm.isAwaitingResponse)
         var next: [HTTPConnectionAction] = []
-        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: t0, into: &next)
         #expect(targets(next) == ["/2"])
         next = []
-        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: t0, into: &next)
         #expect(targets(next) == ["/3"])
         next = []
-        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: t0, into: &next)
         #expect(next.isEmpty)
         #expect(sm.isIdle)
     }
@@ -44,7 +44,7 @@ struct HTTPConnectionStateMachineTests {
         #expect(targets(feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HT")) == ["/1"])
         #expect(feed(&sm, "TP/1.1\r\nHost: a\r\n\r\n").isEmpty)
         var next: [HTTPConnectionAction] = []
-        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: t0, into: &next)
         #expect(targets(next) == ["/2"])
     }
 
@@ -58,11 +58,84 @@ struct HTTPConnectionStateMachineTests {
         #expect(!sm.wantsInput)
     }
 
+    @Test func nextRequestWaitsWhileOutputIsOverTheBound() {
+        // Pipelined requests never read: after a response that leaves the queue over the bound, no
+        // further request is parsed or read until the queue drains (nginx-style backpressure).
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        #expect(targets(feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HT")) == ["/1"])
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, outputOverBound: true, now: at(1), into: &next)
+        #expect(next.isEmpty)
+        #expect(sm.isOutputBlocked)
+        #expect(!sm.wantsInput)
+        #expect(!sm.isIdle)
+        // Not an idle keep-alive connection: no timer closes it while the peer has our bytes to read.
+        sm.tick(now: at(1000), into: &next)
+        #expect(next.isEmpty)
+        // Draining releases the held request, in order; the rest of the pipeline follows as usual.
+        sm.outputDrained(now: at(1001), into: &next)
+        #expect(targets(next) == ["/2"])
+        #expect(sm.isAwaitingResponse)
+        next = []
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: at(1001), into: &next)
+        #expect(next.isEmpty && sm.wantsInput)
+        #expect(targets(feed(&sm, "TP/1.1\r\nHost: a\r\n\r\n", at: at(1002))) == ["/3"])
+    }
+
+    @Test func drainingWithNothingHeldWaitsForTheNextRequest() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, outputOverBound: true, now: at(0), into: &next)
+        // A drain that is not awaited changes nothing.
+        var none: [HTTPConnectionAction] = []
+        var other = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        other.outputDrained(now: at(1), into: &none)
+        #expect(none.isEmpty && other.isIdle)
+
+        sm.outputDrained(now: at(100), into: &next)
+        #expect(next.isEmpty)
+        #expect(sm.isIdle && sm.wantsInput)
+        // The keep-alive timer counts from the drain, not from the response.
+        sm.tick(now: at(174), into: &next)
+        #expect(next.isEmpty)
+        sm.tick(now: at(175), into: &next)
+        #expect(next == [.close])
+    }
+
+    @Test func eofWhileBlockedKeepsHeldRequests() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: true, outputOverBound: true, now: t0, into: &next)
+        sm.peerClosed(into: &next)
+        #expect(next.isEmpty, "a request held back is still answered")
+        sm.outputDrained(now: t0, into: &next)
+        #expect(targets(next) == ["/2"])
+
+        var idle = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&idle, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        next = []
+        idle.responseSent(keepAlive: true, outputOverBound: true, now: t0, into: &next)
+        idle.peerClosed(into: &next)
+        #expect(next == [.close], "nothing held back: close once the output is written")
+    }
+
+    @Test func closingResponseOverTheBoundStillCloses() {
+        var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
+        _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
+        var next: [HTTPConnectionAction] = []
+        sm.responseSent(keepAlive: false, outputOverBound: true, now: t0, into: &next)
+        #expect(next == [.close])
+        sm.outputDrained(now: t0, into: &next)
+        #expect(next == [.close])
+    }
+
     @Test func closeAfterResponseWhenNotKeepAlive() {
         var sm = HTTPConnectionStateMachine(configuration: config, upgradePath: nil, now: t0)
         _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
         var next: [HTTPConnectionAction] = []
-        sm.responseSent(keepAlive: false, now: t0, into: &next)
+        sm.responseSent(keepAlive: false, outputOverBound: false, now: t0, into: &next)
         // The second request is never answered.
         #expect(next == [.close])
     }
@@ -139,7 +212,7 @@ struct HTTPConnectionStateMachineTests {
         _ = feed(&sm, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(sm.mayKeepAlive)
         var next: [HTTPConnectionAction] = []
-        sm.responseSent(keepAlive: true, now: t0, into: &next)
+        sm.responseSent(keepAlive: true, outputOverBound: false, now: t0, into: &next)
         _ = feed(&sm, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(!sm.mayKeepAlive)
     }
