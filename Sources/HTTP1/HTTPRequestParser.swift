@@ -657,8 +657,8 @@ public struct HTTPRequestParser {
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         // The target handed on is in origin-form (an absolute-form target reduced to its path
         // and query; an empty path is "/", RFC 9112 §3.3), or "*".
-        var target: String
-        var path: String
+        let target: String
+        let path: String
         var query: String?
         if asterisk {
             target = "*"
