@@ -82,8 +82,8 @@ struct OutboundBoundTests {
             usleep(1_500_000)
             // Without the bound the server would have read all 8 MiB and the message by now.
             #expect(tally.messages.withLock { $0.isEmpty }, "the server kept reading past its bound")
-            let writerDoneEarly = tally.writerDone.load(ordering: .acquiring)
-            #expect(!writerDoneEarly, "the server kept reading past its bound")
+            // (Whether the writer finished says nothing: loopback socket buffers can take all 8 MiB
+            // without the server reading any of it. The unread marker is the evidence.)
 
             // Read every pong: the server resumes each time its queue drains, and answers every ping.
             let pongs = repeated([0x8A, 125] + payload, pings)
