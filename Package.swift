@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat"]),
         .testTarget(name: "WebhooksTests", dependencies: [
-            "Webhooks", "Chat", "Store", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            "Webhooks", "Chat", "Store", "Reactor", "TestKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),

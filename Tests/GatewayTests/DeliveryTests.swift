@@ -11,192 +11,200 @@ import Glibc
 @Suite("Fan-out, resume and durability over real sockets", .serialized)
 struct DeliveryTests {
     // BX-1
-    @Test func resumeDeliversExactlyTheMissedEventsInOrder() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let alice = try g.client("alice"), bob = try g.client("bob")
-        _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
-        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
-        for i in 0..<3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "before\(i)"])) }
-        var last = try bob.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "before2" }
-        let epoch = last.str("epoch")!
-        let offset = last.int("offset")!
-        let stream = bob.stream
-        // Bob drops; the room moves on without him.
-        bob.ws.tcp.setTimeout(0.1)
-        _ = Glibc.shutdown(bob.ws.tcp.fd, Int32(SHUT_RDWR))
-        for i in 0..<5 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "missed\(i)"])) }
-        // He comes back with his position.
-        let back = try g.client("bob")
-        _ = try back.expectOK(try back.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
-        let events = back.drain(for: 0.5)
-        let replayed = events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
-        #expect(replayed == (0..<5).map { "missed\($0)" })
-        let offsets = events.compactMap { $0.str("ev") == "room.message" ? $0.int("offset") : nil }
-        #expect(offsets == offsets.sorted() && offsets.first ?? 0 > offset)
-        let result = events.first { $0.str("ev") == "room.resume" }
-        #expect(result?.obj("data")["resumed"] as? Bool == true)
-        // Live events continue after the replay.
-        _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "after"]))
-        last = try back.waitFor("room.message")
-        #expect(last.obj("data").obj("message").str("content") == "after")
+    @Test func resumeDeliversExactlyTheMissedEventsInOrder() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try g.client("alice"), bob = try g.client("bob")
+            _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+            _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+            for i in 0..<3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "before\(i)"])) }
+            var last = try bob.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "before2" }
+            let epoch = last.str("epoch")!
+            let offset = last.int("offset")!
+            let stream = bob.stream
+            // Bob drops; the room moves on without him.
+            bob.ws.tcp.setTimeout(0.1)
+            _ = Glibc.shutdown(bob.ws.tcp.fd, Int32(SHUT_RDWR))
+            for i in 0..<5 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "missed\(i)"])) }
+            // He comes back with his position.
+            let back = try g.client("bob")
+            _ = try back.expectOK(try back.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
+            let events = back.drain(for: 0.5)
+            let replayed = events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
+            #expect(replayed == (0..<5).map { "missed\($0)" })
+            let offsets = events.compactMap { $0.str("ev") == "room.message" ? $0.int("offset") : nil }
+            #expect(offsets == offsets.sorted() && offsets.first ?? 0 > offset)
+            let result = events.first { $0.str("ev") == "room.resume" }
+            #expect(result?.obj("data")["resumed"] as? Bool == true)
+            // Live events continue after the replay.
+            _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "after"]))
+            last = try back.waitFor("room.message")
+            #expect(last.obj("data").obj("message").str("content") == "after")
 
-        // A position from another server run cannot be resumed; a recreated room is a reset.
-        let stale = try g.client("carol")
-        _ = try stale.expectOK(try stale.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": "other-run", "offset": 3]]))
-        #expect(try stale.waitFor("room.resume").obj("data").str("reason") == "serverRestarted")
-        #expect(try rest.call("DELETE", "/v1/rooms/r").status == 200)
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let reset = try g.client("dave")
-        _ = try reset.expectOK(try reset.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
-        let statuses = reset.drain(for: 0.4).filter { $0.str("ev") == "room.status" }.compactMap { $0.obj("data").str("status") }
-        // RC-1: reset, then joined.
-        #expect(statuses.firstIndex(of: "reset").map { i in statuses[(i + 1)...].contains("joined") } == true)
+            // A position from another server run cannot be resumed; a recreated room is a reset.
+            let stale = try g.client("carol")
+            _ = try stale.expectOK(try stale.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": "other-run", "offset": 3]]))
+            #expect(try stale.waitFor("room.resume").obj("data").str("reason") == "serverRestarted")
+            #expect(try rest.call("DELETE", "/v1/rooms/r").status == 200)
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let reset = try g.client("dave")
+            _ = try reset.expectOK(try reset.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": offset]]))
+            let statuses = reset.drain(for: 0.4).filter { $0.str("ev") == "room.status" }.compactMap { $0.obj("data").str("status") }
+            // RC-1: reset, then joined.
+            #expect(statuses.firstIndex(of: "reset").map { i in statuses[(i + 1)...].contains("joined") } == true)
+        }
     }
 
     // Issue: a consumer that never reads is closed as slow; the others are not held back.
-    @Test func slowConsumerIsClosedAndOthersKeepUp() throws {
-        let g = try GatewayProcess(extra: ["--max-outbound-bytes", "65536"])
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
-        let reader = try g.client("reader"), sender = try g.client("sender")
-        // The slow one has a tiny receive buffer and never reads.
-        let slow = try ProtocolClient(port: g.port, receiveBuffer: 2048)
-        try slow.connect(token: try rest.token("slow"))
-        for c in [reader, sender, slow] { _ = try c.expectOK(try c.command("room.join", ["roomId": "busy"])) }
-        let payload = String(repeating: "x", count: 8000)
-        let total = 600 // ~4.8 MB: more than the kernel buffers between the server and the slow reader
-        var received = 0
-        func count(_ events: [[String: Any]]) -> Int { events.filter { $0.str("ev") == "room.message" }.count }
-        for i in 0..<total {
-            _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload]))
-            // The reader keeps reading (what has arrived, without waiting): it must never look
-            // slow itself. Reading only every 50 messages let ~400 KB pile up, more than the
-            // 64 KiB bound once the kernel buffers were full, and the reader was closed too.
-            received += count(reader.drain(for: 0))
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while received < total && Date() < deadline {
-            received += count(reader.drain(for: 0.2))
-        }
-        #expect(received == total, "the reader must receive every message while the slow one lags (reader closed: \(reader.closeCode.map(String.init) ?? "no"))")
-        // The slow consumer is closed: reading now shows its backlog, then close 4008 (or the
-        // connection is dropped when the close handshake times out).
-        var code: UInt16?
-        while let frame = try? slow.ws.readFrame(timeout: 8) {
-            if case .close(let c, _) = frame {
-                code = c
-                break
+    @Test func slowConsumerIsClosedAndOthersKeepUp() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess(extra: ["--max-outbound-bytes", "65536"])
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
+            let reader = try g.client("reader"), sender = try g.client("sender")
+            // The slow one has a tiny receive buffer and never reads.
+            let slow = try ProtocolClient(port: g.port, receiveBuffer: 2048)
+            try slow.connect(token: try rest.token("slow"))
+            for c in [reader, sender, slow] { _ = try c.expectOK(try c.command("room.join", ["roomId": "busy"])) }
+            let payload = String(repeating: "x", count: 8000)
+            let total = 600 // ~4.8 MB: more than the kernel buffers between the server and the slow reader
+            var received = 0
+            func count(_ events: [[String: Any]]) -> Int { events.filter { $0.str("ev") == "room.message" }.count }
+            for i in 0..<total {
+                _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload]))
+                // The reader keeps reading (what has arrived, without waiting): it must never look
+                // slow itself. Reading only every 50 messages let ~400 KB pile up, more than the
+                // 64 KiB bound once the kernel buffers were full, and the reader was closed too.
+                received += count(reader.drain(for: 0))
             }
+            let deadline = Date().addingTimeInterval(10)
+            while received < total && Date() < deadline {
+                received += count(reader.drain(for: 0.2))
+            }
+            #expect(received == total, "the reader must receive every message while the slow one lags (reader closed: \(reader.closeCode.map(String.init) ?? "no"))")
+            // The slow consumer is closed: reading now shows its backlog, then close 4008 (or the
+            // connection is dropped when the close handshake times out).
+            var code: UInt16?
+            while let frame = try? slow.ws.readFrame(timeout: 8) {
+                if case .close(let c, _) = frame {
+                    code = c
+                    break
+                }
+            }
+            #expect(code == 4008 || code == nil)
+            #expect(slow.ws.tcp.waitForClose(timeout: 8))
         }
-        #expect(code == 4008 || code == nil)
-        #expect(slow.ws.tcp.waitForClose(timeout: 8))
     }
 
     // Issue: kill -9 loses no acknowledged change.
-    @Test func killNineLosesNothingAcknowledged() throws {
-        let data = temporaryDirectory("roomcast-kill9")
-        var g = try GatewayProcess(dataDirectory: data)
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "durable", "creator": "owner", "name": "Kept", "keepAlive": true,
-                                                     "attributes": ["topic": "news"]]).status == 201)
-        #expect(try rest.call("PUT", "/v1/rooms/durable/members/mod/role", ["role": "manager"]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms/durable/blocks", ["userIds": ["troll"], "minutes": 30]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms/durable/mutes", ["userIds": ["noisy"], "minutes": 20]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms/durable/mutes", ["userIds": ["silenced"]]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms/durable/mute-allowlist", ["userIds": ["vip"]]).status == 200)
-        #expect(try rest.call("POST", "/v1/global-mutes", ["userIds": ["spammer"], "minutes": 60]).status == 200)
-        #expect(try rest.call("PUT", "/v1/rooms/durable/queue/seat1", ["value": "alice"]).status == 200)
-        #expect(try rest.call("PUT", "/v1/rooms/durable/attributes", ["entries": ["stage": "open"]]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms/durable/messages", ["content": "remember me"]).status == 201)
-        let blocksBefore = try rest.call("GET", "/v1/rooms/durable/blocks").json
-        let noisyUntil = (try rest.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]])?
-            .first { $0.str("userId") == "noisy" }?.int("until")
-        let spammerUntil = (try rest.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]])?.first?.int("until")
-        // SIGKILL: no shutdown, no flush.
-        g.process.signal(SIGKILL)
-        _ = g.process.waitForExit(timeout: 5)
-        g = try GatewayProcess(dataDirectory: data)
-        defer { g.stop() }
-        let after = g.rest()
-        #expect(try after.call("GET", "/v1/rooms/durable").json.obj("room").str("name") == "Kept")
-        let regular = try after.call("GET", "/v1/rooms/durable/members?type=regular").json["members"] as? [[String: Any]] ?? []
-        #expect(Set(regular.compactMap { $0.str("userId") }) == ["owner", "mod", "troll", "silenced"])
-        #expect(regular.first { $0.str("userId") == "mod" }?.str("type") == "manager")
-        #expect(try after.call("GET", "/v1/rooms/durable/blocks").json["users"] as? [[String: Int]] == blocksBefore["users"] as? [[String: Int]])
-        let mutes = try after.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]] ?? []
-        #expect(Set(mutes.compactMap { $0.str("userId") }) == ["noisy", "silenced"])
-        #expect(noisyUntil != nil && mutes.first { $0.str("userId") == "noisy" }?.int("until") == noisyUntil)
-        #expect(mutes.first { $0.str("userId") == "silenced" }?["until"] is NSNull)
-        #expect(try after.call("GET", "/v1/rooms/durable/mute-allowlist").json["userIds"] as? [String] == ["vip"])
-        let globalMutes = try after.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]] ?? []
-        #expect(globalMutes.first?.str("userId") == "spammer" && spammerUntil != nil && globalMutes.first?.int("until") == spammerUntil)
-        #expect((try after.call("GET", "/v1/rooms/durable/queue").json["elements"] as? [[String: Any]])?.first?.str("value") == "alice")
-        let attrs = try after.call("GET", "/v1/rooms/durable/attributes").json["entries"] as? [[String: Any]] ?? []
-        #expect(Set(attrs.compactMap { $0.str("key") }) == ["stage", "topic"])
-        #expect((try after.call("GET", "/v1/rooms/durable/messages").json["messages"] as? [[String: Any]])?.first?.str("content") == "remember me")
+    @Test func killNineLosesNothingAcknowledged() async throws {
+        try await offPool { () throws in
+            let data = temporaryDirectory("roomcast-kill9")
+            var g = try GatewayProcess(dataDirectory: data)
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "durable", "creator": "owner", "name": "Kept", "keepAlive": true,
+                                                         "attributes": ["topic": "news"]]).status == 201)
+            #expect(try rest.call("PUT", "/v1/rooms/durable/members/mod/role", ["role": "manager"]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms/durable/blocks", ["userIds": ["troll"], "minutes": 30]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms/durable/mutes", ["userIds": ["noisy"], "minutes": 20]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms/durable/mutes", ["userIds": ["silenced"]]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms/durable/mute-allowlist", ["userIds": ["vip"]]).status == 200)
+            #expect(try rest.call("POST", "/v1/global-mutes", ["userIds": ["spammer"], "minutes": 60]).status == 200)
+            #expect(try rest.call("PUT", "/v1/rooms/durable/queue/seat1", ["value": "alice"]).status == 200)
+            #expect(try rest.call("PUT", "/v1/rooms/durable/attributes", ["entries": ["stage": "open"]]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms/durable/messages", ["content": "remember me"]).status == 201)
+            let blocksBefore = try rest.call("GET", "/v1/rooms/durable/blocks").json
+            let noisyUntil = (try rest.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]])?
+                .first { $0.str("userId") == "noisy" }?.int("until")
+            let spammerUntil = (try rest.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]])?.first?.int("until")
+            // SIGKILL: no shutdown, no flush.
+            g.process.signal(SIGKILL)
+            _ = g.process.waitForExit(timeout: 5)
+            g = try GatewayProcess(dataDirectory: data)
+            defer { g.stop() }
+            let after = g.rest()
+            #expect(try after.call("GET", "/v1/rooms/durable").json.obj("room").str("name") == "Kept")
+            let regular = try after.call("GET", "/v1/rooms/durable/members?type=regular").json["members"] as? [[String: Any]] ?? []
+            #expect(Set(regular.compactMap { $0.str("userId") }) == ["owner", "mod", "troll", "silenced"])
+            #expect(regular.first { $0.str("userId") == "mod" }?.str("type") == "manager")
+            #expect(try after.call("GET", "/v1/rooms/durable/blocks").json["users"] as? [[String: Int]] == blocksBefore["users"] as? [[String: Int]])
+            let mutes = try after.call("GET", "/v1/rooms/durable/mutes").json["users"] as? [[String: Any]] ?? []
+            #expect(Set(mutes.compactMap { $0.str("userId") }) == ["noisy", "silenced"])
+            #expect(noisyUntil != nil && mutes.first { $0.str("userId") == "noisy" }?.int("until") == noisyUntil)
+            #expect(mutes.first { $0.str("userId") == "silenced" }?["until"] is NSNull)
+            #expect(try after.call("GET", "/v1/rooms/durable/mute-allowlist").json["userIds"] as? [String] == ["vip"])
+            let globalMutes = try after.call("GET", "/v1/global-mutes").json["users"] as? [[String: Any]] ?? []
+            #expect(globalMutes.first?.str("userId") == "spammer" && spammerUntil != nil && globalMutes.first?.int("until") == spammerUntil)
+            #expect((try after.call("GET", "/v1/rooms/durable/queue").json["elements"] as? [[String: Any]])?.first?.str("value") == "alice")
+            let attrs = try after.call("GET", "/v1/rooms/durable/attributes").json["entries"] as? [[String: Any]] ?? []
+            #expect(Set(attrs.compactMap { $0.str("key") }) == ["stage", "topic"])
+            #expect((try after.call("GET", "/v1/rooms/durable/messages").json["messages"] as? [[String: Any]])?.first?.str("content") == "remember me")
+        }
     }
 
     // UG-1, UG-2, UG-3, UG-4, CS-1, CS-3, CS-4: a kill -9 keeps the group, its members, channel
     // types and private lists, conversation statuses with their versions and the notification
     // defaults; after it, a private channel's deletion still reaches only its list (the events
     // of these changes are GroupsAndConversationsTests, in-process).
-    @Test func killNineKeepsGroupsAndConversationStatuses() throws {
-        var g = try GatewayProcess()
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "name": "Guild", "creator": "alice"]).status == 201)
-        #expect(try rest.call("POST", "/v1/groups/g1/members", ["userIds": ["bob", "carol"]]).status == 200)
-        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "c1", "type": "public"]).status == 201)
-        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "p1", "type": 1]).status == 201)
-        #expect(try rest.call("POST", "/v1/groups/g1/channels/c1/private-members", ["userIds": ["alice"]]).status == 200)
-        #expect(try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["bob", "carol"]]).status == 200)
-        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": "private"]).status == 200)
-        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": 0]).status == 200)
-        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1/private-members?userIds=bob").status == 200)
-        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1/private-members?userIds=alice").status == 200)
-        // Conversation statuses: version 1 over REST, 2 from a device, 3 over REST; the defaults.
-        #expect(try rest.call("PUT", "/v1/users/alice/conversations/1/bob", ["pinned": true, "notificationLevel": 5]).json.obj("status").int("version") == 1)
-        let phone = try g.client("alice", device: "phone")
-        #expect(try phone.expectOK(try phone.command("conversation.set", ["conversationType": 3, "targetId": "team", "pinned": true])).obj("status").int("version") == 2)
-        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 1]).status == 200)
-        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 2, "channelId": "c1"]).status == 200)
-        #expect(try rest.call("PUT", "/v1/users/alice/conversation-types/10", ["notificationLevel": 4]).status == 200)
-        #expect(try rest.call("PUT", "/v1/users/alice/conversations/10/g1", ["channelId": "c1", "notificationLevel": -1]).json.obj("status").int("version") == 3)
+    @Test func killNineKeepsGroupsAndConversationStatuses() async throws {
+        try await offPool { () throws in
+            var g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "name": "Guild", "creator": "alice"]).status == 201)
+            #expect(try rest.call("POST", "/v1/groups/g1/members", ["userIds": ["bob", "carol"]]).status == 200)
+            #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "c1", "type": "public"]).status == 201)
+            #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "p1", "type": 1]).status == 201)
+            #expect(try rest.call("POST", "/v1/groups/g1/channels/c1/private-members", ["userIds": ["alice"]]).status == 200)
+            #expect(try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["bob", "carol"]]).status == 200)
+            #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": "private"]).status == 200)
+            #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": 0]).status == 200)
+            #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1/private-members?userIds=bob").status == 200)
+            #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1/private-members?userIds=alice").status == 200)
+            // Conversation statuses: version 1 over REST, 2 from a device, 3 over REST; the defaults.
+            #expect(try rest.call("PUT", "/v1/users/alice/conversations/1/bob", ["pinned": true, "notificationLevel": 5]).json.obj("status").int("version") == 1)
+            let phone = try g.client("alice", device: "phone")
+            #expect(try phone.expectOK(try phone.command("conversation.set", ["conversationType": 3, "targetId": "team", "pinned": true])).obj("status").int("version") == 2)
+            #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 1]).status == 200)
+            #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 2, "channelId": "c1"]).status == 200)
+            #expect(try rest.call("PUT", "/v1/users/alice/conversation-types/10", ["notificationLevel": 4]).status == 200)
+            #expect(try rest.call("PUT", "/v1/users/alice/conversations/10/g1", ["channelId": "c1", "notificationLevel": -1]).json.obj("status").int("version") == 3)
 
-        // SIGKILL: no shutdown, no flush.
-        let data = g.dataDirectory
-        g.process.signal(SIGKILL)
-        _ = g.process.waitForExit(timeout: 5)
-        g = try GatewayProcess(dataDirectory: data)
-        let after = g.rest()
-        #expect(try after.call("GET", "/v1/groups/g1").json.obj("group").int("memberCount") == 3)
-        let channels = try after.call("GET", "/v1/groups/g1/channels").json["channels"] as? [[String: Any]] ?? []
-        #expect(channels.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
-        #expect(channels.compactMap { $0.str("type") } == ["public", "public", "private"])
-        #expect(try after.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["carol"])
-        let status = try after.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
-        #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
-        #expect(try after.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
-        #expect(try after.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
-        let again = try g.client("alice", device: "phone", cursor: 1)
-        #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
-        // The next change continues the version sequence.
-        #expect(try after.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
+            // SIGKILL: no shutdown, no flush.
+            let data = g.dataDirectory
+            g.process.signal(SIGKILL)
+            _ = g.process.waitForExit(timeout: 5)
+            g = try GatewayProcess(dataDirectory: data)
+            let after = g.rest()
+            #expect(try after.call("GET", "/v1/groups/g1").json.obj("group").int("memberCount") == 3)
+            let channels = try after.call("GET", "/v1/groups/g1/channels").json["channels"] as? [[String: Any]] ?? []
+            #expect(channels.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
+            #expect(channels.compactMap { $0.str("type") } == ["public", "public", "private"])
+            #expect(try after.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["carol"])
+            let status = try after.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
+            #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
+            #expect(try after.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
+            #expect(try after.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
+            let again = try g.client("alice", device: "phone", cursor: 1)
+            #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
+            // The next change continues the version sequence.
+            #expect(try after.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
 
-        // UG-3 on the restored lists: the private channel's deletion tells its list (carol) only;
-        // the public one's, every member.
-        let carol2 = try g.client("carol"), bob2 = try g.client("bob"), dave2 = try g.client("dave")
-        #expect(try after.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
-        #expect((try carol2.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "p1")
-        for c in [bob2, dave2] { #expect(c.eventNames(within: 0.3).isEmpty) }
-        #expect(try after.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
-        for c in [carol2, bob2] {
-            #expect((try c.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "c1")
+            // UG-3 on the restored lists: the private channel's deletion tells its list (carol) only;
+            // the public one's, every member.
+            let carol2 = try g.client("carol"), bob2 = try g.client("bob"), dave2 = try g.client("dave")
+            #expect(try after.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
+            #expect((try carol2.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "p1")
+            for c in [bob2, dave2] { #expect(c.eventNames(within: 0.3).isEmpty) }
+            #expect(try after.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
+            for c in [carol2, bob2] {
+                #expect((try c.waitFor("group.channelDisbanded").obj("data")["infoList"] as? [[String: Any]])?.first?.str("channelId") == "c1")
+            }
+            #expect(dave2.eventNames(within: 0.3).isEmpty)
         }
-        #expect(dave2.eventNames(within: 0.3).isEmpty)
     }
 }

@@ -29,120 +29,130 @@ struct HardeningTests {
 
     // §2: commands sent in the same TCP write as connect are processed in order after it (they
     // used to be refused with "wait for the connect answer").
-    @Test func commandsInTheSameWriteAsConnectAreAnsweredInOrder() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "same-write"]).status == 201)
-        let ws = try WSClient(port: g.port, path: "/ws")
-        let token = try rest.token("ann")
-        try ws.tcp.send(try frame(["id": 1, "op": "connect", "args": ["token": token]])
-                        + frame(["id": 2, "op": "room.join", "args": ["roomId": "same-write"]])
-                        + frame(["id": 3, "op": "room.send", "args": ["roomId": "same-write", "content": "hi"]]))
-        #expect(try answer(ws, id: 1)["ok"] != nil)
-        let joined = try answer(ws, id: 2)
-        #expect((joined["ok"] as? [String: Any])?["joinInfo"] != nil, "\(joined)")
-        let sent = try answer(ws, id: 3)
-        #expect(((sent["ok"] as? [String: Any])?["message"] as? [String: Any])?["content"] as? String == "hi", "\(sent)")
+    @Test func commandsInTheSameWriteAsConnectAreAnsweredInOrder() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "same-write"]).status == 201)
+            let ws = try WSClient(port: g.port, path: "/ws")
+            let token = try rest.token("ann")
+            try ws.tcp.send(try frame(["id": 1, "op": "connect", "args": ["token": token]])
+                            + frame(["id": 2, "op": "room.join", "args": ["roomId": "same-write"]])
+                            + frame(["id": 3, "op": "room.send", "args": ["roomId": "same-write", "content": "hi"]]))
+            #expect(try answer(ws, id: 1)["ok"] != nil)
+            let joined = try answer(ws, id: 2)
+            #expect((joined["ok"] as? [String: Any])?["joinInfo"] != nil, "\(joined)")
+            let sent = try answer(ws, id: 3)
+            #expect(((sent["ok"] as? [String: Any])?["message"] as? [String: Any])?["content"] as? String == "hi", "\(sent)")
+        }
     }
 
     // The 4000 close code is what the documents say: a message that is not a protocol message is
     // answered with an error (id null), then the connection is closed with 4000.
-    @Test func aNonProtocolMessageIsClosedWith4000() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let c = try g.client("ann")
-        try c.ws.sendText("this is not json")
-        var error: [String: Any]?
-        var code: UInt16?
-        loop: while true {
-            switch try c.ws.readFrame(timeout: 5) {
-            case .text(let s):
-                let m = (try JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
-                if m["error"] != nil { error = m }
-            case .close(let cc, _):
-                code = cc
-                break loop
-            default: continue
+    @Test func aNonProtocolMessageIsClosedWith4000() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let c = try g.client("ann")
+            try c.ws.sendText("this is not json")
+            var error: [String: Any]?
+            var code: UInt16?
+            loop: while true {
+                switch try c.ws.readFrame(timeout: 5) {
+                case .text(let s):
+                    let m = (try JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+                    if m["error"] != nil { error = m }
+                case .close(let cc, _):
+                    code = cc
+                    break loop
+                default: continue
+                }
             }
+            #expect(error?["id"] is NSNull)
+            #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == GatewayErrorCode.badRequest.rawValue)
+            #expect(code == CloseCode.badRequest.rawValue)
+            #expect(CloseCode.badRequest.reconnect == .never)
+            // An unknown op with a valid envelope is only an error: the connection stays.
+            let d = try g.client("dan")
+            #expect(try d.command("room.dance", ["roomId": "x"]).obj("error").int("code") == GatewayErrorCode.badRequest.rawValue)
+            _ = try d.expectOK(try d.command("room.join", ["roomId": "x", "mode": "enter"]))
         }
-        #expect(error?["id"] is NSNull)
-        #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == GatewayErrorCode.badRequest.rawValue)
-        #expect(code == CloseCode.badRequest.rawValue)
-        #expect(CloseCode.badRequest.reconnect == .never)
-        // An unknown op with a valid envelope is only an error: the connection stays.
-        let d = try g.client("dan")
-        #expect(try d.command("room.dance", ["roomId": "x"]).obj("error").int("code") == GatewayErrorCode.badRequest.rawValue)
-        _ = try d.expectOK(try d.command("room.join", ["roomId": "x", "mode": "enter"]))
     }
 
     // NIM-3: with --port 0 the address lookup hands out the bound port, not 0.
-    @Test func addressLookupHandsOutTheBoundPort() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "live"]).status == 201)
-        let addr = try rest.call("GET", "/v1/rooms/live/address?userId=u1&clientType=web")
-        #expect(addr.json["addresses"] as? [String] == ["ws://127.0.0.1:\(g.port)/ws"])
+    @Test func addressLookupHandsOutTheBoundPort() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "live"]).status == 201)
+            let addr = try rest.call("GET", "/v1/rooms/live/address?userId=u1&clientType=web")
+            #expect(addr.json["addresses"] as? [String] == ["ws://127.0.0.1:\(g.port)/ws"])
+        }
     }
 
     // BX-1 across a restart: offsets continue (a position names one event forever), and a client
     // that reconnects after a kill -9 and restart resumes with exactly the events it missed.
-    @Test func resumeAcrossARestartGetsExactlyTheMissedEvents() throws {
-        let data = temporaryDirectory("roomcast-bx1-restart")
-        var g = try GatewayProcess(dataDirectory: data)
-        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let alice = try g.client("alice"), bob = try g.client("bob")
-        _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
-        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
-        for i in 1...3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "m\(i)"])) }
-        let before = bob.drain().filter { $0.str("ev") == "room.message" }
-        #expect(before.count == 3)
-        let epoch = try #require(before.last?.str("epoch"))
-        let last = try #require(before.last?.int("offset"))
-        let seen = try #require(before.dropLast().last?.int("offset")) // bob pretends m3 never reached it
-        let stream = bob.stream
-        g.stop() // kill -9
-        g = try GatewayProcess(dataDirectory: data)
-        defer { g.stop() }
-        // After the restart, new events continue the room's offsets.
-        let carol = try g.client("carol")
-        _ = try carol.expectOK(try carol.command("room.join", ["roomId": "r"]))
-        #expect(try g.rest().call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201)
-        let after = try carol.waitFor("room.message")
-        #expect(after.str("epoch") == epoch)
-        #expect((after.int("offset") ?? 0) > last, "offsets restarted from 1: \(after)")
-        #expect(carol.stream == stream, "the stream id is kept with the data")
-        // bob reconnects and resumes from the last offset it saw.
-        let bob2 = try g.client("bob")
-        _ = try bob2.expectOK(try bob2.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": seen]]))
-        let result = try bob2.waitFor("room.resume")
-        #expect(result.obj("data")["resumed"] as? Bool == true, "\(result)")
-        let replayed = bob2.skipped.filter { $0.int("offset") != nil }
-        let offsets = replayed.compactMap { $0.int("offset") }
-        #expect(offsets.first == last && offsets == Array(last...(offsets.last ?? last)), "replayed \(offsets)")
-        #expect(replayed.first?.obj("data").obj("message").str("content") == "m3")
-        #expect(replayed.contains { $0.obj("data").obj("message").str("content") == "after" })
-        #expect(result.obj("data").int("replayed") == replayed.count)
+    @Test func resumeAcrossARestartGetsExactlyTheMissedEvents() async throws {
+        try await offPool { () throws in
+            let data = temporaryDirectory("roomcast-bx1-restart")
+            var g = try GatewayProcess(dataDirectory: data)
+            #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try g.client("alice"), bob = try g.client("bob")
+            _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+            _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+            for i in 1...3 { _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "m\(i)"])) }
+            let before = bob.drain().filter { $0.str("ev") == "room.message" }
+            #expect(before.count == 3)
+            let epoch = try #require(before.last?.str("epoch"))
+            let last = try #require(before.last?.int("offset"))
+            let seen = try #require(before.dropLast().last?.int("offset")) // bob pretends m3 never reached it
+            let stream = bob.stream
+            g.stop() // kill -9
+            g = try GatewayProcess(dataDirectory: data)
+            defer { g.stop() }
+            // After the restart, new events continue the room's offsets.
+            let carol = try g.client("carol")
+            _ = try carol.expectOK(try carol.command("room.join", ["roomId": "r"]))
+            #expect(try g.rest().call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201)
+            let after = try carol.waitFor("room.message")
+            #expect(after.str("epoch") == epoch)
+            #expect((after.int("offset") ?? 0) > last, "offsets restarted from 1: \(after)")
+            #expect(carol.stream == stream, "the stream id is kept with the data")
+            // bob reconnects and resumes from the last offset it saw.
+            let bob2 = try g.client("bob")
+            _ = try bob2.expectOK(try bob2.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": seen]]))
+            let result = try bob2.waitFor("room.resume")
+            #expect(result.obj("data")["resumed"] as? Bool == true, "\(result)")
+            let replayed = bob2.skipped.filter { $0.int("offset") != nil }
+            let offsets = replayed.compactMap { $0.int("offset") }
+            #expect(offsets.first == last && offsets == Array(last...(offsets.last ?? last)), "replayed \(offsets)")
+            #expect(replayed.first?.obj("data").obj("message").str("content") == "m3")
+            #expect(replayed.contains { $0.obj("data").obj("message").str("content") == "after" })
+            #expect(result.obj("data").int("replayed") == replayed.count)
+        }
     }
 
     // §2: a signed request cannot be replayed after a restart within its 300 s window (the nonce
     // memory used to be lost with the process).
-    @Test func aSignedRequestCannotBeReplayedAfterARestart() throws {
-        let data = temporaryDirectory("roomcast-replay")
-        var g = try GatewayProcess(dataDirectory: data)
-        let rest = g.rest()
-        let headers = rest.signatureHeaders()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "once"], headers: headers).status == 201)
-        let replayed = try rest.call("POST", "/v1/rooms", ["roomId": "twice"], headers: headers)
-        #expect(replayed.status == 401 && replayed.json.int("code") == GatewayErrorCode.nonceReused.rawValue)
-        g.stop() // kill -9
-        g = try GatewayProcess(dataDirectory: data)
-        defer { g.stop() }
-        let afterRestart = try g.rest().call("POST", "/v1/rooms", ["roomId": "thrice"], headers: headers)
-        #expect(afterRestart.status == 401 && afterRestart.json.int("code") == GatewayErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
-        #expect(try g.rest().call("GET", "/v1/rooms/thrice").status == 404)
-        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "fresh"]).status == 201)
+    @Test func aSignedRequestCannotBeReplayedAfterARestart() async throws {
+        try await offPool { () throws in
+            let data = temporaryDirectory("roomcast-replay")
+            var g = try GatewayProcess(dataDirectory: data)
+            let rest = g.rest()
+            let headers = rest.signatureHeaders()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "once"], headers: headers).status == 201)
+            let replayed = try rest.call("POST", "/v1/rooms", ["roomId": "twice"], headers: headers)
+            #expect(replayed.status == 401 && replayed.json.int("code") == GatewayErrorCode.nonceReused.rawValue)
+            g.stop() // kill -9
+            g = try GatewayProcess(dataDirectory: data)
+            defer { g.stop() }
+            let afterRestart = try g.rest().call("POST", "/v1/rooms", ["roomId": "thrice"], headers: headers)
+            #expect(afterRestart.status == 401 && afterRestart.json.int("code") == GatewayErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
+            #expect(try g.rest().call("GET", "/v1/rooms/thrice").status == 404)
+            #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "fresh"]).status == 201)
+        }
     }
 
     /// Resident memory of a process, in KiB (Linux).
@@ -156,35 +166,37 @@ struct HardeningTests {
     // user creates rooms as fast as it can and fills them with the largest messages. Room creation
     // is held to the per-minute quota, and each room keeps at most 64 KiB of history in memory
     // (the rest is on disk), so the server's memory stays within a bound.
-    @Test func oneUserCannotPushTheServerPastItsMemoryBound() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let pid = g.process.process.processIdentifier
-        let c = try g.client("flood")
-        let content = String(repeating: "x", count: Limits.defaultMaxMessageBytes)
-        _ = try c.expectOK(try c.command("room.join", ["roomId": "warm", "mode": "enter"]))
-        for _ in 0..<50 { _ = try c.expectOK(try c.command("room.send", ["roomId": "warm", "content": content])) }
-        let before = Self.rssKiB(pid)
-        var created = 0, refused = 0, sent = 0
-        for i in 0..<40 {
-            let r = try c.command("room.join", ["roomId": "flood\(i)", "mode": "enter"])
-            if r["ok"] != nil { created += 1 } else {
-                #expect(r.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue)
-                refused += 1
-                continue
+    @Test func oneUserCannotPushTheServerPastItsMemoryBound() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let pid = g.process.process.processIdentifier
+            let c = try g.client("flood")
+            let content = String(repeating: "x", count: Limits.defaultMaxMessageBytes)
+            _ = try c.expectOK(try c.command("room.join", ["roomId": "warm", "mode": "enter"]))
+            for _ in 0..<50 { _ = try c.expectOK(try c.command("room.send", ["roomId": "warm", "content": content])) }
+            let before = Self.rssKiB(pid)
+            var created = 0, refused = 0, sent = 0
+            for i in 0..<40 {
+                let r = try c.command("room.join", ["roomId": "flood\(i)", "mode": "enter"])
+                if r["ok"] != nil { created += 1 } else {
+                    #expect(r.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue)
+                    refused += 1
+                    continue
+                }
+                for _ in 0..<100 where (try? c.command("room.send", ["roomId": "flood\(i)", "content": content]))?["ok"] != nil { sent += 1 }
             }
-            for _ in 0..<100 where (try? c.command("room.send", ["roomId": "flood\(i)", "content": content]))?["ok"] != nil { sent += 1 }
+            let grown = Self.rssKiB(pid) - before
+            // Created: at most the per-minute quota (one was spent on the warm-up room).
+            #expect(created <= Limits.defaultRoomCreatesPerUserPerMinute - 1 && refused > 0)
+            #expect(sent >= 100 * (Limits.defaultRoomCreatesPerUserPerMinute - 1) - 1)
+            // 900 messages of 16 KiB (14 MiB of content) arrived; memory holds at most 64 KiB per room
+            // of it, plus the store's page caches: the bound is 16 MiB.
+            #expect(grown < 16 * 1024, "RSS grew by \(grown) KiB for \(sent) messages in \(created) rooms")
+            // All of it is on disk and can be read back.
+            let history = try g.rest().call("GET", "/v1/rooms/flood0/messages?limit=100")
+            #expect((history.json["messages"] as? [Any])?.count == 100)
         }
-        let grown = Self.rssKiB(pid) - before
-        // Created: at most the per-minute quota (one was spent on the warm-up room).
-        #expect(created <= Limits.defaultRoomCreatesPerUserPerMinute - 1 && refused > 0)
-        #expect(sent >= 100 * (Limits.defaultRoomCreatesPerUserPerMinute - 1) - 1)
-        // 900 messages of 16 KiB (14 MiB of content) arrived; memory holds at most 64 KiB per room
-        // of it, plus the store's page caches: the bound is 16 MiB.
-        #expect(grown < 16 * 1024, "RSS grew by \(grown) KiB for \(sent) messages in \(created) rooms")
-        // All of it is on disk and can be read back.
-        let history = try g.rest().call("GET", "/v1/rooms/flood0/messages?limit=100")
-        #expect((history.json["messages"] as? [Any])?.count == 100)
     }
 
     /// Runs a command (mount, umount); true when it exits 0.
@@ -218,61 +230,63 @@ struct HardeningTests {
     // 50301, Retry-After; /readyz says so; reads and health keep working), clients are closed with
     // 1013 to reconnect, nothing acknowledged is lost, and writes resume by themselves.
     @Test(.enabled(if: HardeningTests.canMountTmpfs, "needs root to mount a small tmpfs"))
-    func aFullDiskTurnsTheNodeReadOnlyAndWritesResume() throws {
-        let mountPoint = temporaryDirectory("roomcast-full-disk")
-        #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", mountPoint]))
-        defer { Self.run("/bin/umount", ["-l", mountPoint]) }
-        let g = try GatewayProcess(dataDirectory: mountPoint + "/data")
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let watcher = try g.client("watcher")
-        _ = try watcher.expectOK(try watcher.command("room.join", ["roomId": "r"]))
-        // Leave a little space, then write until a commit fails.
-        let filler = mountPoint + "/filler"
-        let keep = 256 * 1024
-        _ = FileManager.default.createFile(atPath: filler, contents: Data(count: max(0, Self.freeBytes(mountPoint) - keep)))
-        var acknowledged: [String] = []
-        var refusal: RESTClient.Response?
-        for i in 0..<400 {
-            let content = "ack\(i)-" + String(repeating: "x", count: 8000)
-            let r = try rest.call("POST", "/v1/rooms/r/messages", ["content": content])
-            if r.status == 201 { acknowledged.append("ack\(i)-") } else {
-                refusal = r
-                break
+    func aFullDiskTurnsTheNodeReadOnlyAndWritesResume() async throws {
+        try await offPool { () throws in
+            let mountPoint = temporaryDirectory("roomcast-full-disk")
+            #expect(Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", mountPoint]))
+            defer { Self.run("/bin/umount", ["-l", mountPoint]) }
+            let g = try GatewayProcess(dataDirectory: mountPoint + "/data")
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let watcher = try g.client("watcher")
+            _ = try watcher.expectOK(try watcher.command("room.join", ["roomId": "r"]))
+            // Leave a little space, then write until a commit fails.
+            let filler = mountPoint + "/filler"
+            let keep = 256 * 1024
+            _ = FileManager.default.createFile(atPath: filler, contents: Data(count: max(0, Self.freeBytes(mountPoint) - keep)))
+            var acknowledged: [String] = []
+            var refusal: RESTClient.Response?
+            for i in 0..<400 {
+                let content = "ack\(i)-" + String(repeating: "x", count: 8000)
+                let r = try rest.call("POST", "/v1/rooms/r/messages", ["content": content])
+                if r.status == 201 { acknowledged.append("ack\(i)-") } else {
+                    refusal = r
+                    break
+                }
             }
+            let refused = try #require(refusal, "the disk never filled")
+            #expect(refused.status == 503 && refused.json.int("code") == ChatErrorCode.storageUnavailable.rawValue, "\(refused.text)")
+            #expect(refused.header("Retry-After") != nil)
+            // Read-only: health and reads work, writes are refused, readiness says why.
+            #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
+            let ready = try rest.call("GET", "/readyz", headers: [])
+            #expect(ready.status == 503 && ready.text.contains("read-only"))
+            #expect(try rest.call("GET", "/v1/rooms/r").status == 200)
+            let again = try rest.call("POST", "/v1/rooms", ["roomId": "while-full"])
+            #expect(again.status == 503 && again.json.int("code") == ChatErrorCode.storageUnavailable.rawValue)
+            // The watcher was told to reconnect.
+            var code: UInt16?
+            while let frame = try? watcher.ws.readFrame(timeout: 5) {
+                if case .close(let c, _) = frame { code = c; break }
+            }
+            #expect(code == CloseCode.tryAgainLater.rawValue)
+            // Space returns: writes resume by themselves.
+            try FileManager.default.removeItem(atPath: filler)
+            var resumed = false
+            for _ in 0..<50 where !resumed {
+                usleep(200_000)
+                resumed = try rest.call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201
+            }
+            #expect(resumed)
+            #expect(try rest.call("GET", "/readyz", headers: []).status == 200)
+            // Nothing acknowledged was lost.
+            let history = try rest.call("GET", "/v1/rooms/r/messages?order=asc&limit=100")
+            let stored = (history.json["messages"] as? [[String: Any]] ?? []).compactMap { $0["content"] as? String }
+            for prefix in acknowledged.prefix(99) { #expect(stored.contains { $0.hasPrefix(prefix) }, "\(prefix) was acknowledged but is gone") }
+            #expect(!stored.contains { $0.hasPrefix("ack\(acknowledged.count)-") }, "the refused message must not be stored")
+            let reconnected = try g.client("watcher")
+            _ = try reconnected.expectOK(try reconnected.command("room.join", ["roomId": "r"]))
         }
-        let refused = try #require(refusal, "the disk never filled")
-        #expect(refused.status == 503 && refused.json.int("code") == ChatErrorCode.storageUnavailable.rawValue, "\(refused.text)")
-        #expect(refused.header("Retry-After") != nil)
-        // Read-only: health and reads work, writes are refused, readiness says why.
-        #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
-        let ready = try rest.call("GET", "/readyz", headers: [])
-        #expect(ready.status == 503 && ready.text.contains("read-only"))
-        #expect(try rest.call("GET", "/v1/rooms/r").status == 200)
-        let again = try rest.call("POST", "/v1/rooms", ["roomId": "while-full"])
-        #expect(again.status == 503 && again.json.int("code") == ChatErrorCode.storageUnavailable.rawValue)
-        // The watcher was told to reconnect.
-        var code: UInt16?
-        while let frame = try? watcher.ws.readFrame(timeout: 5) {
-            if case .close(let c, _) = frame { code = c; break }
-        }
-        #expect(code == CloseCode.tryAgainLater.rawValue)
-        // Space returns: writes resume by themselves.
-        try FileManager.default.removeItem(atPath: filler)
-        var resumed = false
-        for _ in 0..<50 where !resumed {
-            usleep(200_000)
-            resumed = try rest.call("POST", "/v1/rooms/r/messages", ["content": "after"]).status == 201
-        }
-        #expect(resumed)
-        #expect(try rest.call("GET", "/readyz", headers: []).status == 200)
-        // Nothing acknowledged was lost.
-        let history = try rest.call("GET", "/v1/rooms/r/messages?order=asc&limit=100")
-        let stored = (history.json["messages"] as? [[String: Any]] ?? []).compactMap { $0["content"] as? String }
-        for prefix in acknowledged.prefix(99) { #expect(stored.contains { $0.hasPrefix(prefix) }, "\(prefix) was acknowledged but is gone") }
-        #expect(!stored.contains { $0.hasPrefix("ack\(acknowledged.count)-") }, "the refused message must not be stored")
-        let reconnected = try g.client("watcher")
-        _ = try reconnected.expectOK(try reconnected.command("room.join", ["roomId": "r"]))
     }
 }

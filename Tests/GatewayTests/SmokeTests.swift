@@ -10,23 +10,27 @@ import TestKit
 @Suite("Smoke tests over real sockets", .serialized)
 struct SmokeTests {
     // RC-1, RC-2, RC-5, RC-6, RC-7
-    @Test func rongCloudModerationReachesExactlyItsAudience() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        try Scenarios.rongCloudModeration(g)
+    @Test func rongCloudModerationReachesExactlyItsAudience() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            try Scenarios.rongCloudModeration(g)
+        }
     }
 
     // SPEC §2: the per-app Origin allowlist applies to the Origin header of a real WebSocket
     // upgrade.
-    @Test func perAppOriginAllowlist() throws {
-        let g = try GatewayProcess()
-        defer { g.stop() }
-        let rest = g.rest()
-        #expect(try rest.call("PATCH", "/v1/settings", ["allowedOrigins": ["https://app.example.com"]]).status == 200)
-        let good = try ProtocolClient(port: g.port, origin: "https://app.example.com")
-        try good.connect(token: try rest.token("u1"))
-        let bad = try ProtocolClient(port: g.port, origin: "https://evil.example.net")
-        #expect(throws: (any Error).self) { try bad.connect(token: try rest.token("u2")) }
-        #expect(bad.closeCode == 4003)
+    @Test func perAppOriginAllowlist() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("PATCH", "/v1/settings", ["allowedOrigins": ["https://app.example.com"]]).status == 200)
+            let good = try ProtocolClient(port: g.port, origin: "https://app.example.com")
+            try good.connect(token: try rest.token("u1"))
+            let bad = try ProtocolClient(port: g.port, origin: "https://evil.example.net")
+            #expect(throws: (any Error).self) { try bad.connect(token: try rest.token("u2")) }
+            #expect(bad.closeCode == 4003)
+        }
     }
 }
