@@ -46,6 +46,8 @@ extension ChatDomain {
         for (key, app) in apps where now - (lastPrune[key] ?? 0) >= 60_000 {
             lastPrune[key] = now
             out.mutations.append(.pruneMessages(app: key, before: now - app.settings.historyRetentionMilliseconds))
+            // The create quota remembers only the last minute: users who stopped creating go.
+            app.recentCreates = app.recentCreates.filter { $0.value.contains { now - $0 < 60_000 } }
         }
         return out
     }

@@ -41,7 +41,7 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
     /// The header section is too large or has too many fields.
     case headersTooLarge = 43100
     /// A transfer coding the server does not implement, or a CONNECT request.
-    case notImplemented = 50100
+    case unsupportedCoding = 50100
     /// The server is starting or draining.
     case unavailable = 50300
     /// An HTTP version other than 1.0 and 1.1.
@@ -73,7 +73,7 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .expectationFailed: return "unsupported Expect"
         case .upgradeRequired: return "unsupported WebSocket version (see Sec-WebSocket-Version)"
         case .headersTooLarge: return "the header section is too large"
-        case .notImplemented: return "unsupported transfer coding, or CONNECT"
+        case .unsupportedCoding: return "unsupported transfer coding, or CONNECT"
         case .unavailable: return "the server is starting or shutting down"
         case .versionNotSupported: return "HTTP version not supported"
         }

@@ -69,3 +69,18 @@ struct QuotaTests {
         #expect(!oldestFirst.complete)
     }
 }
+
+extension QuotaTests {
+    // The create quota's memory is bounded: users who stopped creating are forgotten.
+    @Test func theCreateQuotaForgetsUsersAfterAMinute() {
+        let h = Harness { $0.multipleRoomsPerUser = true }
+        for i in 0..<50 {
+            let s = h.connect("u\(i)")
+            #expect(h.join(s, "r\(i)", mode: enter("r\(i)")).succeeded)
+        }
+        #expect(h.domain.apps[h.app]?.recentCreates.count == 50)
+        h.now += 61_000
+        _ = h.domain.tick(now: h.now)
+        #expect(h.domain.apps[h.app]?.recentCreates.isEmpty == true)
+    }
+}
