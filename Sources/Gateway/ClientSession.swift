@@ -34,6 +34,7 @@ final class ClientSession: WebSocketHandler {
     var roomSlots: [RoomKey: Int] = [:]
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
+    static let maxPendingResumes = 64
 
     init(context: GatewayContext, hub: Hub, origin: String?, now: Int64) {
         self.context = context
@@ -347,7 +348,15 @@ final class ClientSession: WebSocketHandler {
             reply(rid, .failure(error))
             return
         }
-        if let r = a.resume { pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset) }
+        if let r = a.resume {
+            // A resume waits for its join to take effect; a join that fails leaves it behind, so
+            // a session holds at most this many.
+            guard pendingResume[roomId] != nil || pendingResume.count < Self.maxPendingResumes else {
+                reply(rid, .failure(ChatError(.limitExceeded, "at most \(Self.maxPendingResumes) joins with resume may wait at once", field: "args.resume")))
+                return
+            }
+            pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset)
+        }
         var p = a.fields.profile
         if p.nickname.isEmpty { p.nickname = profile.nickname }
         if p.avatar.isEmpty { p.avatar = profile.avatar }

@@ -259,3 +259,19 @@ struct InProcessTests {
         #expect((try rest.call("GET", "/v1/global-mutes").json["users"] as? [Any])?.isEmpty == true)
     }
 }
+
+extension InProcessTests {
+    // BX-1 bound: resume positions wait for their join; joins that fail cannot pile them up.
+    @Test func pendingResumesAreBounded() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let c = try g.client("ann")
+        let resume: [String: Any] = ["epoch": "e", "stream": "s", "offset": 1]
+        for i in 0..<ClientSession.maxPendingResumes {
+            let r = try c.command("room.join", ["roomId": "missing\(i)", "resume": resume])
+            #expect(r.obj("error").int("code") == ChatErrorCode.roomNotFound.rawValue)
+        }
+        let refused = try c.command("room.join", ["roomId": "one-more", "resume": resume])
+        #expect(refused.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue && refused.obj("error").str("field") == "args.resume")
+    }
+}
