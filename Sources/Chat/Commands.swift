@@ -230,6 +230,16 @@ public enum SortOrder: String, Equatable, Sendable {
     case descending
 }
 
+/// Room properties the vendors list rooms by.
+public enum RoomFilter: Equatable, Sendable {
+    /// Rooms muted as a whole (RC-6 `ban/query`).
+    case muted
+    /// Rooms that are never destroyed automatically (RongCloud keep-alive).
+    case keepAlive
+    /// Rooms created by a user that are open (NIM `queryUserRoomIds`).
+    case openCreatedBy(String)
+}
+
 /// Read-only questions; they change nothing.
 public enum Query: Sendable {
     /// The app's settings (→ `Reply.appSettings`).
@@ -251,10 +261,14 @@ public enum Query: Sendable {
     /// Rooms a session is in (ZIM).
     case roomsOfSession(SessionID)
     case roomIds(app: String)
+    /// Ids of the app's rooms that match a filter, sorted (RongCloud's mute-all and keep-alive lists).
+    case roomIdsWhere(app: String, RoomFilter)
 
     // Ultra groups (UG-6): pages are 1-based.
     case group(app: String, groupId: String)
     case groupMembers(app: String, groupId: String, page: Int, pageSize: Int)
+    /// Whether each user is a member of the ultra group (→ `Reply.presence`).
+    case isGroupMember(app: String, groupId: String, [String])
     case channels(app: String, groupId: String, page: Int, pageSize: Int)
     case privateMembers(app: String, groupId: String, channelId: String, page: Int, pageSize: Int)
     /// Channels the user can see: public ones, and private ones whose list holds the user.

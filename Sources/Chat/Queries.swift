@@ -108,10 +108,20 @@ extension ChatDomain {
         case .roomIds(let appKey):
             return .roomIds(try app(appKey).rooms.keys.sorted())
 
+        case .roomIdsWhere(let appKey, let filter):
+            let rooms = try app(appKey).rooms
+            return .roomIds(rooms.filter { _, room in
+                switch filter {
+                case .muted: return room.muted
+                case .keepAlive: return room.keepAlive
+                case .openCreatedBy(let user): return room.open && room.creator == user
+                }
+            }.keys.sorted())
+
         case .appSettings(let appKey):
             return .appSettings(try app(appKey).settings)
 
-        case .group, .groupMembers, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
+        case .group, .groupMembers, .isGroupMember, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
              .conversationStatus, .conversationStatuses, .conversationTypeLevel:
             // Answered above.
             throw .invalid("query", "unanswered query")

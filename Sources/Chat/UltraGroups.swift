@@ -236,6 +236,13 @@ extension ChatDomain {
         case .groupMembers(let appKey, let groupId, let p, let size):
             let g = try group(try app(appKey), groupId)
             return .userIdsPage(try page(g.members.all, p, size), total: g.members.count)
+        case .isGroupMember(let appKey, let groupId, let users):
+            let g = try group(try app(appKey), groupId)
+            guard users.count <= Limits.maxGroupUsersPerCall else {
+                throw .invalid("userIds", "at most \(Limits.maxGroupUsersPerCall) users per call")
+            }
+            for u in users { try Validate.userId(u) }
+            return .presence(users.map { (userId: $0, inRoom: g.members.contains($0)) })
         case .channels(let appKey, let groupId, let p, let size):
             let g = try group(try app(appKey), groupId)
             let all = g.channelOrder.all.compactMap { g.channels[$0] }

@@ -76,27 +76,27 @@ public final class RequestAuthenticator: Sendable {
         guard let c = Signing.Credentials.read({ head.headers[$0] }) else {
             return .failure(GatewayError(.missingCredentials, "sign the request (App-Key/Nonce/Timestamp/Signature, AppKey/Nonce/CurTime/CheckSum, or X-Roomcast-*)", field: "headers"))
         }
-        guard let app = apps.app(c.appKey) else { return .failure(GatewayError(.unknownAppKey, "unknown app key", field: "App-Key")) }
+        guard let app = apps.app(c.appKey) else { return .failure(GatewayError(.unknownAppKey, "unknown app key", field: c.keyField)) }
         guard let nonce = c.nonce, !nonce.isEmpty, nonce.utf8.count <= 128 else {
-            return .failure(GatewayError(.missingCredentials, "a nonce of 1 to 128 characters is required", field: "Nonce"))
+            return .failure(GatewayError(.missingCredentials, "a nonce of 1 to 128 characters is required", field: c.nonceField))
         }
         guard let timestamp = c.timestamp, let ts = Int64(timestamp), ts > 0 else {
-            return .failure(GatewayError(.missingCredentials, "a numeric timestamp is required", field: "Timestamp"))
+            return .failure(GatewayError(.missingCredentials, "a numeric timestamp is required", field: c.timestampField))
         }
         guard let signature = c.signature, !signature.isEmpty else {
-            return .failure(GatewayError(.missingCredentials, "a signature is required", field: "Signature"))
+            return .failure(GatewayError(.missingCredentials, "a signature is required", field: c.signatureField))
         }
         let now = clock()
         guard abs(now - Signing.milliseconds(ts)) <= Signing.windowMilliseconds else {
-            return .failure(GatewayError(.staleTimestamp, "timestamp is more than 300 s from the server time", field: "Timestamp"))
+            return .failure(GatewayError(.staleTimestamp, "timestamp is more than 300 s from the server time", field: c.timestampField))
         }
         let expected = Signing.expected(c, secret: app.secret, nonce: nonce, timestamp: timestamp, method: head.method.rawValue,
                                         target: head.target, body: body)
         guard Signing.constantTimeEqual(expected, signature.lowercased()) else {
-            return .failure(GatewayError(.badSignature, "signature mismatch", field: "Signature"))
+            return .failure(GatewayError(.badSignature, "signature mismatch", field: c.signatureField))
         }
         guard nonces.use(app: c.appKey, nonce: nonce, now: now) else {
-            return .failure(GatewayError(.nonceReused, "nonce already used", field: "Nonce"))
+            return .failure(GatewayError(.nonceReused, "nonce already used", field: c.nonceField))
         }
         record(c.appKey, nonce, now)
         return .success(c.appKey)

@@ -35,6 +35,8 @@ public struct GatewayConfiguration: Sendable {
     public var webhookEndpoints: [(app: String, spec: WebhookService.EndpointSpec)] = []
     /// Where `/metrics` reads from (the process's swift-metrics backend); nil serves no metrics.
     public var metrics: PrometheusCollectorRegistry?
+    /// Numbers for the rooms NIM's `create` makes (1…2^53-1; injected so tests choose them).
+    public var roomNumber: @Sendable () -> Int64 = { Int64.random(in: 1...NIMV1.maxRoomNumber) }
 
     public init() {}
 }
@@ -52,6 +54,7 @@ final class GatewayContext: Sendable {
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
     let webhooks: WebhookService
+    let roomNumber: @Sendable () -> Int64
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
          publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator) {
@@ -64,6 +67,7 @@ final class GatewayContext: Sendable {
         self.tokenGraceMilliseconds = configuration.tokenGraceSeconds * 1000
         self.connectTimeoutMilliseconds = configuration.connectTimeoutSeconds * 1000
         self.defaultTokenTTLSeconds = configuration.defaultTokenTTLSeconds
+        self.roomNumber = configuration.roomNumber
     }
 }
 

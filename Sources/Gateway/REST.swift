@@ -88,6 +88,8 @@ struct RESTAPI: Sendable {
         registerGroups(&r)
         // Webhooks (SPEC §9).
         registerWebhooks(&r)
+        // The vendors' own server APIs (SPEC §8).
+        registerVendors(&r)
 
         // Rooms (RC-9, NIM-1, NIM-10, ZIM-1/7/8).
         r.add(.POST, "/v1/rooms", signed { req, c, writer in

@@ -234,6 +234,51 @@ struct InProcessREST: Sendable {
         guard r.status == 201, let t = r.json["token"] as? String else { throw TestKitError.protocolError("token: \(r.status) \(r.text)") }
         return t
     }
+
+    /// NIM signature headers (`AppKey`, `Nonce`, `CurTime`, `CheckSum`).
+    func nimHeaders(nonce: String = UUID().uuidString, curTime: Int64? = nil) -> [(String, String)] {
+        let ts = String(curTime ?? gateway.clock.seconds)
+        return [("AppKey", appKey), ("Nonce", nonce), ("CurTime", ts), ("CheckSum", Signing.sha1(secret: secret, nonce: nonce, timestamp: ts))]
+    }
+
+    /// A vendor-surface call: a form body (RongCloud, NIM; values percent-encoded unless `raw`)
+    /// or a JSON body (Nexconn), signed as that vendor's SDK signs. Every answer is checked
+    /// against the vendor's published code table (`VendorCodes.rows`): a refusal has a row with
+    /// that HTTP status and a message.
+    @discardableResult
+    func vendor(_ vendor: Vendor, _ path: String, _ form: [(String, String)] = [], json: Any? = nil, raw: String? = nil,
+                headers: [(String, String)]? = nil) throws -> Response {
+        let bytes: [UInt8]
+        let contentType: String
+        if vendor == .nexconn {
+            if let raw { bytes = Array(raw.utf8) } else { bytes = Array(try JSONSerialization.data(withJSONObject: json ?? [String: Any]())) }
+            contentType = "application/json"
+        } else {
+            let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+            bytes = Array((raw ?? form.map { "\($0.0.addingPercentEncoding(withAllowedCharacters: allowed)!)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed)!)" }
+                .joined(separator: "&")).utf8)
+            contentType = "application/x-www-form-urlencoded"
+        }
+        var fields = [("Host", "gateway.test"), ("Content-Type", contentType)] + (headers ?? (vendor == .nim ? nimHeaders() : signatureHeaders()))
+        fields.append(("Content-Length", String(bytes.count)))
+        let head = HTTPRequestHead(method: .POST, target: path, headers: HTTPHeaders(fields))
+        let r = try gateway.handle(head, body: bytes)
+        let response = Response(status: r.status.code, body: r.body, headers: r.headers.map { ($0.name, $0.value) })
+        guard let code = response.json.int("code") else { throw TestKitError.protocolError("\(path): no code in \(response.text)") }
+        let success = vendor == .nexconn ? 0 : 200
+        if code != success || response.status != 200 {
+            guard let row = VendorCodes.rows(vendor).first(where: { $0.code == code }) else {
+                throw TestKitError.protocolError("\(path): code \(code) is not in the \(vendor) table: \(response.text)")
+            }
+            guard row.status == response.status else {
+                throw TestKitError.protocolError("\(path): code \(code) came with HTTP \(response.status); the table says \(row.status)")
+            }
+            guard response.json[vendor == .nim ? "desc" : "errorMessage"] is String else {
+                throw TestKitError.protocolError("\(path): refusal without a message: \(response.text)")
+            }
+        }
+        return response
+    }
 }
 
 /// An in-process WebSocket session with `ProtocolClient`'s API: the session writes its frames

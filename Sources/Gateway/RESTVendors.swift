@@ -1,0 +1,82 @@
+import Chat
+import Engine
+import HTTP1
+import Server
+import Wire
+
+/// The vendors' server APIs (SPEC §8): each endpoint of `Vendor.endpoints` at its own path, signed
+/// as that vendor signs, translated by Wire into the same domain commands and queries the native
+/// API submits (VC-4), and answered in the vendor's shape and codes.
+extension RESTAPI {
+    func registerVendors(_ r: inout Router.Builder) {
+        for vendor in Vendor.allCases {
+            for endpoint in vendor.endpoints {
+                let api = self
+                r.add(.POST, endpoint.path) { req, writer in api.vendorCall(vendor, endpoint, req, writer) }
+            }
+        }
+    }
+
+    static func answer(_ a: VendorAnswer) -> Response {
+        var response = Response.json(HTTPStatus(code: a.status), a.body)
+        if let s = a.retryAfter { response.headers.add("Retry-After", String(s)) }
+        return response
+    }
+
+    private func vendorCall(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, _ writer: ResponseWriter) {
+        let app: String
+        switch context.authenticator.authenticate(req.head, body: req.body) {
+        case .failure(let e):
+            writer.send(Self.answer(vendor.authFailure(e.code, message: e.message, field: e.field)))
+            return
+        case .success(let a): app = a
+        }
+        let resolution: VendorResolution
+        do throws(ChatError) {
+            let input = VendorInput(app: app, params: try vendor.params(req.body), now: context.clock(),
+                                    publicURLs: context.publicURLs.value, newRoomNumber: context.roomNumber)
+            resolution = try endpoint.resolve(input)
+        } catch {
+            writer.send(Self.answer(vendor.failure(error)))
+            return
+        }
+        switch resolution {
+        case .unsupported(let message):
+            writer.send(Self.answer(vendor.unsupported(message)))
+        case .call(let call):
+            let finish: @Sendable (Result<Reply, ChatError>) -> Void = { result in
+                switch result {
+                case .success(let reply): writer.send(Self.answer(vendor.success(reply, call.render)))
+                case .failure(let e): writer.send(Self.answer(vendor.failure(e)))
+                }
+            }
+            switch call.work {
+            case .none: finish(.success(.done))
+            case .command(let c): context.engine.submit(c, replyTo: .callback(finish))
+            case .query(let q): context.engine.query(q, reply: finish)
+            case .commandThenQuery(let c, let q):
+                let engine = context.engine
+                engine.submit(c, replyTo: .callback({ result in
+                    switch result {
+                    case .success: engine.query(q, reply: finish)
+                    case .failure: finish(result)
+                    }
+                }))
+            case .commands(let commands, let tolerated):
+                Self.inOrder(context.engine, commands[...], tolerating: tolerated, finish)
+            }
+        }
+    }
+
+    /// Applies `commands` one after another, each once the one before is durable; stops at the
+    /// first refusal that is not tolerated.
+    private static func inOrder(_ engine: Engine, _ commands: ArraySlice<Command>, tolerating: Set<ChatErrorCode>,
+                                _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+        guard let first = commands.first else { finish(.success(.done)); return }
+        let rest = commands.dropFirst()
+        engine.submit(first, replyTo: .callback({ result in
+            if case .failure(let e) = result, !tolerating.contains(e.code) { finish(result); return }
+            inOrder(engine, rest, tolerating: tolerating, finish)
+        }))
+    }
+}

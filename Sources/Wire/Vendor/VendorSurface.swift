@@ -1,0 +1,249 @@
+import Chat
+
+/// The vendors' own server APIs on the wire (SPEC §8, VC-1..VC-4). Each surface is a table of
+/// endpoints that translate a call into the same domain command or query the native API uses
+/// (nothing about rooms, audiences, limits or durability is reimplemented per vendor) and render
+/// the domain's reply or refusal in that vendor's shape and codes. Pure: no I/O, clocks or
+/// randomness; the gateway passes in the time, the public URLs and a room-number source.
+
+/// What one vendor call asks of the domain, and how its success is answered.
+public struct VendorCall: Sendable {
+    public enum Work: Sendable {
+        case command(Command)
+        /// Applied in order, each after the one before succeeded; a refusal whose code is in
+        /// `tolerating` counts as success (RongCloud's old `create.json` re-creating a room).
+        /// Every command is built, and so every field checked, before the first is applied.
+        case commands([Command], tolerating: Set<ChatErrorCode>)
+        case query(Query)
+        /// The command, then (once it succeeded) the query, whose reply is rendered.
+        case commandThenQuery(Command, Query)
+        /// Answered from the call alone (NIM `requestAddr`).
+        case none
+    }
+    public var work: Work
+    /// Writes the success payload's fields into the surface's envelope (after `code`, or inside
+    /// Nexconn's `result`). `Reply.done` for `Work.none` and `commands`.
+    public var render: @Sendable (Reply, inout JSONWriter) -> Void
+
+    public init(_ work: Work, render: @escaping @Sendable (Reply, inout JSONWriter) -> Void = { _, _ in }) {
+        self.work = work
+        self.render = render
+    }
+
+    public static func command(_ c: Command, render: @escaping @Sendable (Reply, inout JSONWriter) -> Void = { _, _ in }) -> VendorResolution {
+        .call(VendorCall(.command(c), render: render))
+    }
+
+    public static func query(_ q: Query, render: @escaping @Sendable (Reply, inout JSONWriter) -> Void) -> VendorResolution {
+        .call(VendorCall(.query(q), render: render))
+    }
+}
+
+public enum VendorResolution: Sendable {
+    case call(VendorCall)
+    /// The vendor has this endpoint and Roomcast cannot honour it: the vendor's own
+    /// "service not enabled" answer, with a message that says so. It never pretends to succeed.
+    case unsupported(String)
+}
+
+/// What an endpoint is given besides its parameters.
+public struct VendorInput: Sendable {
+    public var app: String
+    public var params: VendorParams
+    /// Milliseconds since 1970 (the gateway's injected clock).
+    public var now: Int64
+    /// This deployment's public WebSocket URLs (the NIM-3 lookup's answer).
+    public var publicURLs: [String]
+    /// A fresh room number for rooms a NIM `create` makes (injected randomness).
+    public var newRoomNumber: @Sendable () -> Int64
+
+    public init(app: String, params: VendorParams, now: Int64, publicURLs: [String], newRoomNumber: @escaping @Sendable () -> Int64) {
+        self.app = app
+        self.params = params
+        self.now = now
+        self.publicURLs = publicURLs
+        self.newRoomNumber = newRoomNumber
+    }
+
+    var caller: Caller { .server(app) }
+}
+
+public struct VendorEndpoint: Sendable {
+    public let path: String
+    public let resolve: @Sendable (VendorInput) throws(ChatError) -> VendorResolution
+
+    public init(_ path: String, _ resolve: @escaping @Sendable (VendorInput) throws(ChatError) -> VendorResolution) {
+        self.path = path
+        self.resolve = resolve
+    }
+}
+
+/// An answer in a vendor's shape.
+public struct VendorAnswer: Equatable, Sendable {
+    public var status: Int
+    public var body: [UInt8]
+    /// Seconds to wait before retrying (read-only node).
+    public var retryAfter: Int?
+
+    public init(status: Int, body: [UInt8], retryAfter: Int? = nil) {
+        self.status = status
+        self.body = body
+        self.retryAfter = retryAfter
+    }
+}
+
+/// The three surfaces.
+public enum Vendor: String, Sendable, CaseIterable {
+    /// RongCloud v1: `POST /chatroom/*.json`, `/ultragroup/*.json`, `/conversation/*.json`.
+    case rongCloud
+    /// Nexconn v4: `POST /v4/open-channel/*`, `/v4/community-channel/*`, `/v4/channel/*`, `/v4/channel-type/*`.
+    case nexconn
+    /// NIM v1: `POST /nimserver/chatroom/*.action`.
+    case nim
+
+    public var endpoints: [VendorEndpoint] {
+        switch self {
+        case .rongCloud: return RongCloudV1.endpoints
+        case .nexconn: return NexconnV4.endpoints
+        case .nim: return NIMV1.endpoints
+        }
+    }
+
+    /// Reads the call's parameters as this vendor's SDKs send them.
+    public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
+        switch self {
+        case .rongCloud, .nim: return .form(body)
+        case .nexconn: return try .json(body)
+        }
+    }
+
+    // MARK: Answers
+
+    public func success(_ reply: Reply, _ render: (Reply, inout JSONWriter) -> Void) -> VendorAnswer {
+        var w = JSONWriter()
+        w.beginObject()
+        switch self {
+        case .rongCloud, .nim:
+            w.field("code", 200)
+            render(reply, &w)
+        case .nexconn:
+            w.field("code", 0)
+            var inner = JSONWriter()
+            inner.beginObject()
+            render(reply, &inner)
+            inner.endObject()
+            if inner.bytes.count > 2 {
+                w.key("result")
+                w.raw(inner.bytes)
+            }
+        }
+        w.endObject()
+        return VendorAnswer(status: 200, body: w.bytes)
+    }
+
+    /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes).
+    public func failure(_ e: ChatError) -> VendorAnswer {
+        let code = VendorCodes.code(self, e.code)
+        let retry = e.code == .storageUnavailable ? VendorCodes.retryAfterSeconds : nil
+        return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
+    }
+
+    /// The name this vendor's wire gives a field the domain names (a refusal names the field
+    /// the caller sent).
+    public func wireName(_ domainField: String) -> String {
+        let names: [String: String]
+        switch self {
+        case .rongCloud:
+            names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
+                     "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
+                     "keys": "keys", "key": "key", "value": "value"]
+        case .nexconn:
+            names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
+                     "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
+                     "notificationLevel": "noDisturbLevel", "destroy.minutes": "ttlMinutes", "keys": "metadataKeys", "key": "metadata", "value": "metadata"]
+        case .nim:
+            names = ["roomId": "roomid", "userIds": "accids", "userId": "target", "seconds": "muteDuration", "broadcastUrl": "broadcasturl",
+                     "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds"]
+        }
+        if let n = names[domainField] { return n }
+        if domainField.hasPrefix("attributes.") { return (names["attributes"] ?? "attributes") + domainField.dropFirst("attributes".count) }
+        return domainField
+    }
+
+    /// A refused signature, app key, timestamp or nonce.
+    public func authFailure(_ code: GatewayErrorCode, message: String, field: String?) -> VendorAnswer {
+        let c = VendorCodes.auth(self, code)
+        return answer(code: c.code, status: c.status, message: message, field: field, retryAfter: nil)
+    }
+
+    /// An endpoint the vendor has and Roomcast does not honour.
+    public func unsupported(_ message: String) -> VendorAnswer {
+        let c = VendorCodes.unsupported(self)
+        return answer(code: c.code, status: c.status, message: message, field: nil, retryAfter: nil)
+    }
+
+    func answer(code: Int, status: Int, message: String, field: String?, retryAfter: Int?) -> VendorAnswer {
+        let body = JSONWriter.object { w in
+            w.field("code", code)
+            // RongCloud and Nexconn name the message `errorMessage`; NIM names it `desc`.
+            w.field(self == .nim ? "desc" : "errorMessage", message)
+            w.fieldIfPresent("field", field)
+        }
+        return VendorAnswer(status: status, body: body, retryAfter: retryAfter)
+    }
+}
+
+/// How each surface spells Roomcast's refusals (SPEC §13: where a vendor defines a code for the
+/// same situation, it is used). errors.md prints this table.
+public enum VendorCodes {
+    public static let retryAfterSeconds = 5
+
+    /// RongCloud and Nexconn share RongCloud's codes (1002, 23406, 23408, 23409, 23410, 24406);
+    /// the domain's codes are already theirs where they define one, and Roomcast's own otherwise.
+    /// NIM answers its status codes (414, 404, 403, 13002, 13003, 13004, 417, 419, 500).
+    public static func code(_ vendor: Vendor, _ code: ChatErrorCode) -> Int {
+        switch vendor {
+        case .rongCloud, .nexconn: return code.rawValue
+        case .nim: return code.nimCode
+        }
+    }
+
+    /// Signature refusals: RongCloud and Nexconn 1001 (unknown app key) or 1004 (HTTP 401);
+    /// NIM 414 (431 for a replayed nonce, NIM's "repeated HTTP request"), HTTP 200.
+    public static func auth(_ vendor: Vendor, _ code: GatewayErrorCode) -> (code: Int, status: Int) {
+        switch vendor {
+        case .rongCloud, .nexconn: return (code == .unknownAppKey ? 1001 : 1004, 401)
+        case .nim: return (code == .nonceReused ? 431 : 414, 200)
+        }
+    }
+
+    /// "Service not enabled": RongCloud/Nexconn 1009 (HTTP 430); NIM 403 ("no permission").
+    public static func unsupported(_ vendor: Vendor) -> (code: Int, status: Int) {
+        switch vendor {
+        case .rongCloud, .nexconn: return (1009, 430)
+        case .nim: return (403, 200)
+        }
+    }
+
+    /// Every code a surface can answer with its HTTP status, for the published table.
+    public static func rows(_ vendor: Vendor) -> [(code: Int, status: Int, meaning: String)] {
+        var rows: [(code: Int, status: Int, meaning: String)] = []
+        var seen = Set<Int>()
+        func add(_ code: Int, _ status: Int, _ meaning: String) {
+            guard seen.insert(code).inserted else { return }
+            rows.append((code, status, meaning))
+        }
+        add(vendor == .nexconn ? 0 : 200, 200, "success")
+        for g in [GatewayErrorCode.unknownAppKey, .badSignature, .nonceReused] {
+            let c = auth(vendor, g)
+            add(c.code, c.status, vendor == .nim && c.code == 414 ? "parameter error, or a missing, stale or wrong CheckSum" :
+                c.code == 1001 ? "unknown app key" : c.code == 431 ? "nonce already used (repeated request)" : "signature missing or wrong, stale timestamp or reused nonce")
+        }
+        for c in ChatErrorCode.allCases {
+            add(code(vendor, c), vendor == .nim ? 200 : c.httpStatus, c.summary)
+        }
+        let u = unsupported(vendor)
+        add(u.code, u.status, "not supported by Roomcast (the vendor's \"service not enabled\")")
+        return rows
+    }
+}
