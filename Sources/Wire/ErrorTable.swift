@@ -201,6 +201,7 @@ public enum ErrorTable {
             out += "| \(r.code) | \(r.httpStatus) | \(r.nimCode.map(String.init) ?? "–") | \(r.meaning) |\n"
         }
         out += "\n## WebSocket close codes\n\n" + closeCodeMarkdown
+        out += "\n" + VendorCodes.markdown
         return out
     }
 

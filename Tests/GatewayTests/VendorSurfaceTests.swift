@@ -24,6 +24,12 @@ struct VendorSurfaceTests {
         #expect(try rc.int("minute") == 5)
         #expect(try rc.stringMap("entryInfo")?.map { "\($0.key)=\($0.value)" } == ["k=v%1", "n=x"])
         #expect(throws: ChatError.self) { try rc.required("missing") }
+        // As the Python SDK sends it: nothing percent-encoded, UTF-8 and spaces as they are.
+        let sdk = VendorParams.form(Array("chatroom[r2]=中文 y+1%41&userId=a b".utf8))
+        #expect(try sdk.string("chatroom[r2]") == "中文 y+1%41" && sdk.list("userId") == ["a b"])
+        // An encoded body is decoded (`+` is a space).
+        let encoded = VendorParams.form(Array("name=a%20b+c&extra=%7B%22k%22%3A1%7D".utf8))
+        #expect(try encoded.string("name") == "a b c" && encoded.string("extra") == #"{"k":1}"#)
         let badInt = VendorParams.form(Array("minute=five".utf8))
         #expect(throws: ChatError(.invalidParameter, "minute must be an integer", field: "minute")) { try badInt.int("minute") }
         // NIM: JSON-array strings inside the form.

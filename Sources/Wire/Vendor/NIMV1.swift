@@ -445,7 +445,5 @@ public enum NIMV1 {
         ("addRobot", "chat-room robots"),
         ("removeRobot", "chat-room robots"),
         ("cleanRobot", "chat-room robots"),
-    ].map { name, what in
-        e(name) { _ throws(ChatError) in .unsupported("\(prefix)\(name).action: \(what) — not supported by Roomcast") }
-    }
+    ].map { name, what in VendorEndpoint.unsupported(prefix + name + ".action", what) }
 }

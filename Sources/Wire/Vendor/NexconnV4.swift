@@ -264,6 +264,7 @@ public enum NexconnV4 {
         ("/v4/open-channel/low-priority-message-type-list", ["add", "get", "remove"], "low-priority message types"),
         ("/v4/open-channel/priority-message-type-list", ["add", "get", "remove"], "priority message types"),
         ("/v4/open-channel/priority-sender-list", ["add", "get", "remove"], "priority senders"),
+        ("/v4/open-channel/participant/priority-sender-list", ["add", "get", "remove"], "priority senders"),
     ])
 
     static func globalMutes(_ base: String) -> [VendorEndpoint] {
@@ -382,13 +383,9 @@ public enum NexconnV4 {
             let level = try NotificationLevel.parse(try p.requiredInt("noDisturbLevel"), field: "noDisturbLevel")
             return VendorCall.command(.setConversationStatus(app: i.app, userId: try p.required("requestId"), try conversation(p), pinned: nil, level: level, .server))
         },
-        VendorEndpoint("/v4/channel/push/get") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.query(.conversationStatus(app: i.app, userId: try p.required("requestId"), try conversation(p))) { reply, w in
-                guard case .conversationStatus(let v) = reply else { return }
-                w.field("noDisturbLevel", v.effectiveLevel.rawValue)
-            }
-        },
+        pushGet("/v4/channel/push/get"),
+        // The SDK's docstring names this path for the same call.
+        pushGet("/v4/channel/notification/get"),
         // CS-4 per-type defaults.
         VendorEndpoint("/v4/channel-type/push/set") { i throws(ChatError) in
             let p = i.params
@@ -404,11 +401,20 @@ public enum NexconnV4 {
         },
     ]
 
+    static func pushGet(_ path: String) -> VendorEndpoint {
+        VendorEndpoint(path) { i throws(ChatError) in
+            let p = i.params
+            return VendorCall.query(.conversationStatus(app: i.app, userId: try p.required("requestId"), try conversation(p))) { reply, w in
+                guard case .conversationStatus(let v) = reply else { return }
+                w.field("noDisturbLevel", v.effectiveLevel.rawValue)
+            }
+        }
+    }
+
     static func unsupported(_ groups: [(String, [String], String)]) -> [VendorEndpoint] {
         groups.flatMap { base, verbs, what in
             verbs.map { verb in
-                let path = base + "/" + verb
-                return VendorEndpoint(path) { _ throws(ChatError) in .unsupported("\(path): \(what) — not supported by Roomcast") }
+                VendorEndpoint.unsupported(base + "/" + verb, what)
             }
         }
     }

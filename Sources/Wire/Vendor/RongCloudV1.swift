@@ -109,7 +109,9 @@ public enum RongCloudV1 {
                 w.beginArray()
                 for r in rooms {
                     w.beginObject()
+                    // `chrmId` is what the REST docs and the Go SDK read; the Python SDK's docs say `chatroomId`.
                     w.field("chrmId", r.roomId)
+                    w.field("chatroomId", r.roomId)
                     w.field("name", r.name)
                     w.field("time", VendorTime.dateTime(milliseconds: r.createdAt))
                     w.endObject()
@@ -512,8 +514,6 @@ public enum RongCloudV1 {
     }
 
     static func unsupported(_ list: [(String, String)]) -> [VendorEndpoint] {
-        list.map { path, what in
-            VendorEndpoint(path) { _ throws(ChatError) in .unsupported("\(path): \(what) — not supported by Roomcast") }
-        }
+        list.map { path, what in VendorEndpoint.unsupported(path, what) }
     }
 }

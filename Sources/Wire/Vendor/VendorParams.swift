@@ -53,10 +53,23 @@ public struct VendorParams: Sendable {
     let source: Source
 
     /// A form body (`application/x-www-form-urlencoded`), also when the sender did not
-    /// percent-encode it (RongCloud's SDKs send JSON values such as `entryInfo` raw): a `%` that
-    /// does not start an escape is kept as it is.
+    /// percent-encode it: RongCloud's Python SDK sends values raw (spaces, JSON, UTF-8). A body
+    /// holding a byte that an encoded body never holds (space, quote, brace, bracket, non-ASCII)
+    /// is read raw, split on `&` and the first `=` with nothing decoded; any other body is decoded
+    /// (a `%` that does not start an escape is kept as it is).
     public static func form(_ body: [UInt8]) -> VendorParams {
-        VendorParams(source: .form(parseFormEncoded(String(decoding: body, as: UTF8.self))))
+        let text = String(decoding: body, as: UTF8.self)
+        guard isRaw(body) else { return VendorParams(source: .form(parseFormEncoded(text))) }
+        let items = text.split(separator: "&", omittingEmptySubsequences: true).map { pair -> (name: String, value: String) in
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (name: String(kv[0]), value: kv.count > 1 ? String(kv[1]) : "")
+        }
+        return VendorParams(source: .form(items))
+    }
+
+    /// Whether a form body was sent without percent-encoding.
+    static func isRaw(_ body: [UInt8]) -> Bool {
+        body.contains { b in b >= 0x80 || b == 0x20 || b == 0x22 || b == 0x7B || b == 0x7D || b == 0x5B || b == 0x5D }
     }
 
     /// A JSON object body (Nexconn v4); an empty body is an empty object.

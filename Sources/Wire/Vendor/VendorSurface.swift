@@ -70,11 +70,25 @@ public struct VendorInput: Sendable {
 
 public struct VendorEndpoint: Sendable {
     public let path: String
+    /// False for an endpoint that always answers "not supported" (listed apart in errors.md).
+    public let supported: Bool
     public let resolve: @Sendable (VendorInput) throws(ChatError) -> VendorResolution
 
     public init(_ path: String, _ resolve: @escaping @Sendable (VendorInput) throws(ChatError) -> VendorResolution) {
         self.path = path
+        self.supported = true
         self.resolve = resolve
+    }
+
+    /// An endpoint the vendor has and Roomcast does not honour.
+    public static func unsupported(_ path: String, _ what: String) -> VendorEndpoint {
+        VendorEndpoint(path: path, what: what)
+    }
+
+    private init(path: String, what: String) {
+        self.path = path
+        self.supported = false
+        self.resolve = { _ throws(ChatError) in .unsupported("\(path): \(what) — not supported by Roomcast") }
     }
 }
 
@@ -245,5 +259,49 @@ public enum VendorCodes {
         let u = unsupported(vendor)
         add(u.code, u.status, "not supported by Roomcast (the vendor's \"service not enabled\")")
         return rows
+    }
+
+    /// The vendor surfaces' codes and endpoints, for `openapi/errors.md`.
+    public static var markdown: String {
+        var out = """
+            ## Vendor surfaces (SPEC §8)
+
+            Beside `/v1`, Roomcast answers the vendors' own server APIs at their paths, signed as each vendor signs
+            (RongCloud `App-Key`/`Nonce`/`Timestamp`/`Signature`, also `RC-` prefixed and lowercase, seconds or
+            milliseconds; NIM `AppKey`/`Nonce`/`CurTime`/`CheckSum`). Each call becomes the same domain command the
+            native API sends, so events, limits and durability do not depend on the surface (VC-4). A refusal names
+            the field with the vendor's own parameter name in `field`.
+
+            - **RongCloud v1** (`POST`, form body): success `{"code":200,…}`; refusals `{"code","errorMessage","field"}`.
+            - **Nexconn v4** (`POST`, JSON body): success `{"code":0,"result":{…}}`; refusals `{"code","errorMessage","field"}`.
+            - **NIM v1** (`POST`, form body, lists as JSON-array strings): success `{"code":200,<key>:…}`; refusals are
+              HTTP 200 `{"code","desc","field"}` (NIM's SDKs treat any other status as a transport failure). Rooms are
+              reached by numeric id: the canonical decimal form of a positive 64-bit number (`create` picks one below
+              2^53); other Roomcast ids are refused with 414. `requestAddr` answers `addr` as `host:port` items (NIM's
+              shape) and `urls` with the WebSocket URLs a Roomcast client connects to (both from `--public-url`).
+            - Endpoints a vendor has and Roomcast does not honour answer the vendor's "service not enabled" code
+              (RongCloud and Nexconn 1009 with HTTP 430, NIM 403) with a message that says so.
+
+
+            """
+        for v in Vendor.allCases {
+            out += "### \(v.title)\n\n| Code | HTTP | Meaning |\n|---|---|---|\n"
+            for r in rows(v) { out += "| \(r.code) | \(r.status) | \(r.meaning) |\n" }
+            out += "\nEndpoints (`POST`):\n\n"
+            out += v.endpoints.filter(\.supported).map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
+            out += "Not supported (answered with \(unsupported(v).code)):\n\n"
+            out += v.endpoints.filter { !$0.supported }.map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
+        }
+        return out
+    }
+}
+
+extension Vendor {
+    public var title: String {
+        switch self {
+        case .rongCloud: return "RongCloud v1"
+        case .nexconn: return "Nexconn v4"
+        case .nim: return "NIM v1"
+        }
     }
 }
