@@ -436,6 +436,15 @@ struct VendorSurfaceTests {
                                       [("roomid", "7"), ("operator", "h"), ("target", "a"), ("muteDuration", "2592001")])
         #expect(tooLong.json.int("code") == 414)
 
+        // A deeply nested body is refused, not recursed into; the old create checks every id first.
+        let deep = try rest.vendor(.nexconn, "/v4/open-channel/get", raw: String(repeating: "[", count: 100_000))
+        #expect(deep.status == 400 && deep.json.int("code") == 1002)
+        let deepForm = try rest.vendor(.nim, "/nimserver/chatroom/queryMembers.action", [("roomid", "7"), ("accids", String(repeating: "[", count: 100_000))])
+        #expect(deepForm.json.int("code") == 414)
+        let partial = try rest.vendor(.rongCloud, "/chatroom/create.json", [("chatroom[fine]", "Fine"), ("chatroom[\(long)]", "Too long")])
+        #expect(partial.status == 400 && partial.json.int("code") == 1002)
+        #expect(try rest.vendor(.rongCloud, "/chatroom/get.json", [("chatroomId", "fine")]).json.int("code") == 23410)
+
         // Signatures: wrong, replayed, stale.
         let gag = [("chatroomId", "r"), ("userId", "a"), ("minute", "5")]
         var wrong = rest.signatureHeaders()

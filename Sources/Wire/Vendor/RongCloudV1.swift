@@ -60,7 +60,15 @@ public enum RongCloudV1 {
             var configs: [Command] = []
             guard case .form(let items) = i.params.source else { return .unsupported("form body expected") }
             for item in items where item.name.hasPrefix("chatroom[") && item.name.hasSuffix("]") {
-                var c = RoomConfig(roomId: String(item.name.dropFirst("chatroom[".count).dropLast()))
+                let id = String(item.name.dropFirst("chatroom[".count).dropLast())
+                // Checked here, before the first room is made, so a bad one changes nothing.
+                guard !id.isEmpty && id.utf8.count <= Limits.maxRoomIdBytes else {
+                    throw ChatError(.invalidParameter, "chatroom ids are 1 to \(Limits.maxRoomIdBytes) bytes", field: "chatroom")
+                }
+                guard item.value.utf8.count <= Limits.maxNameBytes else {
+                    throw ChatError(.invalidParameter, "chatroom names are at most \(Limits.maxNameBytes) bytes", field: "chatroom")
+                }
+                var c = RoomConfig(roomId: id)
                 c.name = item.value
                 configs.append(.createRoom(app: i.app, c))
             }
