@@ -81,7 +81,7 @@ public enum NexconnV4 {
         return ConversationKey(type: try channelType(p), targetId: try p.required("channelId"), channelId: sub)
     }
 
-    public static let endpoints: [VendorEndpoint] = openChannel + community + channels
+    public static let endpoints: [VendorEndpoint] = openChannel + community + channels + channelsUnsupported
 
     static let openChannel: [VendorEndpoint] = [
         VendorEndpoint("/v4/open-channel/create") { i throws(ChatError) in
@@ -159,6 +159,21 @@ public enum NexconnV4 {
                 }
                 w.endArray()
             }
+        },
+
+        // Messages from the app server (NIM-8): to each channel in order. Server sends are not
+        // held back by mutes, and the content is checked once for all, so only a channel that
+        // does not exist stops the rest (and is named in the refusal).
+        VendorEndpoint("/v4/open-channel/message/send") { i throws(ChatError) in
+            let p = i.params
+            let from = try p.required("fromUserId")
+            let ids = try p.list("toChannelIds")
+            guard !ids.isEmpty && ids.count <= 10 else { throw ChatError(.invalidParameter, "toChannelIds holds 1 to 10 channel ids", field: "toChannelIds") }
+            let type = try p.required("messageType")
+            let kind: ChatMessage.Kind = type == "RC:TxtMsg" ? .text : .custom
+            guard let content = try p.string("content") else { throw ChatError(.invalidParameter, "content is required", field: "content") }
+            let sends = ids.map { Command.sendMessage(app: i.app, roomId: $0, .server(userId: from, nickname: "", avatar: ""), kind, content: content) }
+            return .call(VendorCall(.commands(sends, tolerating: [])))
         },
 
         // Bans (RC-5).
@@ -265,6 +280,8 @@ public enum NexconnV4 {
         ("/v4/open-channel/priority-message-type-list", ["add", "get", "remove"], "priority message types"),
         ("/v4/open-channel/priority-sender-list", ["add", "get", "remove"], "priority senders"),
         ("/v4/open-channel/participant/priority-sender-list", ["add", "get", "remove"], "priority senders"),
+        ("/v4/open-channel/message", ["broadcast"], "broadcasts to every open channel"),
+        ("/v4/open-channel/history-message", ["list"], "open-channel cloud history in Nexconn's shape (use GET /v1/rooms/{roomId}/messages)"),
     ])
 
     static func globalMutes(_ base: String) -> [VendorEndpoint] {
@@ -368,6 +385,9 @@ public enum NexconnV4 {
         ("/v4/community-channel/user-group/subchannel", ["list"], "community-channel user groups"),
         ("/v4/community-channel/channel/user-group", ["bind", "list", "unbind"], "community-channel user groups"),
         ("/v4/community-channel/user/user-group", ["list"], "community-channel user groups"),
+        ("/v4/community-channel/message", ["send", "update"], "community-channel messages"),
+        ("/v4/community-channel/history-message", ["list"], "community-channel messages"),
+        ("/v4/community-channel/message/metadata", ["set", "list", "delete"], "message metadata"),
     ])
 
     static let channels: [VendorEndpoint] = [
@@ -376,6 +396,24 @@ public enum NexconnV4 {
             let p = i.params
             guard let pin = try p.bool("isPin") else { throw ChatError(.invalidParameter, "isPin is required (true or false)", field: "isPin") }
             return VendorCall.command(.setConversationStatus(app: i.app, userId: try p.required("userId"), try conversation(p), pinned: pin, level: nil, .server))
+        },
+        // CS-1/CS-2 read back: pin and level of one conversation.
+        VendorEndpoint("/v4/channel/attribute/get") { i throws(ChatError) in
+            let p = i.params
+            let key = try conversation(p)
+            return VendorCall.query(.conversationStatus(app: i.app, userId: try p.required("userId"), key)) { reply, w in
+                guard case .conversationStatus(let v) = reply else { return }
+                w.field("channelId", key.targetId)
+                w.field("channelType", key.type.rawValue)
+                w.key("pin")
+                w.beginObject()
+                w.field("isPinned", v.status.pinned)
+                w.endObject()
+                w.key("notification")
+                w.beginObject()
+                w.field("level", v.status.level.rawValue)
+                w.endObject()
+            }
         },
         // CS-2 Do-Not-Disturb per conversation.
         VendorEndpoint("/v4/channel/push/set") { i throws(ChatError) in
@@ -400,6 +438,13 @@ public enum NexconnV4 {
             }
         },
     ]
+
+    static let channelsUnsupported: [VendorEndpoint] = unsupported([
+        ("/v4/channel/tag", ["add", "delete", "list"], "conversation tags"),
+        ("/v4/channel-type/mute", ["list", "set"], "per-type mutes"),
+        ("/v4/channel-type/message/metadata", ["set", "list", "delete"], "message metadata"),
+        ("/v4/channel/message/history", ["delete"], "deleting conversation history"),
+    ])
 
     static func pushGet(_ path: String) -> VendorEndpoint {
         VendorEndpoint(path) { i throws(ChatError) in

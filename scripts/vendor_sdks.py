@@ -1,0 +1,583 @@
+"""Contract check: drives a live roomcast with the vendors' real Python server SDKs from PyPI, the way an
+app server switching its base URL would (SPEC §8).
+
+Usage: python vendor_sdks.py --port PORT --key APP_KEY --secret APP_SECRET
+
+  - VC-1 RongCloud v1 with `rc-server-sdk` (package `rongcloud`), `RongCloud(key, secret, host_url=...)`.
+  - VC-3 Nexconn v4 with `ncsdk`, `Configuration(host=...)` + `set_nexconn_credentials(...)`.
+  - VC-4 the two surfaces are one behaviour: what one SDK changes the other reads, and both refuse the
+    same situation with the same code.
+
+Every step asserts something concrete and prints one line; the last line is `N passed, M failed`
+(exit status 1 when anything failed). Nothing here changes what the SDKs put on the wire: the only
+hook wraps `urllib.request.urlopen` to note the HTTP status, which rc-server-sdk hides (it returns the
+parsed body on 2xx and the raw body bytes otherwise).
+
+Notes on rc-server-sdk 3.2.0: it renders form bodies with Jinja2 and does NOT percent-encode them, so
+values here avoid `&`, `=`, `+` and `%` (spaces and UTF-8 are fine). It reads no response keys and never
+checks `code`. ncsdk 0.1.2 parses every answer into strict pydantic models (a type mismatch raises
+`pydantic.ValidationError`) and turns non-2xx answers into typed exceptions carrying `error_code`.
+"""
+import argparse
+import datetime
+import json
+import re
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import ncsdk
+from ncsdk import exceptions as ncx
+from rongcloud.module import Module
+from rongcloud.rongcloud import RongCloud
+
+DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+# The gateway's own answer to a path it does not route at all (not a vendor shape).
+UNROUTED = "unrouted"
+
+passed = 0
+failed = []
+
+
+def step(name, fn):
+    """Runs one step; an exception (assertion or SDK error) fails it and the run goes on."""
+    global passed
+    try:
+        detail = fn()
+    except Exception as e:  # noqa: BLE001 - every failure is reported, whatever raised it
+        failed.append(name)
+        if isinstance(e, AssertionError):
+            lines = str(e).strip().splitlines() or ["assertion failed"]
+        elif isinstance(e, ncx.ApiException):
+            lines = [f"{type(e).__name__} HTTP {e.status} error_code={e.error_code} body {e.body}"]
+        else:  # e.g. pydantic.ValidationError: an answer the SDK's strict model rejects
+            lines = [f"{type(e).__name__}: {l}" if i == 0 else l for i, l in enumerate(str(e).strip().splitlines() or [""])]
+            here = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.endswith("vendor_sdks.py")]
+            if here:
+                lines.append(f"(at vendor_sdks.py line {here[-1].lineno})")
+        print(f"FAIL {name}: {lines[0]}", flush=True)
+        for line in lines[1:12]:
+            print(f"       {line}", flush=True)
+        return
+    passed += 1
+    print(f"ok   {name}" + (f": {detail}" if detail else ""), flush=True)
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def expiry_near(text, minutes, what):
+    """A `YYYY-MM-DD HH:MM:SS` expiry (UTC, as roomcast documents) about `minutes` from now."""
+    expect(isinstance(text, str) and DATETIME.match(text), f"{what}: time {text!r} is not 'YYYY-MM-DD HH:MM:SS'")
+    at = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+    delta = (at - utc_now()).total_seconds()
+    expect(abs(delta - minutes * 60) <= 90, f"{what}: expiry {text} is {delta:.0f}s from now, expected about {minutes * 60}s")
+
+
+# ------------------------------------------------------------------------------------------------
+# rc-server-sdk: note the HTTP status it hides.
+
+last_http = {}
+_urlopen = urllib.request.urlopen
+
+
+def _recording_urlopen(req, *args, **kwargs):
+    last_http.clear()
+    last_http["url"] = getattr(req, "full_url", req)
+    try:
+        resp = _urlopen(req, *args, **kwargs)
+    except urllib.error.HTTPError as e:
+        last_http["status"] = e.code
+        raise
+    last_http["status"] = resp.status
+    return resp
+
+
+urllib.request.urlopen = _recording_urlopen  # rongcloud.module calls `request.urlopen` on this module
+
+
+def rc_ok(answer, what):
+    """A 2xx `{"code":200,...}` answer (the SDK gives a dict only on HTTP 2xx)."""
+    expect(isinstance(answer, dict), f"{what}: HTTP {last_http.get('status')} with raw body {answer!r}")
+    expect(last_http.get("status") == 200, f"{what}: HTTP {last_http.get('status')}")
+    expect(answer.get("code") == 200, f"{what}: code {answer.get('code')!r} in {answer}")
+    return answer
+
+
+def rc_refused(answer, status, code, what):
+    """A non-2xx answer: rc-server-sdk returns the raw body bytes; RongCloud's shape is
+    `{"code":…, "errorMessage":…}`."""
+    expect(isinstance(answer, (bytes, bytearray)), f"{what}: expected a refusal, SDK returned {answer!r}")
+    body = json.loads(answer.decode("utf-8"))
+    expect(last_http.get("status") == status, f"{what}: HTTP {last_http.get('status')}, expected {status} ({body})")
+    expect(body.get("code") == code, f"{what}: code {body.get('code')!r}, expected {code} ({body})")
+    expect(isinstance(body.get("errorMessage"), str) and body["errorMessage"], f"{what}: no errorMessage in {body}")
+    return body
+
+
+def users_of(answer):
+    return {u.get("userId"): u.get("time") for u in answer.get("users", [])}
+
+
+# ------------------------------------------------------------------------------------------------
+# ncsdk helpers.
+
+def nc_refused(call, exc_type, status, code, what, field=None):
+    try:
+        r = call()
+    except ncx.ApiException as e:
+        expect(isinstance(e, exc_type), f"{what}: {type(e).__name__} (HTTP {e.status}), expected {exc_type.__name__}; body {e.body}")
+        expect(e.status == status, f"{what}: HTTP {e.status}, expected {status}")
+        expect(e.error_code == code, f"{what}: error_code {e.error_code}, expected {code}; body {e.body}")
+        expect(e.error_message, f"{what}: no errorMessage in {e.body}")
+        if field is not None:
+            got = json.loads(e.body).get("field")
+            expect(got == field, f"{what}: field {got!r}, expected the vendor's name {field!r}")
+        return f"{exc_type.__name__} error_code={e.error_code}"
+    raise AssertionError(f"{what}: expected {exc_type.__name__} {code}, SDK returned {r!r}")
+
+
+def sdk_paths(files, pattern):
+    """Every endpoint path an SDK can call, read from its installed source."""
+    found = set()
+    for f in files:
+        found.update(re.findall(pattern, Path(f).read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def classify(status, body_bytes):
+    """What a path answered, seen from the vendor SDK: a vendor-shaped answer, the vendor's
+    'service not enabled' (HTTP 430, code 1009), or the gateway's generic 404 for an unknown path."""
+    try:
+        body = json.loads(body_bytes.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("code"), int):
+        return UNROUTED, body
+    if status == 430 and body.get("code") == 1009:
+        return "unsupported", body
+    if 200 <= status < 300 or isinstance(body.get("errorMessage"), str):
+        return "vendor", body
+    return UNROUTED, body
+
+
+# ------------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--secret", required=True)
+    args = ap.parse_args()
+    base = f"http://127.0.0.1:{args.port}"
+    run = str(int(time.time() * 1000))[-7:]  # ids unique per run, so a reused data dir cannot interfere
+
+    # ============================== VC-1: RongCloud rc-server-sdk ==============================
+    rc = RongCloud(args.key, args.secret, host_url=base)  # no trailing slash: the SDK concatenates
+    room = rc.get_chatroom()
+    user = room.get_user()
+    r1, r2 = f"rc-lobby-{run}", f"rc-side-{run}"
+    name1 = "Lobby 大厅 one"
+
+    step("VC-1 rc chatroom.create two rooms (chatroom[id]=name, unencoded UTF-8 name)",
+         lambda: rc_ok(room.create([(r1, name1), (r2, "Side")]), "create") and None)
+
+    def rc_query():
+        a = rc_ok(room.query([r1, r2]), "query")
+        rooms = {c.get("chrmId"): c for c in a.get("chatRooms", [])}
+        expect(set(rooms) == {r1, r2}, f"chatRooms ids {list(rooms)}, expected {[r1, r2]} (key chrmId)")
+        expect(rooms[r1].get("name") == name1, f"name {rooms[r1].get('name')!r}, expected {name1!r}")
+        expect(DATETIME.match(str(rooms[r1].get("time"))), f"time {rooms[r1].get('time')!r} is not 'YYYY-MM-DD HH:MM:SS'")
+        return f"{len(rooms)} rooms, name round-trips"
+    step("VC-1 rc chatroom.query returns both rooms with name and time", rc_query)
+
+    def rc_empty_members():
+        a = rc_ok(user.query(r1, 10, 1), "user.query")
+        expect(a.get("total") == 0 and a.get("users") == [], f"expected total 0 and no users, got {a}")
+        return "total 0"
+    step("VC-1 rc chatroom user.query on an empty room", rc_empty_members)
+
+    def rc_exist():
+        one = rc_ok(user.isexist(r1, ["nobody"]), "user/exist")
+        expect(one.get("isInChrm") in (False, 0), f"isInChrm {one.get('isInChrm')!r}, expected false/0")
+        many = rc_ok(user.isexist(r1, ["nobody", "nobody2"]), "users/exist")
+        items = {i.get("userId"): i.get("isInChrm") for i in many.get("result", [])}
+        expect(items == {"nobody": 0, "nobody2": 0}, f"result {many.get('result')}, expected both isInChrm 0")
+        return "1 and 2 ids"
+    step("VC-1 rc chatroom user.isexist (one id, several ids)", rc_exist)
+
+    gag = user.get_gag()
+    step("VC-1 rc gag.add 2 users for 10 minutes", lambda: rc_ok(gag.add(["gag-a", "gag-b"], r1, 10), "gag.add") and None)
+
+    def rc_gag_query():
+        got = users_of(rc_ok(gag.query(r1), "gag.query"))
+        expect(set(got) == {"gag-a", "gag-b"}, f"users {got}, expected gag-a and gag-b")
+        for u, t in got.items():
+            expiry_near(t, 10, f"gag {u}")
+        return f"time {got['gag-a']}"
+    step("VC-1 rc gag.query lists them with a 'YYYY-MM-DD HH:MM:SS' time", rc_gag_query)
+
+    def rc_gag_remove():
+        rc_ok(gag.remove(["gag-a", "gag-b"], r1), "gag.remove")
+        got = users_of(rc_ok(gag.query(r1), "gag.query"))
+        expect(not got, f"users still gagged: {got}")
+    step("VC-1 rc gag.remove, then gag.query is empty", rc_gag_remove)
+
+    ban = user.get_ban()
+
+    def rc_ban():
+        rc_ok(ban.add(["ban-a"], 5), "ban.add")
+        got = users_of(rc_ok(ban.query(), "ban.query"))
+        expect("ban-a" in got, f"ban-a not in global mutes {got}")
+        expiry_near(got["ban-a"], 5, "ban ban-a")
+        rc_ok(ban.remove(["ban-a"]), "ban.remove")
+        got = users_of(rc_ok(ban.query(), "ban.query"))
+        expect("ban-a" not in got, f"ban-a still globally muted: {got}")
+    step("VC-1 rc ban (global mute) add/query/remove", rc_ban)
+
+    block = user.get_block()
+
+    def rc_block():
+        rc_ok(block.add(["blk-a"], r1, 15), "block.add")
+        got = users_of(rc_ok(block.query(r1), "block.query"))
+        expect(set(got) == {"blk-a"}, f"blocks {got}, expected blk-a")
+        expiry_near(got["blk-a"], 15, "block blk-a")
+        rc_ok(block.remove(["blk-a"], r1), "block.remove")
+        got = users_of(rc_ok(block.query(r1), "block.query"))
+        expect(not got, f"still blocked: {got}")
+    step("VC-1 rc block add/query/remove", rc_block)
+
+    keep = room.get_keepalive()
+
+    def rc_keepalive():
+        rc_ok(keep.add(r1), "keepalive.add")
+        ids = rc_ok(keep.query(), "keepalive.query").get("chatroomIds")
+        expect(isinstance(ids, list) and r1 in ids, f"chatroomIds {ids!r} lacks {r1}")
+        rc_ok(keep.remove(r1), "keepalive.remove")
+        ids = rc_ok(keep.query(), "keepalive.query").get("chatroomIds")
+        expect(isinstance(ids, list) and r1 not in ids, f"chatroomIds {ids!r} still has {r1}")
+    step("VC-1 rc keepalive add/query/remove (empty-body POST for query)", rc_keepalive)
+
+    note = rc.get_conversation().get_notification()
+    conv_user, conv_group = f"conv-u-{run}", f"conv-g-{run}"
+
+    def rc_notification():
+        # isMuted on get.json is the unpushLevel (vendor-apis.md §1.6): 5 "no notifications" after
+        # isMuted=1, -1 "all messages" after isMuted=0.
+        rc_ok(note.set(3, conv_user, conv_group, 1), "notification.set 1")
+        muted = rc_ok(note.get(3, conv_user, conv_group), "notification.get").get("isMuted")
+        expect(muted == 5, f"isMuted {muted!r} after set isMuted=1, expected 5")
+        return "isMuted 5"
+    step("VC-1 rc conversation notification set isMuted=1 / get", rc_notification)
+
+    # ============================== VC-3: Nexconn ncsdk ==============================
+    conf = ncsdk.Configuration(host=base)  # no trailing slash: the SDK concatenates
+    conf.set_nexconn_credentials(app_key=args.key, app_secret=args.secret)
+    client = ncsdk.ApiClient(conf)
+    oc = ncsdk.OpenChannelManagementApi(client)
+    mod = ncsdk.OpenChannelParticipantsModerationApi(client)
+    meta = ncsdk.OpenChannelMetadataApi(client)
+    comm = ncsdk.CommunityChannelManagementApi(client)
+    chan = ncsdk.ChannelManagementApi(client)
+    o1 = f"nc-open-{run}"
+    c1, s1 = f"nc-comm-{run}", "stage"
+
+    def nc_create():
+        r = oc.create_open_channel(ncsdk.OpenChannelCreateRequest(channel_id=o1, destroy_type=0, ttl_minutes=60, should_freeze=True))
+        expect(r.code == 0, f"code {r.code}")
+    step("VC-3 nc create_open_channel (shouldFreeze true, ttl 60)", nc_create)
+
+    def nc_get():
+        r = oc.get_open_channel(ncsdk.OpenChannelGetRequest(channel_id=o1))  # strict model: parse = types right
+        expect(r.code == 0 and r.result is not None, f"answer {r!r}")
+        g = r.result
+        expect(g.channel_id == o1, f"channelId {g.channel_id!r}")
+        expect(g.is_frozen is True, f"isFrozen {g.is_frozen!r}, expected true")
+        expect(isinstance(g.created_at, int) and abs(g.created_at - time.time() * 1000) < 120_000,
+               f"createdAt {g.created_at!r} is not Unix milliseconds near now")
+        expect(g.destroy_type == 0 and g.ttl_minutes == 60, f"destroyType {g.destroy_type} ttlMinutes {g.ttl_minutes}")
+        expect(g.participant_count == 0, f"participantCount {g.participant_count}")
+        return f"isFrozen True, createdAt {g.created_at}"
+    step("VC-3 nc get_open_channel parses into OpenChannelGetResponse", nc_get)
+
+    def nc_exist():
+        r = mod.check_open_channel_participants_exist(ncsdk.OpenChannelParticipantExistRequest(channel_id=o1, participant_ids=["p-1"]))
+        items = [(p.participant_id, p.is_in_open_channel) for p in (r.result.participants if r.result else None) or []]
+        expect(r.code == 0 and items == [("p-1", 0)], f"participants {items}, expected [('p-1', 0)]")
+        return "isInOpenChannel 0"
+    step("VC-3 nc check_open_channel_participants_exist", nc_exist)
+
+    def nc_participants():
+        r = mod.list_open_channel_participants(ncsdk.OpenChannelParticipantListRequest(channel_id=o1, page_size=10, order=1))
+        expect(r.code == 0 and r.result is not None and r.result.total == 0 and not r.result.participants, f"answer {r!r}")
+    step("VC-3 nc list_open_channel_participants on an empty channel (total 0)", nc_participants)
+
+    def nc_mute_list():
+        r = mod.add_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantMuteListAddRequest(
+            channel_id=o1, participant_ids=["mute-a", "mute-b"], duration_minutes=20))
+        expect(r.code == 0, f"add code {r.code}")
+        r = mod.get_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantListByChannelRequest(channel_id=o1))
+        got = {m.participant_id: m.mute_expires_at for m in (r.result.muted_participants if r.result else None) or []}
+        expect(set(got) == {"mute-a", "mute-b"}, f"mutedParticipants {got}")
+        for u, t in got.items():
+            expiry_near(t, 20, f"mute {u}")
+        r = mod.remove_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantMuteListRemoveRequest(
+            channel_id=o1, participant_ids=["mute-b"]))
+        expect(r.code == 0, f"remove code {r.code}")
+        r = mod.get_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantListByChannelRequest(channel_id=o1))
+        got = [m.participant_id for m in (r.result.muted_participants if r.result else None) or []]
+        expect(got == ["mute-a"], f"after remove mutedParticipants {got}, expected ['mute-a']")
+        return f"muteExpiresAt {t}"
+    step("VC-3 nc participant mute-list add/get/remove (durationMinutes)", nc_mute_list)
+
+    def nc_global_mute():
+        r = mod.add_open_channel_global_mute_list(ncsdk.OpenChannelGlobalMuteListAddRequest(participant_ids=["gmute-a"], duration_minutes=30))
+        expect(r.code == 0, f"add code {r.code}")
+        r = mod.get_open_channel_global_mute_list()  # the SDK posts `{}`
+        got = {m.participant_id: m.mute_expires_at for m in (r.result.muted_participants if r.result else None) or []}
+        expect("gmute-a" in got, f"gmute-a not in {got}")
+        expiry_near(got["gmute-a"], 30, "global mute gmute-a")
+        r = mod.remove_open_channel_global_mute_list(ncsdk.OpenChannelGlobalMuteListRemoveRequest(participant_ids=["gmute-a"]))
+        expect(r.code == 0, f"remove code {r.code}")
+        r = mod.get_open_channel_global_mute_list()
+        got = [m.participant_id for m in (r.result.muted_participants if r.result else None) or []]
+        expect("gmute-a" not in got, f"gmute-a still in {got}")
+    step("VC-3 nc global-mute-list add/get/remove", nc_global_mute)
+
+    def nc_freeze():
+        r = mod.check_open_channel_freeze(ncsdk.OpenChannelFreezeCheckRequest(channel_id=o1))
+        expect(r.code == 0 and r.result is not None and r.result.status == 1, f"answer {r!r}, expected status 1")
+        r = mod.list_frozen_open_channels(ncsdk.OpenChannelFreezeListGetRequest(page=1, page_size=50))
+        ids = (r.result.channel_ids if r.result else None) or []
+        expect(o1 in ids, f"freeze-list/get channelIds {ids} lacks {o1}")
+        return "status 1 (int)"
+    step("VC-3 nc check_open_channel_freeze / freeze-list get", nc_freeze)
+
+    def nc_metadata():
+        r = meta.batch_set_open_channel_metadata(ncsdk.OpenChannelMetadataBatchSetRequest(
+            channel_id=o1, metadata_owner_id="owner-1", metadata={"topic": "launch", "lang": "中文"}))
+        expect(r.code == 0, f"set code {r.code}")
+        r = meta.batch_get_open_channel_metadata(ncsdk.OpenChannelMetadataBatchGetRequest(channel_id=o1, metadata_keys=["topic", "lang"]))
+        got = {m.key: (m.value, m.metadata_owner_id) for m in (r.result.metadata if r.result else None) or []}
+        expect(got == {"topic": ("launch", "owner-1"), "lang": ("中文", "owner-1")}, f"metadata {got}")
+        return "2 keys"
+    step("VC-3 nc metadata batch set/get", nc_metadata)
+
+    def nc_community():
+        r = comm.create_community_channel(ncsdk.CommunityChannelCreateRequest(user_id="cc-owner", channel_id=c1, name="Community One"))
+        expect(r.code == 0, f"create code {r.code}")
+        r = comm.join_community_channel(ncsdk.CommunityChannelMemberRequest(user_id="cc-m1", channel_id=c1))
+        expect(r.code == 0, f"join code {r.code}")
+        r = comm.check_community_channel_member_exist(ncsdk.CommunityChannelMemberRequest(user_id="cc-m1", channel_id=c1))
+        expect(r.result is not None and r.result.is_member is True, f"member/exist {r!r}")
+        r = comm.check_community_channel_member_exist(ncsdk.CommunityChannelMemberRequest(user_id="stranger", channel_id=c1))
+        expect(r.result is not None and r.result.is_member is False, f"member/exist stranger {r!r}")
+    step("VC-3 nc community channel create / join / member exist", nc_community)
+
+    def nc_subchannel():
+        r = comm.create_community_subchannel(ncsdk.CommunitySubchannelCreateRequest(channel_id=c1, subchannel_id=s1, channel_visibility=0))
+        expect(r.code == 0, f"subchannel/create code {r.code}")
+        r = comm.update_community_subchannel_type(ncsdk.CommunitySubchannelTypeUpdateRequest(channel_id=c1, subchannel_id=s1, channel_visibility=1))
+        expect(r.code == 0, f"subchannel-type/update code {r.code}")
+        r = comm.list_community_subchannels(ncsdk.CommunitySubchannelListRequest(channel_id=c1))
+        subs = {s.subchannel_id: s for s in (r.result.subchannels if r.result else None) or []}
+        expect(s1 in subs and subs[s1].channel_visibility == 1, f"subchannels {subs}")
+        expect(DATETIME.match(str(subs[s1].created_at)), f"createdAt {subs[s1].created_at!r}")
+    step("VC-3 nc subchannel create, type update to private, list", nc_subchannel)
+
+    def nc_private_members():
+        r = comm.add_private_subchannel_members(ncsdk.CommunityPrivateSubchannelMembersRequest(channel_id=c1, subchannel_id=s1, user_ids=["cc-m1"]))
+        expect(r.code == 0, f"member/add code {r.code}")
+        r = comm.list_private_subchannel_members(ncsdk.CommunityPrivateSubchannelMemberListRequest(channel_id=c1, subchannel_id=s1))
+        members = (r.result.members if r.result else None) or []
+        expect(members == ["cc-m1"], f"members {members}")
+        r = comm.list_community_user_subchannels(ncsdk.CommunityUserSubchannelListRequest(channel_id=c1, user_id="cc-m1"))
+        mine = (r.result.sub_channels if r.result else None) or []
+        expect(s1 in mine, f"cc-m1 subChannels {mine} lacks the private {s1}")
+        r = comm.list_community_user_subchannels(ncsdk.CommunityUserSubchannelListRequest(channel_id=c1, user_id="cc-owner"))
+        theirs = (r.result.sub_channels if r.result else None) or []
+        expect(s1 not in theirs, f"cc-owner (not on the private list) sees {s1}: {theirs}")
+        return f"cc-m1 sees {mine}"
+    step("VC-3 nc private subchannel member add/list, user subchannel list", nc_private_members)
+
+    def nc_pin_push():
+        r = chan.set_channel_pin(ncsdk.ChannelPinSetRequest(user_id="cc-m1", channel_type=10, channel_id=c1, is_pin=True))
+        expect(r.code == 0, f"pin/set code {r.code}")
+        r = chan.set_channel_push_notification(ncsdk.ChannelPushSetRequest(
+            channel_type="10", request_id="cc-m1", channel_id=c1, subchannel_id=s1, no_disturb_level=1))
+        expect(r.code == 0, f"push/set code {r.code}")
+        r = chan.get_channel_push_notification(ncsdk.ChannelPushGetRequest(channel_type="10", request_id="cc-m1", channel_id=c1, subchannel_id=s1))
+        expect(r.result is not None and r.result.no_disturb_level == 1, f"push/get {r!r}, expected noDisturbLevel 1")
+        return "noDisturbLevel 1"
+    step("VC-3 nc channel pin set, push set/get", nc_pin_push)
+
+    def nc_type_push():
+        r = chan.set_channel_type_notification(ncsdk.ChannelTypeNotificationSetRequest(channel_type="1", request_id="cc-m1", no_disturb_level=2))
+        expect(r.code == 0, f"channel-type/push/set code {r.code}")
+        r = chan.get_channel_type_notification(ncsdk.ChannelTypeNotificationGetRequest(channel_type="1", request_id="cc-m1"))
+        expect(r.result is not None and r.result.no_disturb_level == 2, f"channel-type/push/get {r!r}, expected 2")
+    step("VC-3 nc channel-type push set/get", nc_type_push)
+
+    step("VC-3 nc refused input: mute durationMinutes 43201 -> BadRequestException 1002",
+         lambda: nc_refused(lambda: mod.add_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantMuteListAddRequest(
+             channel_id=o1, participant_ids=["mute-c"], duration_minutes=43201)),
+             ncx.BadRequestException, 400, 1002, "mute 43201", field="durationMinutes"))
+
+    def nc_unchanged():
+        r = mod.get_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantListByChannelRequest(channel_id=o1))
+        got = [m.participant_id for m in (r.result.muted_participants if r.result else None) or []]
+        expect("mute-c" not in got, f"a refused mute changed state: {got}")
+    step("VC-3 nc the refused call changed nothing (RC-8)", nc_unchanged)
+
+    step("VC-3 nc unsupported endpoint -> ApiException HTTP 430 error_code 1009",
+         lambda: nc_refused(lambda: ncsdk.OpenChannelPriorityControlsApi(client).get_open_channel_priority_message_type_list(),
+                            ncx.ApiException, 430, 1009, "priority-message-type-list/get"))
+
+    # ============================== VC-4: one behaviour, two spellings ==============================
+
+    def vc4_room_visible():
+        r = oc.get_open_channel(ncsdk.OpenChannelGetRequest(channel_id=r1))
+        expect(r.code == 0 and r.result is not None and r.result.channel_id == r1 and r.result.is_frozen is False, f"answer {r!r}")
+    step("VC-4 a room the RongCloud SDK created is the Nexconn open channel", vc4_room_visible)
+
+    def vc4_mute_visible():
+        r = mod.add_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantMuteListAddRequest(
+            channel_id=r1, participant_ids=["x-mute"], duration_minutes=7))
+        expect(r.code == 0, f"nc add code {r.code}")
+        got = users_of(rc_ok(gag.query(r1), "gag.query"))
+        expect("x-mute" in got, f"RongCloud gag list {got} lacks the Nexconn mute")
+        expiry_near(got["x-mute"], 7, "x-mute via RongCloud")
+        rc_ok(gag.remove(["x-mute"], r1), "gag.remove")
+        r = mod.get_open_channel_participant_mute_list(ncsdk.OpenChannelParticipantListByChannelRequest(channel_id=r1))
+        left = [m.participant_id for m in (r.result.muted_participants if r.result else None) or []]
+        expect("x-mute" not in left, f"Nexconn still lists x-mute after the RongCloud rollback: {left}")
+    step("VC-4 a Nexconn mute is a RongCloud gag (and its rollback)", vc4_mute_visible)
+
+    def vc4_global_mute():
+        rc_ok(ban.add(["x-ban"], 9), "ban.add")
+        r = mod.get_open_channel_global_mute_list()
+        got = {m.participant_id: m.mute_expires_at for m in (r.result.muted_participants if r.result else None) or []}
+        expect("x-ban" in got, f"Nexconn global mute list {got} lacks the RongCloud ban")
+        rc_ok(ban.remove(["x-ban"]), "ban.remove")
+    step("VC-4 a RongCloud global ban is a Nexconn global mute", vc4_global_mute)
+
+    def vc4_dnd():
+        r = chan.get_channel_push_notification(ncsdk.ChannelPushGetRequest(channel_type="3", request_id=conv_user, channel_id=conv_group))
+        expect(r.result is not None and r.result.no_disturb_level == 5, f"Nexconn push/get {r!r}, expected 5 (RongCloud isMuted=1)")
+        r = chan.set_channel_push_notification(ncsdk.ChannelPushSetRequest(channel_type="3", request_id=conv_user, channel_id=conv_group, no_disturb_level=-1))
+        expect(r.code == 0, f"push/set code {r.code}")
+        muted = rc_ok(note.get(3, conv_user, conv_group), "notification.get").get("isMuted")
+        expect(muted == -1, f"RongCloud isMuted {muted!r}, expected -1 after Nexconn noDisturbLevel -1")
+        rc_ok(note.set(3, conv_user, conv_group, 0), "notification.set 0")
+        muted = rc_ok(note.get(3, conv_user, conv_group), "notification.get").get("isMuted")
+        expect(muted == -1, f"isMuted {muted!r} after set isMuted=0, expected -1 (all messages)")
+    step("VC-4 conversation Do-Not-Disturb: one setting, read by both SDKs", vc4_dnd)
+
+    def vc4_same_limit():
+        a = block.add(["lim"], r1, 43201)  # the SDK refuses this itself, without sending
+        expect(isinstance(a, dict) and a.get("code") == 1002, f"rc-server-sdk client check: {a!r}")
+        return nc_refused(lambda: mod.add_open_channel_participant_ban_list(ncsdk.OpenChannelParticipantMuteListAddRequest(
+            channel_id=r1, participant_ids=["lim"], duration_minutes=43201)), ncx.BadRequestException, 400, 1002, "ban 43201")
+    step("VC-4 the 43200-minute limit is 1002 on both (SDK-side on RongCloud, server-side on Nexconn)", vc4_same_limit)
+
+    # ============================== refusals, as each SDK surfaces them ==============================
+
+    step("VC-1 rc user.query on a missing room -> raw bytes, HTTP 404 code 23410",
+         lambda: f"errorMessage {rc_refused(user.query(f'missing-{run}', 10, 1), 404, 23410, 'user.query missing')['errorMessage']!r}")
+    step("VC-1 rc unsupported endpoint chatroom whitelist.add -> HTTP 430 code 1009",
+         lambda: rc_refused(room.get_whitelist().add(["RC:TxtMsg"]), 430, 1009, "whitelist.add") and None)
+    step("VC-1 rc wrong app secret -> HTTP 401 code 1004",
+         lambda: rc_refused(RongCloud(args.key, "not-the-secret", host_url=base).get_chatroom().query([r1]), 401, 1004, "bad signature") and None)
+
+    def rc_destroy():
+        rc_ok(room.destroy([r1, r2]), "destroy")
+        a = rc_ok(room.query([r1, r2]), "query")
+        expect(a.get("chatRooms") == [], f"chatRooms after destroy {a.get('chatRooms')}")
+    step("VC-1 rc chatroom.destroy both, query is empty", rc_destroy)
+
+    def nc_destroy():
+        r = oc.destroy_open_channels(ncsdk.OpenChannelDestroyRequest(channel_ids=[o1]))
+        expect(r.code == 0, f"destroy code {r.code}")
+    step("VC-3 nc destroy_open_channels", nc_destroy)
+    step("VC-3 nc get on the destroyed channel -> NotFoundException 23410",
+         lambda: nc_refused(lambda: oc.get_open_channel(ncsdk.OpenChannelGetRequest(channel_id=o1)), ncx.NotFoundException, 404, 23410, "get destroyed"))
+    step("VC-4 the same missing room is 23410 through the RongCloud SDK",
+         lambda: rc_refused(user.query(o1, 10, 1), 404, 23410, "rc user.query on destroyed") and None)
+    step("VC-3 nc wrong app secret -> UnauthorizedException 1004",
+         lambda: nc_refused(lambda: ncsdk.OpenChannelManagementApi(ncsdk.ApiClient(_bad_conf(base, args.key))).get_open_channel(
+             ncsdk.OpenChannelGetRequest(channel_id=o1)), ncx.UnauthorizedException, 401, 1004, "bad signature"))
+
+    def nc_dismiss():
+        r = comm.dismiss_community_channel(ncsdk.CommunityChannelDismissRequest(channel_id=c1))
+        expect(r.code == 0, f"dismiss code {r.code}")
+        return nc_refused(lambda: comm.check_community_channel_member_exist(ncsdk.CommunityChannelMemberRequest(user_id="cc-m1", channel_id=c1)),
+                          ncx.NotFoundException, 404, 40401, "member/exist after dismiss")
+    step("VC-3 nc dismiss_community_channel, then member/exist -> NotFoundException", nc_dismiss)
+
+    # ============================== routing: every path each SDK can call ==============================
+    # A path the SDK can call under the surface's prefixes must reach the surface: answered in the
+    # vendor's shape (success, or a refusal with `errorMessage`), or with the vendor's "service not
+    # enabled" (HTTP 430, 1009). The gateway's generic 404 is neither, and the SDKs cannot read it
+    # (ncsdk: error_code 40400, error_message None). Each call posts an empty parameter set.
+    import rongcloud  # noqa: E402 - only for its install location
+    rc_files = sorted(Path(rongcloud.__file__).parent.glob("*.py"))
+    rc_paths = sdk_paths(rc_files, r"url = '(/(?:chatroom|ultragroup|conversation)/[^']+\.json)'")
+    probe = Module(rc)
+
+    def rc_routes():
+        bad = []
+        for path in rc_paths:
+            a = probe._http_post(path, "")
+            kind, body = classify(last_http.get("status", 0), a if isinstance(a, (bytes, bytearray)) else json.dumps(a).encode())
+            if kind == UNROUTED:
+                bad.append(f"{path} (HTTP {last_http.get('status')} {body})")
+        expect(not bad, f"{len(bad)} of {len(rc_paths)} rc-server-sdk paths are not routed: " + "; ".join(bad))
+        return f"{len(rc_paths)} paths"
+    step("VC-1 every /chatroom, /conversation path rc-server-sdk calls is routed", rc_routes)
+
+    nc_files = sorted(Path(ncsdk.__file__).parent.joinpath("api").glob("*.py"))
+    nc_paths = sdk_paths(nc_files, r"resource_path='(/v4/(?:open-channel|community-channel|channel|channel-type)/[^']+)'")
+
+    def nc_post(path):
+        params = client.param_serialize(method="POST", resource_path=path, body={},
+                                        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                                        auth_settings=["NexconnSignature"])
+        resp = client.call_api(*params)
+        resp.read()
+        return resp.status, resp.data
+
+    def nc_routes():
+        bad = []
+        for path in nc_paths:
+            status, data = nc_post(path)
+            kind, body = classify(status, data)
+            if kind == UNROUTED:
+                bad.append(path)
+        expect(not bad, f"{len(bad)} of {len(nc_paths)} ncsdk paths answer the gateway's generic 404, not a Nexconn answer: " + ", ".join(bad))
+        return f"{len(nc_paths)} paths"
+    step("VC-3 every /v4/open-channel, community-channel, channel, channel-type path ncsdk calls is routed", nc_routes)
+
+    total = passed + len(failed)
+    if failed:
+        print("failed steps:\n  - " + "\n  - ".join(failed))
+    print(f"{passed} passed, {len(failed)} failed")
+    return 1 if failed or total == 0 else 0
+
+
+def _bad_conf(base, key):
+    c = ncsdk.Configuration(host=base)
+    c.set_nexconn_credentials(app_key=key, app_secret="not-the-secret")
+    return c
+
+
+if __name__ == "__main__":
+    sys.exit(main())
