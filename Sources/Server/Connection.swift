@@ -50,6 +50,10 @@ public final class Connection: EventHandler {
     /// while the output queue is over its bound). Edge-triggered registration reports it only
     /// once, so it is read when the pause ends.
     private var readPending = false
+    /// A continuation of a read loop that used its budget is scheduled.
+    private var resumeScheduled = false
+    /// Full read buffers taken from one connection per turn of the loop.
+    static let readBudget = 8
     private var inReadLoop = false
     @exclusivity(unchecked) var isDirty = false
     /// Close (gracefully) once the output queue is empty.
@@ -119,7 +123,23 @@ public final class Connection: EventHandler {
         inReadLoop = true
         defer { inReadLoop = false }
         let buffer = context.loop.readBuffer
+        var fullReads = 0
         while phase != .closed && !peerSentEOF {
+            // Fairness: a peer that keeps its socket full (a flood) gets at most `readBudget` full
+            // buffers per turn; then the loop serves its other connections and comes back to this
+            // one on its next iteration (edge-triggered, so no new edge would announce the rest).
+            if fullReads == Self.readBudget {
+                readPending = true
+                if !resumeScheduled {
+                    resumeScheduled = true
+                    _ = context.loop.schedule(after: .zero) { [weak self] in
+                        guard let self else { return }
+                        self.resumeScheduled = false
+                        if self.readPending && !self.inReadLoop && self.phase != .closed { self.readAvailable() }
+                    }
+                }
+                return
+            }
             if phase == .http ? http?.wantsInput != true : (phase == .webSocket && output.heldBytes > maxOutboundBytes) {
                 readPending = true
                 return
@@ -152,6 +172,7 @@ public final class Connection: EventHandler {
                     readPending = false
                     return
                 }
+                fullReads += 1
             }
         }
     }

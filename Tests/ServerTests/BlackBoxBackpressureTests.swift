@@ -128,9 +128,10 @@ struct BlackBoxBackpressureTests {
                 peak = max(peak, residentKiB(pid))
                 usleep(20_000)
             }
-            // Another client is answered at once.
+            // Another client is still answered (the flooder gets a bounded share of its loop; the
+            // 5 s allow for the rest of the suite running beside this test on two cores).
             try good.sendText("still here")
-            #expect(try good.readFrame(timeout: 2) == .text("still here"))
+            #expect(try good.readFrame(timeout: 5) == .text("still here"))
             peak = max(peak, residentKiB(pid))
             let growthKiB = peak - before
             print("ping flood (\(payloadBytes)-byte payloads): \(written >> 20) MiB of pings written in \(String(format: "%.1f", seconds)) s, pongs unread; RSS \(before) KiB -> peak \(peak) KiB (+\(growthKiB / 1024) MiB)")
