@@ -33,12 +33,9 @@ struct RESTAPI: Sendable {
 
     static func error(_ e: ChatError) -> Response {
         var response = Response.json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
-        if e.code == .storageUnavailable { response.headers.add("Retry-After", String(retryAfterSeconds)) }
+        if e.code == .storageUnavailable { response.headers.add("Retry-After", String(ErrorTable.retryAfterSeconds)) }
         return response
     }
-
-    /// What a read-only node (storage unavailable) tells clients to wait before trying again.
-    static let retryAfterSeconds = 5
 
     static func respond(_ result: Result<Reply, ChatError>, status: HTTPStatus = .ok) -> Response {
         switch result {

@@ -33,8 +33,8 @@ extension RESTAPI {
         }
         let resolution: VendorResolution
         do throws(ChatError) {
-            let input = VendorInput(app: app, params: try vendor.params(req.body), now: context.clock(),
-                                    publicURLs: context.publicURLs.value, newRoomNumber: context.roomNumber)
+            let input = VendorInput(app: app, params: try vendor.params(req.body), publicURLs: context.publicURLs.value,
+                                    newRoomNumber: context.roomNumber)
             resolution = try endpoint.resolve(input)
         } catch {
             writer.send(Self.answer(vendor.failure(error)))
@@ -44,26 +44,35 @@ extension RESTAPI {
         case .unsupported(let message):
             writer.send(Self.answer(vendor.unsupported(message)))
         case .call(let call):
-            let finish: @Sendable (Result<Reply, ChatError>) -> Void = { result in
+            Self.run(context.engine, call.work) { result in
                 switch result {
                 case .success(let reply): writer.send(Self.answer(vendor.success(reply, call.render)))
                 case .failure(let e): writer.send(Self.answer(vendor.failure(e)))
                 }
             }
-            switch call.work {
-            case .none: finish(.success(.done))
-            case .command(let c): context.engine.submit(c, replyTo: .callback(finish))
-            case .query(let q): context.engine.query(q, reply: finish)
-            case .commandThenQuery(let c, let q):
-                let engine = context.engine
-                engine.submit(c, replyTo: .callback({ result in
-                    switch result {
-                    case .success: engine.query(q, reply: finish)
-                    case .failure: finish(result)
-                    }
-                }))
-            case .commands(let commands, let tolerated):
-                Self.inOrder(context.engine, commands[...], tolerating: tolerated, finish)
+        }
+    }
+
+    private static func run(_ engine: Engine, _ work: VendorCall.Work, _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+        switch work {
+        case .command(let c): engine.submit(c, replyTo: .callback(finish))
+        case .query(let q): engine.query(q, reply: finish)
+        case .commandThenQuery(let c, let q):
+            engine.submit(c, replyTo: .callback({ result in
+                switch result {
+                case .success: engine.query(q, reply: finish)
+                case .failure: finish(result)
+                }
+            }))
+        case .commands(let commands, let tolerated):
+            inOrder(engine, commands[...], tolerating: tolerated, finish)
+        case .checked(let q, let check, let then):
+            engine.query(q) { result in
+                switch result {
+                case .success(let reply):
+                    if let refusal = check(reply) { finish(.failure(refusal)) } else { run(engine, then, finish) }
+                case .failure: finish(result)
+                }
             }
         }
     }

@@ -163,6 +163,10 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
 /// close codes. REST bodies, WebSocket errors and the HTTP server's own refusals render through
 /// here, and `markdown` prints it for `openapi/errors.md`.
 public enum ErrorTable {
+    /// What a read-only node (storage unavailable, 50301) tells callers to wait before trying
+    /// again, on every surface.
+    public static let retryAfterSeconds = 5
+
     public struct Row: Sendable {
         public let code: Int
         public let httpStatus: Int

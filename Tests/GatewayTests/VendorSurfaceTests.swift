@@ -281,8 +281,10 @@ struct VendorSurfaceTests {
         _ = alice.drain()
         _ = try nx("/v4/open-channel/message/send", ["fromUserId": "host", "toChannelIds": ["oc"], "messageType": "RC:TxtMsg", "content": #"{"content":"hello"}"#])
         #expect(try alice.waitFor("room.message").description.contains("hello"))
-        let missing = try rest.vendor(.nexconn, "/v4/open-channel/message/send", json: ["fromUserId": "host", "toChannelIds": ["nope"], "messageType": "RC:TxtMsg", "content": "x"])
-        #expect(missing.status == 404 && missing.json.int("code") == 23410)
+        // One missing channel among several: refused whole, nothing sent anywhere.
+        let missing = try rest.vendor(.nexconn, "/v4/open-channel/message/send", json: ["fromUserId": "host", "toChannelIds": ["oc", "nope"], "messageType": "RC:TxtMsg", "content": "x"])
+        #expect(missing.status == 404 && missing.json.int("code") == 23410 && missing.json.str("field") == "toChannelIds")
+        #expect(!alice.eventNames().contains("room.message"))
         #expect(try nx("/v4/open-channel/freeze/check", ["channelId": "oc"]).0.int("status") == 1)
         #expect(try nx("/v4/open-channel/freeze-list/get", ["page": 1, "pageSize": 50]).0["channelIds"] as? [String] == ["oc"])
         _ = try nx("/v4/open-channel/freeze-list/remove", ["channelId": "oc"])

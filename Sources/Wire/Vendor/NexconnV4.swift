@@ -161,9 +161,9 @@ public enum NexconnV4 {
             }
         },
 
-        // Messages from the app server (NIM-8): to each channel in order. Server sends are not
-        // held back by mutes, and the content is checked once for all, so only a channel that
-        // does not exist stops the rest (and is named in the refusal).
+        // Messages from the app server (NIM-8), to each channel in order. Every channel is checked
+        // to exist first, so a missing one sends nothing (server sends are not held back by
+        // mutes, and the same content passes or fails the same checks everywhere).
         VendorEndpoint("/v4/open-channel/message/send") { i throws(ChatError) in
             let p = i.params
             let from = try p.required("fromUserId")
@@ -173,7 +173,13 @@ public enum NexconnV4 {
             let kind: ChatMessage.Kind = type == "RC:TxtMsg" ? .text : .custom
             guard let content = try p.string("content") else { throw ChatError(.invalidParameter, "content is required", field: "content") }
             let sends = ids.map { Command.sendMessage(app: i.app, roomId: $0, .server(userId: from, nickname: "", avatar: ""), kind, content: content) }
-            return .call(VendorCall(.commands(sends, tolerating: [])))
+            let check: @Sendable (Reply) -> ChatError? = { reply in
+                guard case .rooms(let found) = reply else { return nil }
+                let have = Set(found.map(\.roomId))
+                guard let missing = ids.first(where: { !have.contains($0) }) else { return nil }
+                return ChatError(.roomNotFound, "open channel \(missing) does not exist", field: "toChannelIds")
+            }
+            return .call(VendorCall(.checked(.rooms(app: i.app, ids), check: check, then: .commands(sends, tolerating: []))))
         },
 
         // Bans (RC-5).

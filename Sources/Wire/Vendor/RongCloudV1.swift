@@ -58,9 +58,8 @@ public enum RongCloudV1 {
             // `chatroom[<id>]=<name>`, repeated; a room that exists already is kept (the old API's
             // behaviour), every id is checked before any room is made.
             var configs: [Command] = []
-            guard case .form(let items) = i.params.source else { return .unsupported("form body expected") }
-            for item in items where item.name.hasPrefix("chatroom[") && item.name.hasSuffix("]") {
-                let id = String(item.name.dropFirst("chatroom[".count).dropLast())
+            for item in i.params.bracketed("chatroom") {
+                let id = item.key
                 // Checked here, before the first room is made, so a bad one changes nothing.
                 guard !id.isEmpty && id.utf8.count <= Limits.maxRoomIdBytes else {
                     throw ChatError(.invalidParameter, "chatroom ids are 1 to \(Limits.maxRoomIdBytes) bytes", field: "chatroom")

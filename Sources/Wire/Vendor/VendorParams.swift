@@ -81,13 +81,13 @@ public struct VendorParams: Sendable {
         return VendorParams(source: .json(o))
     }
 
-    public var isJSON: Bool { if case .json = source { return true } else { return false } }
-
-    /// Whether the call carries the parameter at all.
-    public func has(_ name: String) -> Bool {
-        switch source {
-        case .form(let items): return items.contains { $0.name == name }
-        case .json(let o): if let v = o[name], v != .null { return true } else { return false }
+    /// Form items whose name is `prefix[<key>]` (RongCloud's `chatroom[<id>]=<name>`), as
+    /// (key, value) in the order sent; none for a JSON body.
+    public func bracketed(_ prefix: String) -> [(key: String, value: String)] {
+        guard case .form(let items) = source else { return [] }
+        return items.compactMap { item in
+            guard item.name.hasPrefix(prefix + "["), item.name.hasSuffix("]") else { return nil }
+            return (key: String(item.name.dropFirst(prefix.count + 1).dropLast()), value: item.value)
         }
     }
 

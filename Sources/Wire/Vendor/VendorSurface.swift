@@ -17,12 +17,14 @@ public struct VendorCall: Sendable {
         case query(Query)
         /// The command, then (once it succeeded) the query, whose reply is rendered.
         case commandThenQuery(Command, Query)
-        /// Answered from the call alone (NIM `requestAddr`).
-        case none
+        /// The query first; when `check` finds nothing wrong in its reply, the work. A call that
+        /// must not change anything unless every target exists (Nexconn's send to several
+        /// channels) checks them up front.
+        indirect case checked(Query, check: @Sendable (Reply) -> ChatError?, then: Work)
     }
     public var work: Work
     /// Writes the success payload's fields into the surface's envelope (after `code`, or inside
-    /// Nexconn's `result`). `Reply.done` for `Work.none` and `commands`.
+    /// Nexconn's `result`). `Reply.done` after `commands`.
     public var render: @Sendable (Reply, inout JSONWriter) -> Void
 
     public init(_ work: Work, render: @escaping @Sendable (Reply, inout JSONWriter) -> Void = { _, _ in }) {
@@ -50,17 +52,14 @@ public enum VendorResolution: Sendable {
 public struct VendorInput: Sendable {
     public var app: String
     public var params: VendorParams
-    /// Milliseconds since 1970 (the gateway's injected clock).
-    public var now: Int64
     /// This deployment's public WebSocket URLs (the NIM-3 lookup's answer).
     public var publicURLs: [String]
     /// A fresh room number for rooms a NIM `create` makes (injected randomness).
     public var newRoomNumber: @Sendable () -> Int64
 
-    public init(app: String, params: VendorParams, now: Int64, publicURLs: [String], newRoomNumber: @escaping @Sendable () -> Int64) {
+    public init(app: String, params: VendorParams, publicURLs: [String], newRoomNumber: @escaping @Sendable () -> Int64) {
         self.app = app
         self.params = params
-        self.now = now
         self.publicURLs = publicURLs
         self.newRoomNumber = newRoomNumber
     }
@@ -158,7 +157,7 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes).
     public func failure(_ e: ChatError) -> VendorAnswer {
         let code = VendorCodes.code(self, e.code)
-        let retry = e.code == .storageUnavailable ? VendorCodes.retryAfterSeconds : nil
+        let retry = e.code == .storageUnavailable ? ErrorTable.retryAfterSeconds : nil
         return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
     }
 
@@ -210,8 +209,6 @@ public enum Vendor: String, Sendable, CaseIterable {
 /// How each surface spells Roomcast's refusals (SPEC §13: where a vendor defines a code for the
 /// same situation, it is used). errors.md prints this table.
 public enum VendorCodes {
-    public static let retryAfterSeconds = 5
-
     /// RongCloud and Nexconn share RongCloud's codes (1002, 23406, 23408, 23409, 23410, 24406);
     /// the domain's codes are already theirs where they define one, and Roomcast's own otherwise.
     /// NIM answers its status codes (414, 404, 403, 13002, 13003, 13004, 417, 419, 500).
@@ -248,10 +245,12 @@ public enum VendorCodes {
             rows.append((code, status, meaning))
         }
         add(vendor == .nexconn ? 0 : 200, 200, "success")
-        for g in [GatewayErrorCode.unknownAppKey, .badSignature, .nonceReused] {
+        let authMeanings: [(GatewayErrorCode, String)] = vendor == .nim
+            ? [(.badSignature, "parameter error, or an unknown app key, a missing, stale or wrong CheckSum"), (.nonceReused, "nonce already used (repeated request)")]
+            : [(.unknownAppKey, "unknown app key"), (.badSignature, "signature missing or wrong, stale timestamp or reused nonce")]
+        for (g, meaning) in authMeanings {
             let c = auth(vendor, g)
-            add(c.code, c.status, vendor == .nim && c.code == 414 ? "parameter error, or a missing, stale or wrong CheckSum" :
-                c.code == 1001 ? "unknown app key" : c.code == 431 ? "nonce already used (repeated request)" : "signature missing or wrong, stale timestamp or reused nonce")
+            add(c.code, c.status, meaning)
         }
         for c in ChatErrorCode.allCases {
             add(code(vendor, c), vendor == .nim ? 200 : c.httpStatus, c.summary)
