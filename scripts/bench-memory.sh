@@ -11,14 +11,9 @@ rooms=${1:-10000}
 messages=${2:-100000}
 swift build -c release --product roomcast >/dev/null
 bin=$(swift build -c release --show-bin-path)
-data=$(mktemp -d)
-log=$(mktemp)
-"$bin/roomcast" --port 0 --data-dir "$data" --app bench:bench-secret --log-level warning >"$log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; rm -rf "$data" "$log"' EXIT
-for _ in $(seq 1 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
-port=$(sed -n 's/.*listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log" | head -1)
-[ -n "$port" ] || { echo "roomcast did not start"; cat "$log"; exit 1; }
+. scripts/start-roomcast.sh
+start_roomcast "$bin/roomcast" bench:bench-secret
+pid=$roomcast_pid port=$roomcast_port
 python3 - "$pid" "$port" "$rooms" "$messages" <<'PY'
 import hashlib, http.client, json, sys, time, uuid
 pid, port, rooms, messages = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

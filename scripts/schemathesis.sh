@@ -18,14 +18,9 @@ validator=$(command -v openapi-spec-validator || echo "$venv/bin/openapi-spec-va
 swift build --product roomcast >/dev/null
 bin="$(swift build --show-bin-path)/roomcast"
 export ROOMCAST_APP_KEY=fuzzapp ROOMCAST_APP_SECRET=fuzz-secret-0123456789
-data=$(mktemp -d)
-log=$(mktemp)
-"$bin" --port 0 --data-dir "$data" --app "$ROOMCAST_APP_KEY:$ROOMCAST_APP_SECRET" --log-level warning >"$log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
-port=$(sed -n 's/.*listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log" | head -1)
-[ -n "$port" ] || { echo "roomcast did not start"; cat "$log"; exit 1; }
+. scripts/start-roomcast.sh
+start_roomcast "$bin" "$ROOMCAST_APP_KEY:$ROOMCAST_APP_SECRET"
+port=$roomcast_port
 
 echo "== openapi-spec-validator: repository file and live document"
 "$validator" openapi/roomcast.openapi.json

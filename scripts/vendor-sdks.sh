@@ -22,14 +22,9 @@ else
 fi
 key=sdkapp
 secret=sdk-secret-0123456789
-data=$(mktemp -d)
-log=$(mktemp)
-"$bin" --port 0 --data-dir "$data" --app "$key:$secret" --log-level warning >"$log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data" "$log"' EXIT
-for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
-port=$(sed -n 's/.*listening on http:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$log" | head -1)
-[ -n "$port" ] || { echo "roomcast did not start"; cat "$log"; exit 1; }
+. scripts/start-roomcast.sh
+start_roomcast "$bin" "$key:$secret"
+port=$roomcast_port
 
 echo "== vendor SDKs (rc-server-sdk 3.2.0, ncsdk 0.1.2) against roomcast on port $port"
 timeout 120 "$venv/bin/python" scripts/vendor_sdks.py --port "$port" --key "$key" --secret "$secret"
