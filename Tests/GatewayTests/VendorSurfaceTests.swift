@@ -446,6 +446,14 @@ struct VendorSurfaceTests {
                                       [("roomid", "7"), ("operator", "h"), ("target", "a"), ("muteDuration", "2592001")])
         #expect(tooLong.json.int("code") == 414)
 
+        // Per-call list bounds hold on every surface: 1001 ids to check, 101 rooms, 11 channels.
+        let exist = try rest.vendor(.rongCloud, "/chatroom/users/exist.json", [("chatroomId", "r")] + (0...Limits.maxIsInRoomIds).map { ("userId", "u\($0)") })
+        #expect(exist.status == 400 && exist.json.int("code") == 1002)
+        let batch = try rest.vendor(.nim, "/nimserver/chatroom/getBatch.action", [("roomids", "[" + (1...101).map { "\"\($0)\"" }.joined(separator: ",") + "]")])
+        #expect(batch.json.int("code") == 414)
+        let send = try rest.vendor(.nexconn, "/v4/open-channel/message/send", json: ["fromUserId": "h", "toChannelIds": (1...11).map { "c\($0)" }, "messageType": "RC:TxtMsg", "content": "x"])
+        #expect(send.status == 400 && send.json.str("field") == "toChannelIds")
+
         // A deeply nested body is refused, not recursed into; the old create checks every id first.
         let deep = try rest.vendor(.nexconn, "/v4/open-channel/get", raw: String(repeating: "[", count: 100_000))
         #expect(deep.status == 400 && deep.json.int("code") == 1002)
