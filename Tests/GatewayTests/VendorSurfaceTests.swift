@@ -147,6 +147,11 @@ struct VendorSurfaceTests {
         let entries = try rc("/chatroom/entry/query.json", [("chatroomId", "live")])["keys"] as? [J] ?? []
         #expect(entries.count == 1 && entries[0].str("key") == "topic" && entries[0].str("value") == "a b" && entries[0].str("userID") == "host")
 
+        // A ZIM-style room (destroyed once empty) has no RongCloud destroy type: none is invented.
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "zim", "destroy": ["policy": "whenEmpty", "seconds": 30]]).status == 201)
+        let zim = try rc("/chatroom/get.json", [("chatroomId", "zim")])
+        #expect(zim["destroyType"] == nil && zim["destroyTime"] == nil && zim.str("chatroomId") == "zim")
+
         // The old create (repeated `chatroom[id]=name`) keeps rooms that exist.
         #expect(try rc("/chatroom/create.json", [("chatroom[old1]", "One"), ("chatroom[live]", "Again")]).int("code") == 200)
         let rooms = try rc("/chatroom/query.json", [("chatroomId", "old1"), ("chatroomId", "live"), ("chatroomId", "nope")])["chatRooms"] as? [J] ?? []

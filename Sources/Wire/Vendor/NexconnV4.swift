@@ -17,31 +17,12 @@ public enum NexconnV4 {
         return ids
     }
 
-    static func notify(_ p: P) throws(ChatError) -> RCNotify? {
-        RCNotify.given(needNotify: try p.bool("needNotify"), extra: try p.string("extra"))
-    }
+    static func notify(_ p: P) throws(ChatError) -> RCNotify? { try RongCloudFamily.notify(p) }
 
     static func duration(_ p: P) throws(ChatError) -> Int { try p.requiredInt("durationMinutes") }
 
-    static func destroyPolicy(_ p: P) throws(ChatError) -> DestroyPolicy {
-        let minutes = try p.int("ttlMinutes") ?? Limits.minDestroyMinutes
-        switch try p.int("destroyType") ?? 0 {
-        case 0: return .inactive(minutes: minutes)
-        case 1: return .fixed(minutes: minutes)
-        default: throw ChatError(.invalidParameter, "destroyType must be 0 (when inactive) or 1 (at a fixed time)", field: "destroyType")
-        }
-    }
-
     static func expiries(_ w: inout JSONWriter, _ key: String, expiresKey: String, _ items: [(userId: String, until: Int64?)]) {
-        w.key(key)
-        w.beginArray()
-        for item in items {
-            w.beginObject()
-            w.field("participantId", item.userId)
-            if let until = item.until { w.field(expiresKey, VendorTime.dateTime(milliseconds: until)) }
-            w.endObject()
-        }
-        w.endArray()
+        RongCloudFamily.writeExpiries(&w, key, idKey: "participantId", timeKey: expiresKey, items)
     }
 
     static func visibility(_ p: P, required: Bool) throws(ChatError) -> ChannelType {
@@ -87,7 +68,7 @@ public enum NexconnV4 {
         VendorEndpoint("/v4/open-channel/create") { i throws(ChatError) in
             let p = i.params
             var c = RoomConfig(roomId: try channel(p))
-            c.destroyPolicy = try destroyPolicy(p)
+            c.destroyPolicy = try RongCloudFamily.destroyPolicy(p, minutesKey: "ttlMinutes")
             c.muted = try p.bool("shouldFreeze") ?? false
             c.muteAllowlist = try p.list("allowedSendersList")
             if let metadata = try p.stringMap("metadata") {
@@ -107,27 +88,18 @@ public enum NexconnV4 {
                 w.field("channelId", r.roomId)
                 w.field("createdAt", r.createdAt)
                 w.field("participantCount", r.onlineUserCount)
-                switch r.destroyPolicy {
-                case .inactive(let m): w.field("destroyType", 0); w.field("ttlMinutes", m)
-                case .fixed(let m): w.field("destroyType", 1); w.field("ttlMinutes", m)
-                case .whenEmpty: w.field("destroyType", 0); w.field("ttlMinutes", 0)
-                }
+                RongCloudFamily.writeDestroy(&w, r.destroyPolicy, minutesKey: "ttlMinutes")
                 w.field("isFrozen", r.muted)
             }
         },
         VendorEndpoint("/v4/open-channel/destroy-type/set") { i throws(ChatError) in
             var u = RoomUpdate()
-            u.destroyPolicy = try destroyPolicy(i.params)
+            u.destroyPolicy = try RongCloudFamily.destroyPolicy(i.params, minutesKey: "ttlMinutes")
             return VendorCall.command(.updateRoom(app: i.app, roomId: try channel(i.params), u, .server, nim: nil))
         },
         VendorEndpoint("/v4/open-channel/participant/list") { i throws(ChatError) in
             let p = i.params
-            let order: SortOrder
-            switch try p.int("order") ?? 1 {
-            case 1: order = .ascending
-            case 2: order = .descending
-            default: throw ChatError(.invalidParameter, "order must be 1 (join time ascending) or 2 (descending)", field: "order")
-            }
+            let order = try RongCloudFamily.joinOrder(p)
             let size = try p.int("pageSize") ?? Limits.maxMemberListCount
             guard size >= 1 && size <= Limits.maxMemberListCount else {
                 throw ChatError(.invalidParameter, "pageSize must be between 1 and \(Limits.maxMemberListCount)", field: "pageSize")

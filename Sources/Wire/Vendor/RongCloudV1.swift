@@ -16,36 +16,12 @@ public enum RongCloudV1 {
         return ids
     }
 
-    static func notify(_ p: P) throws(ChatError) -> RCNotify? {
-        RCNotify.given(needNotify: try p.bool("needNotify"), extra: try p.string("extra"))
-    }
+    static func notify(_ p: P) throws(ChatError) -> RCNotify? { try RongCloudFamily.notify(p) }
 
     static func minutes(_ p: P) throws(ChatError) -> Int { try p.requiredInt("minute") }
 
-    /// `destroyType` 0 (inactive) / 1 (fixed) with `destroyTime` minutes (default 60).
-    static func destroyPolicy(_ p: P, required: Bool) throws(ChatError) -> DestroyPolicy? {
-        let type = try p.int("destroyType")
-        let time = try p.int("destroyTime")
-        if type == nil && time == nil && !required { return nil }
-        let minutes = time ?? Limits.minDestroyMinutes
-        switch type ?? 0 {
-        case 0: return .inactive(minutes: minutes)
-        case 1: return .fixed(minutes: minutes)
-        default: throw ChatError(.invalidParameter, "destroyType must be 0 (when inactive) or 1 (at a fixed time)", field: "destroyType")
-        }
-    }
-
-    static func userPairs(_ w: inout JSONWriter, _ key: String, idKey: String, _ items: [(userId: String, until: Int64?)]) {
-        w.key(key)
-        w.beginArray()
-        for item in items {
-            w.beginObject()
-            w.field(idKey, item.userId)
-            // Permanent entries have no end; RongCloud lists only timed ones, so none is invented.
-            if let until = item.until { w.field("time", VendorTime.dateTime(milliseconds: until)) }
-            w.endObject()
-        }
-        w.endArray()
+    static func userPairs(_ w: inout JSONWriter, _ items: [(userId: String, until: Int64?)]) {
+        RongCloudFamily.writeExpiries(&w, "users", idKey: "userId", timeKey: "time", items)
     }
 
     // MARK: Endpoints
@@ -78,7 +54,7 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/create_new.json") { i throws(ChatError) in
             let p = i.params
             var c = RoomConfig(roomId: try room(p))
-            c.destroyPolicy = try destroyPolicy(p, required: true) ?? .default
+            c.destroyPolicy = try RongCloudFamily.destroyPolicy(p, minutesKey: "destroyTime")
             c.muted = try p.bool("isBan") ?? false
             c.muteAllowlist = try p.list("whiteUserIds")
             if let attributes = try p.stringMap("entryInfo") {
@@ -89,7 +65,7 @@ public enum RongCloudV1 {
         },
         VendorEndpoint("/chatroom/destroy/set.json") { i throws(ChatError) in
             var u = RoomUpdate()
-            u.destroyPolicy = try destroyPolicy(i.params, required: true)
+            u.destroyPolicy = try RongCloudFamily.destroyPolicy(i.params, minutesKey: "destroyTime")
             return VendorCall.command(.updateRoom(app: i.app, roomId: try room(i.params), u, .server, nim: nil))
         },
         VendorEndpoint("/chatroom/destroy.json") { i throws(ChatError) in
@@ -101,11 +77,7 @@ public enum RongCloudV1 {
                 w.field("chatroomId", r.roomId)
                 w.field("createTime", r.createdAt)
                 w.field("memberCount", r.onlineUserCount)
-                switch r.destroyPolicy {
-                case .inactive(let m): w.field("destroyType", 0); w.field("destroyTime", m)
-                case .fixed(let m): w.field("destroyType", 1); w.field("destroyTime", m)
-                case .whenEmpty: w.field("destroyType", 0); w.field("destroyTime", 0)
-                }
+                RongCloudFamily.writeDestroy(&w, r.destroyPolicy, minutesKey: "destroyTime")
                 w.field("ban", r.muted)
             }
         },
@@ -130,12 +102,7 @@ public enum RongCloudV1 {
         // Members (RC-9).
         VendorEndpoint("/chatroom/user/query.json") { i throws(ChatError) in
             let p = i.params
-            let order: SortOrder
-            switch try p.int("order") ?? 1 {
-            case 1: order = .ascending
-            case 2: order = .descending
-            default: throw ChatError(.invalidParameter, "order must be 1 (join time ascending) or 2 (descending)", field: "order")
-            }
+            let order = try RongCloudFamily.joinOrder(p)
             let count = try p.requiredInt("count")
             guard count >= 1 && count <= Limits.maxMemberListCount else {
                 throw ChatError(.invalidParameter, "count must be between 1 and \(Limits.maxMemberListCount)", field: "count")
@@ -188,7 +155,7 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/user/block/list.json") { i throws(ChatError) in
             VendorCall.query(.blocks(app: i.app, roomId: try room(i.params))) { reply, w in
                 guard case .userExpiries(let u) = reply else { return }
-                userPairs(&w, "users", idKey: "userId", u)
+                userPairs(&w, u)
             }
         },
 
@@ -203,7 +170,7 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/user/ban/query.json") { i throws(ChatError) in
             VendorCall.query(.globalMutes(app: i.app)) { reply, w in
                 guard case .userExpiries(let u) = reply else { return }
-                userPairs(&w, "users", idKey: "userId", u)
+                userPairs(&w, u)
             }
         },
 
@@ -219,7 +186,7 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/user/gag/list.json") { i throws(ChatError) in
             VendorCall.query(.mutes(app: i.app, roomId: try room(i.params))) { reply, w in
                 guard case .userExpiries(let u) = reply else { return }
-                userPairs(&w, "users", idKey: "userId", u)
+                userPairs(&w, u)
             }
         },
 
