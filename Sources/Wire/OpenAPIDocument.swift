@@ -123,8 +123,9 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a },
-            "components": ["schemas": allSchemas, "securitySchemes": securitySchemes],
+            "paths": paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a }.merging(vendorPaths) { a, _ in a },
+            "components": ["schemas": allSchemas.merging(vendorSchemas) { a, _ in a }, "securitySchemes": securitySchemes, "responses": vendorResponses,
+                           "requestBodies": vendorRequestBodies],
         ]
     }
 
@@ -581,6 +582,60 @@ public enum OpenAPIDocument {
             "WebhookReplay": ["oneOf": [obj(["messageIds": ["type": "array", "items": str(), "minItems": 1, "maxItems": 1000]], required: ["messageIds"]),
                                         obj(["since": int("ms", minimum: 0)], required: ["since"])]],
             "WebhookReplayed": obj(["queued": int()], required: ["queued"]),
+        ]
+    }
+
+    // MARK: Vendor surfaces (SPEC §8)
+
+    /// Every vendor path, generated from the endpoint tables. Parameters and answers follow each
+    /// vendor's own documents (openapi/errors.md lists the codes); here they are described as the
+    /// form or JSON object each one takes and the envelope each one answers.
+    static var vendorPaths: [String: Any] {
+        var out: [String: Any] = [:]
+        for vendor in Vendor.allCases {
+            let body = ["$ref": "#/components/requestBodies/" + (vendor == .nexconn ? "VendorJSON" : "VendorForm")]
+            // Each vendor's SDKs sign with that vendor's headers (every scheme is accepted).
+            let security = [[vendor == .nim ? "NIMCheckSum" : "RongCloudSignature": [String]()]]
+            var responses: [String: Any] = ["default": ["$ref": "#/components/responses/HTTPRefusal"]]
+            for row in VendorCodes.rows(vendor) {
+                responses[String(row.status)] = ["$ref": "#/components/responses/" + (row.status == 200 ? "VendorAnswer" : "VendorRefusal")]
+            }
+            for endpoint in vendor.endpoints {
+                var o: [String: Any] = [
+                    "summary": endpoint.supported ? "\(vendor.title): \(endpoint.path)" : "\(vendor.title): \(endpoint.path) (not supported: 'service not enabled')",
+                    "description": "SPEC: " + (vendor == .rongCloud ? "VC-1" : vendor == .nim ? "VC-2" : "VC-3") + ", VC-4",
+                    "tags": [vendor.title],
+                    "security": security,
+                    "requestBody": body,
+                    "responses": responses,
+                ]
+                o["operationId"] = vendor.rawValue + endpoint.path.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+                out[endpoint.path] = ["post": o]
+            }
+        }
+        return out
+    }
+
+    static var vendorResponses: [String: Any] {
+        [
+            "VendorAnswer": ["description": "Done (NIM: refusals too, with NIM's code and desc)", "content": ["application/json": ["schema": ref("VendorAnswer")]]],
+            "VendorRefusal": ["description": "Refused with the vendor's code; see openapi/errors.md", "content": ["application/json": ["schema": ref("VendorRefusal")]]],
+            "HTTPRefusal": ["description": "Refused by the HTTP layer; see the error table", "content": ["application/json": ["schema": ref("Error")]]],
+        ]
+    }
+
+    static var vendorRequestBodies: [String: Any] {
+        [
+            "VendorForm": ["required": false, "content": ["application/x-www-form-urlencoded": ["schema": ["type": "object", "additionalProperties": ["type": "string"]]]]],
+            "VendorJSON": ["required": false, "content": ["application/json": ["schema": ["type": "object"]]]],
+        ]
+    }
+
+    static var vendorSchemas: [String: Any] {
+        [
+            "VendorAnswer": ["type": "object", "required": ["code"], "properties": ["code": int("200 (RongCloud, NIM) or 0 (Nexconn) on success; NIM refusals carry their code here too")],
+                             "additionalProperties": true],
+            "VendorRefusal": obj(["code": int(), "errorMessage": str(), "field": str()], required: ["code", "errorMessage"]),
         ]
     }
 }

@@ -168,8 +168,7 @@ public enum Vendor: String, Sendable, CaseIterable {
         switch self {
         case .rongCloud:
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
-                     "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
-                     "keys": "keys", "key": "key", "value": "value"]
+                     "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
