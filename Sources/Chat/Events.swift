@@ -95,6 +95,9 @@ public struct JoinInfo: Equatable, Sendable {
     public var memberCount: Int
     public var joinTime: Int64
     public var room: RoomInfo
+    /// BX-1: the room stream's offset once the join took effect (the joiner's starting position
+    /// for a later resume). Set by the engine, which numbers the stream; nil inside the domain.
+    public var offset: Int64?
 
     public init(memberCount: Int, joinTime: Int64, room: RoomInfo) {
         self.memberCount = memberCount

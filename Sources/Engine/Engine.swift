@@ -233,6 +233,7 @@ public final class Engine: @unchecked Sendable {
         items.reserveCapacity(out.effects.count + 1)
         var touched: [RoomKey] = []
         var kept: [StoredRoomEvent] = []
+        var joinedAt: [String: Int64] = [:]
         let now = clock()
         for effect in out.effects {
             switch effect {
@@ -258,7 +259,11 @@ public final class Engine: @unchecked Sendable {
                     kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json))
                 }
             case .joined(let sid, let room):
-                items.append(.joined(sid, room, epoch: domain.epoch(app: room.app, roomId: room.roomId) ?? ""))
+                let epoch = domain.epoch(app: room.app, roomId: room.roomId) ?? ""
+                items.append(.joined(sid, room, epoch: epoch))
+                // BX-1: the joiner's starting position is the stream's offset at this point: the
+                // events after it (also later in this outcome) reach it, the ones before did not.
+                joinedAt[room.roomId] = streams[room].flatMap { $0.epoch == epoch ? $0.offset : nil } ?? 0
             case .left(let sid, let room):
                 items.append(.left(sid, room))
             }
@@ -269,10 +274,15 @@ public final class Engine: @unchecked Sendable {
             streams[room] = nil
             gone.append((room, nil))
         }
-        if case .session(let sid, let encode) = replyTo {
-            items.append(.reply(sid, frame: Frames.text(encode(out.reply))))
+        var answer = out.reply
+        if case .success(.joined(var info)) = answer, let offset = joinedAt[info.room.roomId] {
+            info.offset = offset
+            answer = .success(.joined(info))
         }
-        let reply = out.reply
+        let reply = answer
+        if case .session(let sid, let encode) = replyTo {
+            items.append(.reply(sid, frame: Frames.text(encode(answer))))
+        }
         let publisher = self.publisher
         let published = items
         // Webhook messages are written in the same transaction as the change (the outbox, WH-4)
