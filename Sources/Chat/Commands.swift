@@ -231,6 +231,37 @@ public enum SortOrder: String, Equatable, Sendable {
 }
 
 /// Room properties the vendors list rooms by.
+/// PX-5: a search of an app's rooms, in room id order, one page after `after` (the last id of
+/// the previous page), so pages stay stable while rooms are created.
+public struct RoomSearch: Equatable, Sendable {
+    public var idPrefix: String?
+    /// Case-insensitive substring of the room's name.
+    public var nameContains: String?
+    public var minOnline: Int?
+    public var maxOnline: Int?
+    public var after: String?
+    public var limit: Int
+
+    public init(idPrefix: String? = nil, nameContains: String? = nil, minOnline: Int? = nil, maxOnline: Int? = nil, after: String? = nil,
+                limit: Int = 20) {
+        self.idPrefix = idPrefix
+        self.nameContains = nameContains
+        self.minOnline = minOnline
+        self.maxOnline = maxOnline
+        self.after = after
+        self.limit = limit
+    }
+
+    func matches(_ id: String, _ room: Room) -> Bool {
+        if let after, id <= after { return false }
+        if let idPrefix, !id.hasPrefix(idPrefix) { return false }
+        if let minOnline, room.memberCount < minOnline { return false }
+        if let maxOnline, room.memberCount > maxOnline { return false }
+        if let nameContains, !nameContains.isEmpty, !room.name.lowercased().contains(nameContains.lowercased()) { return false }
+        return true
+    }
+}
+
 public enum RoomFilter: Equatable, Sendable {
     /// Rooms muted as a whole (RC-6 `ban/query`).
     case muted
@@ -263,6 +294,8 @@ public enum Query: Sendable {
     case roomIds(app: String)
     /// Ids of the app's rooms that match a filter, sorted (RongCloud's mute-all and keep-alive lists).
     case roomIdsWhere(app: String, RoomFilter)
+    /// PX-5: one page of the app's room directory (→ `Reply.roomPage`).
+    case roomDirectory(app: String, RoomSearch)
 
     // Ultra groups (UG-6): pages are 1-based.
     case group(app: String, groupId: String)

@@ -167,6 +167,8 @@ public enum Reply: Equatable, Sendable {
     case userIds([String])
     case userExpiries([(userId: String, until: Int64?)])
     case roomIds([String])
+    /// PX-5: a page of rooms and the last id on it when more follow.
+    case roomPage([RoomInfo], next: String?)
     /// Attribute keys that were removed (RC-10).
     case keys([String])
     case attributes([AttributesEvent.Entry])
@@ -200,6 +202,7 @@ public enum Reply: Equatable, Sendable {
         case let (.userIds(x), .userIds(y)): return x == y
         case let (.userExpiries(x), .userExpiries(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.until == $1.until }
         case let (.roomIds(x), .roomIds(y)): return x == y
+        case let (.roomPage(x, n1), .roomPage(y, n2)): return x == y && n1 == n2
         case let (.keys(x), .keys(y)): return x == y
         case let (.attributes(x), .attributes(y)): return x == y
         case let (.queue(x), .queue(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }

@@ -118,6 +118,14 @@ extension ChatDomain {
                 }
             }.keys.sorted())
 
+        case .roomDirectory(let appKey, let search):
+            // One pass over the app's rooms (bounded by its room limit), then the page in id order.
+            var found: [(id: String, room: Room)] = []
+            for (id, room) in try app(appKey).rooms where search.matches(id, room) { found.append((id, room)) }
+            found.sort { $0.id < $1.id }
+            let page = found.prefix(max(0, search.limit))
+            return .roomPage(page.map { roomInfo($0.room) }, next: found.count > page.count ? page.last?.id : nil)
+
         case .appSettings(let appKey):
             return .appSettings(try app(appKey).settings)
 

@@ -224,6 +224,11 @@ public struct RoomConfig: Equatable, Sendable {
 /// Limits shared by validation (SPEC RC-8, RC-9, RC-10, NIM-1, NIM-16, ZIM-7/8).
 public enum Limits {
     public static let maxRoomIdBytes = 64
+    /// Rooms one observer connection may watch at once (BX-3, `room.observe`).
+    public static let maxObservedRooms = 100
+    /// Rooms per page of the room directory (PX-5), and the default.
+    public static let maxDirectoryPage = 100
+    public static let defaultDirectoryPage = 20
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

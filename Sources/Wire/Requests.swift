@@ -61,6 +61,50 @@ public struct QueryParameters {
     }
 }
 
+// MARK: Room directory (PX-5)
+
+/// `GET /v1/directory/rooms`: the search from the query string, and the opaque cursor (the last
+/// room id of a page, so a page boundary does not move when rooms are created or destroyed).
+public enum RoomDirectory {
+    static let cursorPrefix = "rc1:"
+
+    public static func cursor(after roomId: String) -> String { base64URL(Array((cursorPrefix + roomId).utf8)) }
+
+    public static func search(_ q: QueryParameters) throws(ChatError) -> RoomSearch {
+        var s = RoomSearch(limit: try q.int("limit") ?? Limits.defaultDirectoryPage)
+        guard (1...Limits.maxDirectoryPage).contains(s.limit) else {
+            throw ChatError(.invalidParameter, "limit must be 1 to \(Limits.maxDirectoryPage)", field: "limit")
+        }
+        if let prefix = q.string("prefix"), !prefix.isEmpty {
+            guard prefix.utf8.count <= Limits.maxRoomIdBytes else {
+                throw ChatError(.invalidParameter, "prefix is at most \(Limits.maxRoomIdBytes) bytes", field: "prefix")
+            }
+            s.idPrefix = prefix
+        }
+        if let name = q.string("name"), !name.isEmpty {
+            guard name.utf8.count <= Limits.maxNameBytes else {
+                throw ChatError(.invalidParameter, "name is at most \(Limits.maxNameBytes) bytes", field: "name")
+            }
+            s.nameContains = name
+        }
+        s.minOnline = try q.int("minOnline")
+        s.maxOnline = try q.int("maxOnline")
+        if let v = s.minOnline, v < 0 { throw ChatError(.invalidParameter, "minOnline must not be negative", field: "minOnline") }
+        if let v = s.maxOnline, v < 0 { throw ChatError(.invalidParameter, "maxOnline must not be negative", field: "maxOnline") }
+        if let lo = s.minOnline, let hi = s.maxOnline, lo > hi {
+            throw ChatError(.invalidParameter, "minOnline must not be above maxOnline", field: "minOnline")
+        }
+        if let c = q.string("cursor"), !c.isEmpty {
+            guard c.utf8.count <= 200, let bytes = base64URLDecode(c), let text = String(validating: bytes, as: UTF8.self),
+                  text.hasPrefix(cursorPrefix) else {
+                throw ChatError(.invalidParameter, "cursor is not one this server gave", field: "cursor")
+            }
+            s.after = String(text.dropFirst(cursorPrefix.count))
+        }
+        return s
+    }
+}
+
 // MARK: Notifications
 
 /// The notification fields of moderation requests. RongCloud notifications (`needNotify` with
@@ -735,6 +779,8 @@ public struct TokenRequest: Decodable, Sendable {
     public var nickname: String?
     public var avatar: String?
     public var device: String?
+    /// BX-3: a token that may also watch any of the app's rooms (`room.observe`).
+    public var observer: Bool?
 }
 
 public struct WebhookReplayRequest: Decodable, Sendable {
