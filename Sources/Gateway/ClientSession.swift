@@ -32,6 +32,10 @@ final class ClientSession: WebSocketHandler {
     private var expiryNoticeSent = false
     /// Position in each room's member list on this loop (kept by the hub).
     var roomSlots: [RoomKey: Int] = [:]
+    /// BX-3: whether the token lets this session watch rooms, and the rooms it watches (kept by
+    /// the hub).
+    private var observerToken = false
+    var observing: Set<String> = []
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
     static let maxPendingResumes = 64
@@ -165,6 +169,15 @@ final class ClientSession: WebSocketHandler {
             connect(rid, a)
         case .refreshToken(let token): refresh(rid, token)
         case .join(let roomId, let a): join(rid, roomId: roomId, a)
+        case .observe(let roomId): observe(rid, roomId: roomId)
+        case .unobserve(let roomId):
+            do {
+                try Validate.identifier(roomId, field: "args.roomId", maxBytes: Limits.maxRoomIdBytes)
+                hub.unobserve(self, RoomKey(app: app, roomId: roomId))
+                reply(rid, .success(.done))
+            } catch {
+                reply(rid, .failure(error))
+            }
         }
     }
 
@@ -217,6 +230,7 @@ final class ClientSession: WebSocketHandler {
                 appKey = claims.app
                 user = claims.sub
                 tokenExpiry = claims.exp * 1000
+                observerToken = claims.obs == true
                 device = claims.device ?? device
                 if claims.name != nil || claims.avatar != nil {
                     profile = EnterProfile(nickname: claims.name ?? "", avatar: claims.avatar ?? "")
@@ -336,6 +350,10 @@ final class ClientSession: WebSocketHandler {
             }
             tokenExpiry = claims.exp * 1000
             expiryNoticeSent = false
+            observerToken = claims.obs == true
+            if !observerToken {
+                for roomId in observing { hub.unobserve(self, RoomKey(app: app, roomId: roomId)) }
+            }
             reply(rid, .success(.done))
         }
     }
@@ -361,6 +379,45 @@ final class ClientSession: WebSocketHandler {
         if p.nickname.isEmpty { p.nickname = profile.nickname }
         if p.avatar.isEmpty { p.avatar = profile.avatar }
         command(rid, .join(id, roomId: roomId, p, mode))
+    }
+
+    // MARK: Observing (BX-3)
+
+    /// Starts watching at once (so nothing published after the answer is missed), then checks
+    /// that the room exists; a missing room stops the watch and is refused.
+    private func observe(_ rid: Int?, roomId: String) {
+        do {
+            try Validate.identifier(roomId, field: "args.roomId", maxBytes: Limits.maxRoomIdBytes)
+        } catch {
+            reply(rid, .failure(error))
+            return
+        }
+        guard observerToken else {
+            reply(rid, .failure(ChatError(.permissionDenied, "room.observe needs a token issued with observer: true", field: "token")))
+            return
+        }
+        guard observing.contains(roomId) || observing.count < Limits.maxObservedRooms else {
+            reply(rid, .failure(ChatError(.limitExceeded, "at most \(Limits.maxObservedRooms) rooms may be observed at once", field: "args.roomId")))
+            return
+        }
+        let room = RoomKey(app: app, roomId: roomId)
+        let wasObserving = observing.contains(roomId)
+        hub.observe(self, room)
+        let me = LoopBound(self, loop: hub.loop)
+        context.engine.query(.room(app: app, roomId: roomId)) { result in
+            me.loop.execute {
+                let s = me.value
+                switch result {
+                case .success(.room(let info)):
+                    s.sendJSON(Encode.observed(id: rid, roomId: roomId, epoch: info.epoch))
+                case .success:
+                    s.reply(rid, .failure(ChatError(.roomNotFound, "room \(roomId) does not exist", field: "args.roomId")))
+                case .failure(let e):
+                    if !wasObserving { s.hub.unobserve(s, room) }
+                    s.reply(rid, .failure(e))
+                }
+            }
+        }
     }
 
     // MARK: Timers

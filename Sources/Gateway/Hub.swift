@@ -2,6 +2,7 @@ import Chat
 import Engine
 import Reactor
 import Server
+import Synchronization
 
 /// One I/O loop's view of the rooms: which of its sessions are in which room, which belong to
 /// which user, and a window of each room's recent events for resuming clients (BX-1).
@@ -17,8 +18,11 @@ final class Hub {
     private var rooms: [RoomKey: RoomMembers] = [:]
     private var users: [UserKey: [ClientSession]] = [:]
     private var rings: [RoomKey: EventRing] = [:]
+    /// BX-3: sessions watching a room's stream without being members.
+    private var observers: [RoomKey: [ClientSession]] = [:]
     private var nextSession: UInt64 = 1
     let clock: @Sendable () -> Int64
+    let counters: FanoutCounters
 
     struct UserKey: Hashable {
         let app: String
@@ -30,7 +34,9 @@ final class Hub {
         var list: [ClientSession] = []
     }
 
-    init(loopIndex: Int, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64) {
+    init(loopIndex: Int, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
+         counters: FanoutCounters = FanoutCounters()) {
+        self.counters = counters
         self.loopIndex = loopIndex
         self.loop = loop
         self.resumeWindow = resumeWindow
@@ -52,6 +58,7 @@ final class Hub {
     func unregister(_ s: ClientSession) {
         guard sessions.removeValue(forKey: s.id) != nil else { return }
         for room in Array(s.roomSlots.keys) { removeFromRoom(s, room) }
+        for roomId in s.observing { unobserve(s, RoomKey(app: s.app, roomId: roomId)) }
         let key = UserKey(app: s.app, user: s.userId)
         users[key]?.removeAll { $0 === s }
         if users[key]?.isEmpty == true { users[key] = nil }
@@ -69,13 +76,29 @@ final class Hub {
     // MARK: The engine's stream
 
     func apply(_ items: [Published]) {
+        var events = 0
+        var sent = 0
+        defer {
+            // Every hub sees every event: the first one counts them.
+            if loopIndex == 0 && events > 0 { counters.events.add(events, ordering: .relaxed) }
+            if sent > 0 { counters.deliveries.add(sent, ordering: .relaxed) }
+        }
         for item in items {
             switch item {
             case .deliver(let frame, let audience, let offset, let epoch):
                 if let room = audience.room {
                     ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow)
                 }
-                deliver(frame, to: audience)
+                events += 1
+                sent += deliver(frame, to: audience)
+                if !observers.isEmpty, let room = audience.room, let watching = observers[room] {
+                    // Observers see the room's whole stream; one that is also a member already
+                    // had it by the member rules.
+                    for s in watching where s.roomSlots[room] == nil {
+                        s.send(frame)
+                        sent += 1
+                    }
+                }
             case .joined(let sid, let room, let epoch):
                 guard let s = sessions[sid] else { continue }
                 addToRoom(s, room)
@@ -98,24 +121,52 @@ final class Hub {
         }
     }
 
-    private func deliver(_ frame: ByteBlock, to audience: Audience) {
+    /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
+    private func deliver(_ frame: ByteBlock, to audience: Audience) -> Int {
+        var n = 0
         switch audience {
         case .room(let k):
-            guard let members = rooms[k] else { return }
+            guard let members = rooms[k] else { return 0 }
             for s in members.list { s.send(frame) }
+            n = members.list.count
         case .roomExceptUsers(let k, let excluded):
-            guard let members = rooms[k] else { return }
-            for s in members.list where !excluded.contains(s.userId) { s.send(frame) }
+            guard let members = rooms[k] else { return 0 }
+            for s in members.list where !excluded.contains(s.userId) {
+                s.send(frame)
+                n += 1
+            }
         case .roomExceptSession(let k, let sid):
-            guard let members = rooms[k] else { return }
-            for s in members.list where s.id != sid { s.send(frame) }
+            guard let members = rooms[k] else { return 0 }
+            for s in members.list where s.id != sid {
+                s.send(frame)
+                n += 1
+            }
         case .users(let app, let list):
             for u in list {
-                for s in users[UserKey(app: app, user: u)] ?? [] { s.send(frame) }
+                for s in users[UserKey(app: app, user: u)] ?? [] {
+                    s.send(frame)
+                    n += 1
+                }
             }
         case .sessions(let list):
-            for sid in list { sessions[sid]?.send(frame) }
+            for sid in list {
+                guard let s = sessions[sid] else { continue }
+                s.send(frame)
+                n += 1
+            }
         }
+        return n
+    }
+
+    func observe(_ s: ClientSession, _ room: RoomKey) {
+        guard s.observing.insert(room.roomId).inserted else { return }
+        observers[room, default: []].append(s)
+    }
+
+    func unobserve(_ s: ClientSession, _ room: RoomKey) {
+        guard s.observing.remove(room.roomId) != nil else { return }
+        observers[room]?.removeAll { $0 === s }
+        if observers[room]?.isEmpty == true { observers[room] = nil }
     }
 
     private func addToRoom(_ s: ClientSession, _ room: RoomKey) {
@@ -186,6 +237,13 @@ final class Hub {
             s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: replayed, reason: nil)
         }
     }
+}
+
+/// Events published and event frames handed to connections, for `/metrics` (the console's
+/// charts): one relaxed atomic add per batch per loop, not per delivery.
+final class FanoutCounters: Sendable {
+    let events = Atomic<Int>(0)
+    let deliveries = Atomic<Int>(0)
 }
 
 /// How much of each room's stream is kept for resuming clients, and the deployment's stream id

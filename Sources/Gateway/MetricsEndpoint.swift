@@ -13,6 +13,7 @@ final class MetricsEndpoint: Sendable {
     let store: Store
     let webhooks: WebhookService
     private let server = Mutex<ServerMetrics?>(nil)
+    let fanout = FanoutCounters()
 
     init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService) {
         self.registry = registry
@@ -37,6 +38,8 @@ final class MetricsEndpoint: Sendable {
             metric("roomcast_websockets_open", "gauge", "WebSockets open now.", s.webSocketsOpen)
             metric("roomcast_slow_consumers_total", "counter", "WebSockets closed for not reading (4008).", s.slowConsumers)
         }
+        metric("roomcast_events_total", "counter", "Events published (room streams, users, sessions).", fanout.events.load(ordering: .relaxed))
+        metric("roomcast_deliveries_total", "counter", "Event frames handed to WebSocket connections.", fanout.deliveries.load(ordering: .relaxed))
         metric("roomcast_store_batches_total", "counter", "Store transactions committed.", store.batchesCommitted.load(ordering: .relaxed))
         metric("roomcast_store_commits_total", "counter", "Changes made durable (group-committed in batches).", store.commitsCommitted.load(ordering: .relaxed))
         let w = webhooks.stats

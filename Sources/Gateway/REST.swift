@@ -96,6 +96,10 @@ struct RESTAPI: Sendable {
             let ids = R.query(req).list("ids")
             api.query(writer) { ids.isEmpty ? .roomIds(app: c.app) : .rooms(app: c.app, ids) }
         })
+        // PX-5 / BX-3: the room directory, searched and paged with a cursor.
+        r.add(.GET, "/v1/directory/rooms", signed { req, c, writer in
+            api.query(writer) { () throws(ChatError) in .roomDirectory(app: c.app, try RoomDirectory.search(R.query(req))) }
+        })
         r.add(.DELETE, "/v1/rooms", signed { req, c, writer in
             api.command(writer) { .destroyRooms(app: c.app, R.query(req).list("ids")) }
         })
@@ -226,7 +230,8 @@ struct RESTAPI: Sendable {
             }
             guard let secret = context.apps.secret(app) else { throw ChatError(.unknownApp, "unknown app", field: "appKey") }
             let now = context.clock() / 1000
-            let claims = TokenClaims(sub: user, app: app, exp: now + ttl, iat: now, name: b.nickname, avatar: b.avatar, device: b.device)
+            let claims = TokenClaims(sub: user, app: app, exp: now + ttl, iat: now, name: b.nickname, avatar: b.avatar, device: b.device,
+                                     observer: b.observer ?? false)
             let token = ClientToken.mint(claims, secret: secret)
             writer.send(.json(.created, JSONWriter.object { w in
                 w.field("token", token)

@@ -75,6 +75,7 @@ public enum Encode {
         w.beginObject()
         w.field("memberCount", j.memberCount)
         w.field("joinTime", j.joinTime)
+        if let offset = j.offset { w.field("offset", offset) }
         w.key("room")
         roomInfo(j.room, &w)
         w.endObject()
@@ -345,6 +346,24 @@ extension Encode {
             w.beginArray()
             for r in list { roomInfo(r, &w) }
             w.endArray()
+        case .roomPage(let list, let next):
+            w.key("rooms")
+            w.beginArray()
+            for r in list {
+                w.beginObject()
+                w.field("roomId", r.roomId)
+                w.field("name", r.name)
+                w.field("onlineCount", r.onlineUserCount)
+                w.field("creator", r.creator)
+                w.field("createdAt", r.createdAt)
+                w.field("muted", r.muted)
+                w.field("open", r.open)
+                w.field("epoch", r.epoch)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("nextCursor")
+            if let next { w.string(RoomDirectory.cursor(after: next)) } else { w.null() }
         case .members(let list, let total):
             w.key("members")
             w.beginArray()
@@ -474,6 +493,18 @@ extension Encode {
     }
 
     /// The answer to `connect`.
+    /// BX-3: the answer to `room.observe`.
+    public static func observed(id: Int?, roomId: String, epoch: String) -> [UInt8] {
+        JSONWriter.object { w in
+            if let id { w.field("id", id) } else { w.key("id"); w.null() }
+            w.key("ok")
+            w.beginObject()
+            w.field("roomId", roomId)
+            w.field("epoch", epoch)
+            w.endObject()
+        }
+    }
+
     public static func connected(id: Int?, sessionId: String, userId: String, anonymous: Bool, stream: String, expiresAt: Int64?) -> [UInt8] {
         JSONWriter.object { w in
             if let id { w.field("id", id) } else { w.key("id"); w.null() }

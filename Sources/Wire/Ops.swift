@@ -14,6 +14,9 @@ public enum OpAction: Sendable {
     case refreshToken(String)
     /// Join a room (the session adds its token profile and remembers the resume position).
     case join(roomId: String, JoinRequest)
+    /// BX-3: watch a room's stream without joining it (observer tokens only), or stop.
+    case observe(roomId: String)
+    case unobserve(roomId: String)
 }
 
 /// One WebSocket operation: its name, what it does, its `args` schema and its answer, and how
@@ -160,6 +163,10 @@ public enum OpTable {
                   }, reply: "JoinReply") { a, _ in .join(roomId: a.address.roomId, a.body) },
             .with("room.leave", "Leave a room", spec: ["RC-1", "RC-2", "RC-3", "ZIM-4"], args: RoomAddress.self, schema: roomOnly,
                   reply: "Empty") { a, c in .command(.leave(c.session, roomId: a.roomId)) },
+            .with("room.observe", "Watch a room's stream without joining it: the room's stream events arrive as to a member, but the observer is no member, is in no member list, count or audience rule, and sends nothing. Needs a token issued with observer: true (an operator's, e.g. the console's); at most \(Limits.maxObservedRooms) rooms per connection",
+                  spec: ["BX-3"], args: RoomAddress.self, schema: roomOnly, reply: "Observed") { a, _ in .observe(roomId: a.roomId) },
+            .with("room.unobserve", "Stop watching a room", spec: ["BX-3"], args: RoomAddress.self, schema: roomOnly,
+                  reply: "Empty") { a, _ in .unobserve(roomId: a.roomId) },
             .without("room.leaveAll", "Leave every room this connection is in", spec: ["RC-1", "ZIM-4"], reply: "RoomIds") { c in
                 .command(.leaveAll(c.session))
             },

@@ -102,8 +102,13 @@ public struct TokenClaims: Codable, Equatable, Sendable {
     public var name: String?
     public var avatar: String?
     public var device: String?
+    /// BX-3: the holder may watch any room of the app (`room.observe`) without joining it. Only
+    /// an app server (holding the secret) mints such tokens; the console asks for one.
+    public var obs: Bool?
 
-    public init(sub: String, app: String, exp: Int64, iat: Int64? = nil, name: String? = nil, avatar: String? = nil, device: String? = nil) {
+    public init(sub: String, app: String, exp: Int64, iat: Int64? = nil, name: String? = nil, avatar: String? = nil, device: String? = nil,
+                observer: Bool = false) {
+        self.obs = observer ? true : nil
         self.sub = sub
         self.app = app
         self.exp = exp

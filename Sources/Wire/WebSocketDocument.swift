@@ -201,7 +201,10 @@ public enum WebSocketDocument {
                                    "stream": S.str("This deployment's stream id, kept with its data: resume positions stay valid across restarts; a different one (serverRestarted) means the data was reset (BX-1)"),
                                    "expiresAt": ["type": ["integer", "null"], "description": "Token expiry (ms); null for anonymous"]],
                                   required: ["sessionId", "userId", "anonymous", "stream", "expiresAt"])
-        defs["JoinInfo"] = S.obj(["memberCount": S.int(), "joinTime": S.int(), "room": S.ref("Room")], required: ["memberCount", "joinTime", "room"])
+        defs["JoinInfo"] = S.obj(["memberCount": S.int(), "joinTime": S.int(), "room": S.ref("Room"),
+                                  "offset": S.int("In a join's answer: the room stream's offset once the join took effect, the position to resume from (BX-1)", minimum: 0)],
+                                 required: ["memberCount", "joinTime", "room"])
+        defs["Observed"] = S.obj(["roomId": S.str(), "epoch": S.str("The room's current epoch")], required: ["roomId", "epoch"])
         defs["JoinReply"] = S.obj(["joinInfo": ref("JoinInfo")], required: ["joinInfo"])
         defs["RoomIds"] = S.obj(["roomIds": S.arr(text)], required: ["roomIds"])
         defs["Attribute"] = S.obj(["key": text, "value": text, "owner": text, "autoDelete": S.bool()], required: ["key", "value"])
@@ -312,9 +315,11 @@ public enum WebSocketDocument {
             ## Answer shapes
 
             The `ok` objects share the REST schemas (`roomcast.openapi.json`): `Empty` is `{}`,
-            `JoinReply` is `{"joinInfo": {"memberCount", "joinTime", "room"}}`, `Connected` is
-            `{"sessionId", "userId", "anonymous", "stream", "expiresAt"}`, `RoomIds` is `{"roomIds": [...]}`,
-            `Keys` is `{"keys": [...]}`; the rest are named as in the REST document.
+            `JoinReply` is `{"joinInfo": {"memberCount", "joinTime", "offset", "room"}}` (`offset`: the room
+            stream's offset once the join took effect, with `room.epoch` the position a later `resume`
+            starts from), `Connected` is `{"sessionId", "userId", "anonymous", "stream", "expiresAt"}`,
+            `Observed` is `{"roomId", "epoch"}`, `RoomIds` is `{"roomIds": [...]}`, `Keys` is
+            `{"keys": [...]}`; the rest are named as in the REST document.
 
             """
         return md
