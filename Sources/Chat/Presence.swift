@@ -300,12 +300,14 @@ extension ChatDomain {
 
         // What the departing connection is told.
         switch cause {
-        case .voluntary, .switched:
+        case .voluntary, .switched, .oneRoomRule:
+            // RC-4: a connection moved out by the one-room rule is told it quit that room too
+            // (a client library then knows not to re-join it after a reconnect).
             out.deliver(.roomStatus(RoomStatusEvent(roomId: room.key.roomId, status: .quit, zimState: .disconnected, zimEvent: .success, time: now)),
                         to: .sessions([sid]))
         case .kicked(let reason, let ext):
             out.deliver(.kicked(KickedEvent(roomId: room.key.roomId, reason: reason, ext: ext, time: now)), to: .sessions([sid]))
-        case .disconnected, .oneRoomRule, .roomGone:
+        case .disconnected, .roomGone:
             break
         }
         out.effects.append(.left(sid, room.key))

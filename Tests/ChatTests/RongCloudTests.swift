@@ -154,6 +154,9 @@ struct RongCloudTests {
         #expect(h.received(laptop).syncs.contains(expected))
         #expect(h.received(bob).syncs == [expected])
         #expect(!h.received(carol).syncs.contains(expected))
+        // The connection moved out is told it quit r1 (RC-1 quit); nobody else gets a status.
+        #expect(h.received(phone).statuses.map(\.roomId) == ["r1"] && h.received(phone).statuses.first?.status == .quit)
+        #expect(h.received(bob).statuses.isEmpty && h.received(carol).statuses.isEmpty)
     }
 
     // RC-4: one room per user is the default of a new app ("No notification if Single User Joins
