@@ -16,9 +16,12 @@ import Wire
 public enum Published: Sendable {
     /// An event for an audience. Room-stream events carry their offset and room epoch (BX-1).
     case deliver(frame: ByteBlock, audience: Audience, offset: Int64, epoch: String)
-    /// A session entered a room: it receives the room's events from here on.
-    case joined(SessionID, RoomKey, epoch: String)
+    /// A session entered a room: it receives the room's events from here on; `offset` is the
+    /// stream's offset at that point (BX-1).
+    case joined(SessionID, RoomKey, epoch: String, offset: Int64)
     case left(SessionID, RoomKey)
+    /// The room no longer exists (destroyed): its observers stop watching it.
+    case roomGone(RoomKey)
     /// The answer to a WebSocket command, in order with the events it caused.
     case reply(SessionID, frame: ByteBlock)
     /// The engine reloaded its state from disk (a commit failed): every session is closed with
@@ -260,12 +263,14 @@ public final class Engine: @unchecked Sendable {
                 }
             case .joined(let sid, let room):
                 let epoch = domain.epoch(app: room.app, roomId: room.roomId) ?? ""
-                items.append(.joined(sid, room, epoch: epoch))
                 // BX-1: the joiner's starting position is the stream's offset at this point: the
                 // events after it (also later in this outcome) reach it, the ones before did not.
-                joinedAt[room.roomId] = streams[room].flatMap { $0.epoch == epoch ? $0.offset : nil } ?? 0
+                let offset = streams[room].flatMap { $0.epoch == epoch ? $0.offset : nil } ?? 0
+                joinedAt[room.roomId] = offset
+                items.append(.joined(sid, room, epoch: epoch, offset: offset))
             case .left(let sid, let room):
                 items.append(.left(sid, room))
+                touched.append(room)
             }
         }
         // Streams of rooms that no longer exist are forgotten (a recreated room starts a new epoch).
@@ -273,6 +278,7 @@ public final class Engine: @unchecked Sendable {
         for room in Set(touched) where domain.epoch(app: room.app, roomId: room.roomId) == nil {
             streams[room] = nil
             gone.append((room, nil))
+            items.append(.roomGone(room))
         }
         var answer = out.reply
         if case .success(.joined(var info)) = answer, let offset = joinedAt[info.room.roomId] {

@@ -36,6 +36,9 @@ final class ClientSession: WebSocketHandler {
     /// the hub).
     private var observerToken = false
     var observing: Set<String> = []
+    /// The newest `room.observe` of each room whose existence check is still under way.
+    private var latestObserve: [String: UInt64] = [:]
+    private var observeSequence: UInt64 = 0
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
     static let maxPendingResumes = 64
@@ -403,17 +406,26 @@ final class ClientSession: WebSocketHandler {
         let room = RoomKey(app: app, roomId: roomId)
         let wasObserving = observing.contains(roomId)
         hub.observe(self, room)
+        observeSequence += 1
+        let sequence = observeSequence
+        latestObserve[roomId] = sequence
         let me = LoopBound(self, loop: hub.loop)
         context.engine.query(.room(app: app, roomId: roomId)) { result in
             me.loop.execute {
                 let s = me.value
+                // Only the newest observe of a room decides whether its watch stays.
+                let newest = s.latestObserve[roomId] == sequence
+                if newest { s.latestObserve[roomId] = nil }
                 switch result {
-                case .success(.room(let info)):
+                case .success(.room(let info)) where s.observing.contains(roomId):
                     s.sendJSON(Encode.observed(id: rid, roomId: roomId, epoch: info.epoch))
+                case .success(.room):
+                    // Unobserved (or the token was refreshed to one that may not watch) meanwhile.
+                    s.reply(rid, .failure(ChatError(.permissionDenied, "no longer observing \(roomId)", field: "args.roomId")))
                 case .success:
                     s.reply(rid, .failure(ChatError(.roomNotFound, "room \(roomId) does not exist", field: "args.roomId")))
                 case .failure(let e):
-                    if !wasObserving { s.hub.unobserve(s, room) }
+                    if !wasObserving && newest { s.hub.unobserve(s, room) }
                     s.reply(rid, .failure(e))
                 }
             }

@@ -99,10 +99,15 @@ final class Hub {
                         sent += 1
                     }
                 }
-            case .joined(let sid, let room, let epoch):
+            case .joined(let sid, let room, let epoch, let offset):
                 guard let s = sessions[sid] else { continue }
                 addToRoom(s, room)
-                if let request = s.pendingResume.removeValue(forKey: room.roomId) { resume(s, room, epoch: epoch, from: request) }
+                if let request = s.pendingResume.removeValue(forKey: room.roomId) {
+                    resume(s, room, epoch: epoch, offset: offset, from: request)
+                }
+            case .roomGone(let room):
+                rings[room] = nil
+                for s in observers.removeValue(forKey: room) ?? [] { s.observing.remove(room.roomId) }
             case .left(let sid, let room):
                 if let s = sessions[sid] { removeFromRoom(s, room) }
             case .reply(let sid, let frame):
@@ -208,7 +213,7 @@ final class Hub {
     }
 
     /// Sends the events a reconnecting client missed, or tells it why it cannot have them.
-    private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, from request: ResumeRequest) {
+    private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, offset current: Int64, from request: ResumeRequest) {
         if request.epoch != epoch {
             // RC-1: the room was destroyed and created again while the client was away.
             s.sendEvent(.roomStatus(RoomStatusEvent(roomId: room.roomId, status: .reset, zimState: .connecting, zimEvent: .success,
@@ -220,9 +225,13 @@ final class Hub {
             s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "serverRestarted")
             return
         }
+        if request.offset == current {
+            // The client's position is the stream's end: nothing was missed.
+            s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: 0, reason: nil)
+            return
+        }
         guard let ring = rings[room], ring.epoch == epoch else {
-            // No event since the client's position: nothing was missed.
-            s.sendResumeResult(roomId: room.roomId, resumed: request.offset == 0, replayed: 0, reason: request.offset == 0 ? nil : "outOfWindow")
+            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "outOfWindow")
             return
         }
         switch ring.entries(after: request.offset, now: clock(), window: resumeWindow) {

@@ -163,7 +163,7 @@ public enum OpTable {
                   }, reply: "JoinReply") { a, _ in .join(roomId: a.address.roomId, a.body) },
             .with("room.leave", "Leave a room", spec: ["RC-1", "RC-2", "RC-3", "ZIM-4"], args: RoomAddress.self, schema: roomOnly,
                   reply: "Empty") { a, c in .command(.leave(c.session, roomId: a.roomId)) },
-            .with("room.observe", "Watch a room's stream without joining it: the room's stream events arrive as to a member, but the observer is no member, is in no member list, count or audience rule, and sends nothing. Needs a token issued with observer: true (an operator's, e.g. the console's); at most \(Limits.maxObservedRooms) rooms per connection",
+            .with("room.observe", "Watch a room's stream without joining it: the room's stream events arrive as to a member, but the observer is no member and is in no member list, count or audience rule; watching ends when the room is destroyed. Needs a token issued with observer: true (an operator's, e.g. the console's); at most \(Limits.maxObservedRooms) rooms per connection",
                   spec: ["BX-3"], args: RoomAddress.self, schema: roomOnly, reply: "Observed") { a, _ in .observe(roomId: a.roomId) },
             .with("room.unobserve", "Stop watching a room", spec: ["BX-3"], args: RoomAddress.self, schema: roomOnly,
                   reply: "Empty") { a, _ in .unobserve(roomId: a.roomId) },
