@@ -79,9 +79,14 @@ let package = Package(
         .target(name: "Engine", dependencies: [
             "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "Wire", .product(name: "Logging", package: "swift-log"),
         ]),
+        // The browser side as resources: the JavaScript client library and the console (BX-3, BX-4).
+        // Their unit tests (`node --test clients/js/test/`) are not shipped.
+        .target(name: "WebAssets", path: "clients", exclude: ["js/test", "examples"], sources: ["WebAssets.swift"],
+                resources: [.copy("js/roomcast.js"), .copy("js/roomcast.d.ts"), .copy("console")]),
         // Routes, sessions, hubs and wiring: joins the server, the engine and the wire format.
         .target(name: "Gateway", dependencies: [
-            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks",
+            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

@@ -37,6 +37,11 @@ public struct GatewayConfiguration: Sendable {
     public var metrics: PrometheusCollectorRegistry?
     /// Numbers for the rooms NIM's `create` makes (1…2^53-1; injected so tests choose them).
     public var roomNumber: @Sendable () -> Int64 = { Int64.random(in: 1...NIMV1.maxRoomNumber) }
+    /// Serve the client library and the console from this directory (a checkout's `clients/`)
+    /// instead of the copies built in: for working on them without a rebuild.
+    public var assetsDirectory: String?
+    /// The console's charting library (Debian's libjs-chart.js); nil or missing: no charts.
+    public var chartJSPath: String? = "/usr/share/javascript/chart.js/chart.min.js"
 
     public init() {}
 }
@@ -179,6 +184,12 @@ final class GatewayCore: Sendable {
         self.metrics = metrics
         routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
+        let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)
+        if !assets.assets.contains(where: { $0.path == "/console/" }) {
+            logger.warning("the console and client library files were not found: /console/ and /client/ are not served",
+                           metadata: ["assets-dir": "\(configuration.assetsDirectory ?? "built in")"])
+        }
+        assets.register(&routes)
         router = routes.build()
     }
 
@@ -190,7 +201,7 @@ final class GatewayCore: Sendable {
     /// This loop's hub; call on the loop's thread before it serves.
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
-        let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: context.clock)
+        let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: context.clock, counters: metrics.fanout)
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub

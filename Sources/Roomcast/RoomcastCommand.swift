@@ -102,6 +102,12 @@ struct RoomcastCommand: ParsableCommand {
             help: "WebSocket URL handed out by the address lookup (repeatable) [ROOMCAST_PUBLIC_URLS, comma-separated]. Default: ws://HOST:PORT/ws.")
     var publicURLs: [String] = environment("ROOMCAST_PUBLIC_URLS").map { $0.split(separator: ",").map(String.init) } ?? []
 
+    @Option(help: "Serve the client library and the console from this directory (a checkout's clients/) instead of the built-in copies, to work on them without a rebuild [ROOMCAST_ASSETS_DIR].")
+    var assetsDir: String = environment("ROOMCAST_ASSETS_DIR") ?? ""
+
+    @Option(help: "The console's charting library, Chart.js 3 UMD build (Debian's libjs-chart.js); missing: the console shows no charts [ROOMCAST_CHART_JS].")
+    var chartJs: String = environment("ROOMCAST_CHART_JS") ?? "/usr/share/javascript/chart.js/chart.min.js"
+
     @Option(help: "normal (survives a killed process) or full (also power loss; fsync per batch) [ROOMCAST_DURABILITY].")
     var durability: String = environment("ROOMCAST_DURABILITY") ?? "normal"
 
@@ -178,6 +184,8 @@ struct RoomcastCommand: ParsableCommand {
         g.apps = try parsedApps()
         g.durability = Store.Durability(rawValue: durability) ?? .normal
         g.publicURLs = publicURLs
+        g.assetsDirectory = assetsDir.isEmpty ? nil : assetsDir
+        g.chartJSPath = chartJs
         g.tokenGraceSeconds = Int64(tokenGrace)
         g.connectTimeoutSeconds = Int64(connectTimeout)
         g.resumeMaxEvents = resumeEvents
