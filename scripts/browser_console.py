@@ -1,0 +1,185 @@
+"""BX-3 in a real browser: the console at /console/, in headless Chromium, against a live roomcast.
+
+It signs in with the app key and secret (kept in sessionStorage only), finds a room by id prefix,
+shows a live event within a second of a REST call while observing the room (never as a member),
+mutes a member (whose own page, using the client library, receives the room.ban event), replays a
+dead letter, draws the charts, and works in a narrow window. Screenshots of each page are saved;
+any console error or failed request fails the run. Run by scripts/browser-tests.sh."""
+
+import os
+import socket
+import time
+
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+
+import browser_client
+from browser_harness import browser, page_problems, wait_until
+
+
+def closed_port():
+    """A local port nobody listens on (webhook attempts to it fail at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def shot(driver, directory, name):
+    path = os.path.join(directory, f"console-{name}.png")
+    driver.save_screenshot(path)
+    return path
+
+
+def visible(driver, css):
+    """The first element matching `css` if it is displayed (views re-render their lists, so an
+    element found a moment ago may be gone: that counts as not yet)."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0] if found and found[0].is_displayed() else None
+    except StaleElementReferenceException:
+        return None
+
+
+def text_of(driver, css):
+    return driver.execute_script("const e = document.querySelector(arguments[0]); return e ? e.textContent : null", css)
+
+
+def click(driver, css):
+    """Clicks the element now matching `css` (found again, not a reference from before a re-render)."""
+    def attempt():
+        try:
+            element = visible(driver, css)
+            if element:
+                element.click()
+                return True
+        except StaleElementReferenceException:
+            return False
+        return False
+    wait_until(attempt, what=f"a click on {css}")
+
+
+def run_all(gateway, origin, report, shots):
+    room = "console-room"
+    gateway.ok("POST", "/v1/rooms", {"roomId": room, "name": "Console Room", "keepAlive": True})
+    gateway.ok("POST", "/v1/rooms", {"roomId": "other-room", "name": "Elsewhere"})
+    # A webhook endpoint that cannot be reached: its messages become dead letters after one retry.
+    hook = gateway.ok("POST", "/v1/webhooks", {"url": f"http://127.0.0.1:{closed_port()}/hook", "allowPrivateNetwork": True})
+    hook_id = hook["endpoint"]["id"]
+
+    member = browser()  # erin's own page, with the client library
+    console = browser()
+    try:
+        browser_client.open_page(member, origin, gateway, "erin", room)
+        member.execute_script("window.rc.bans = []; window.rc.client.on('room.ban', (e) => window.rc.bans.push(e.data));")
+
+        # Sign in: the key and secret go to sessionStorage, never to localStorage.
+        console.get(gateway.base + "/console/")
+        wait_until(lambda: visible(console, "#signin-view"), what="the sign-in form")
+        shot(console, shots, "signin")
+        console.find_element(By.ID, "signin-key").send_keys(gateway.key)
+        console.find_element(By.ID, "signin-secret").send_keys(gateway.secret)
+        console.find_element(By.ID, "signin-submit").click()
+        wait_until(lambda: visible(console, "#rooms-view"), what="the rooms view after sign-in")
+        stored = console.execute_script("return [JSON.stringify(sessionStorage), JSON.stringify(localStorage)]")
+        assert gateway.secret in stored[0] and gateway.secret not in stored[1], stored
+        report("console: signed in (secret in sessionStorage only)")
+
+        # Find the room by id prefix.
+        prefix = console.find_element(By.ID, "rooms-prefix")
+        prefix.clear()
+        prefix.send_keys("console")
+        console.find_element(By.ID, "rooms-search").click()
+        wait_until(lambda: visible(console, f'tr[data-room-id="{room}"]'), what="the room in the search results")
+        wait_until(lambda: not console.find_elements(By.CSS_SELECTOR, 'tr[data-room-id="other-room"]'), what="only matching rooms")
+        online = text_of(console, f'tr[data-room-id="{room}"] [data-field="onlineCount"]')
+        assert online == "1", f"online count {online!r}"
+        shot(console, shots, "rooms")
+        click(console, f'tr[data-room-id="{room}"]')
+        wait_until(lambda: visible(console, '[data-testid="member-row"][data-user-id="erin"]'), what="erin in the member list")
+        wait_until(lambda: console.find_element(By.ID, "events-state").get_attribute("data-observing") == "true",
+                   what="the live stream observing the room")
+        # The observer is no member: the member list and the online count are unchanged.
+        members = gateway.ok("GET", f"/v1/rooms/{room}/members")["members"]
+        assert [m["userId"] for m in members] == ["erin"], members
+        report("console: found the room by prefix and opened it; the observer is not a member")
+
+        # A live event within a second of a REST call.
+        sent = time.time()
+        gateway.ok("POST", f"/v1/rooms/{room}/messages", {"content": "live from REST"})
+        wait_until(lambda: visible(console, 'li[data-testid="event"][data-ev="room.message"]'), timeout=5, interval=0.02,
+                   what="the message in the live stream")
+        latency = time.time() - sent
+        assert latency < 1.0, f"live event after {latency:.2f} s"
+        assert "live from REST" in text_of(console, 'li[data-ev="room.message"]')
+        report(f"console: live event shown {latency * 1000:.0f} ms after the REST call")
+
+        # Mute erin with a notification: her page receives room.ban, the console lists the mute.
+        user = console.find_element(By.ID, "mod-user")
+        user.clear()
+        user.send_keys("erin")
+        minutes = console.find_element(By.ID, "mod-minutes")
+        minutes.clear()
+        minutes.send_keys("5")
+        notify = console.find_element(By.ID, "mod-notify")
+        if not notify.is_selected():
+            notify.click()
+        click(console, "#mod-mute")
+        wait_until(lambda: console.find_element(By.ID, "mod-status").get_attribute("data-result") == "ok", what="the mute answered")
+        bans = wait_until(lambda: member.execute_script("return window.rc.bans"), what="erin's page receives room.ban")
+        assert bans[0]["banType"] == 1 and bans[0]["userIdList"] == ["erin"], bans
+        wait_until(lambda: visible(console, '#mutes-list [data-user-id="erin"]'), what="erin in the mute list")
+        wait_until(lambda: visible(console, 'li[data-testid="event"][data-ev="room.ban"]'), what="the ban in the live stream")
+        shot(console, shots, "room")
+        report("console: muted erin; her page received room.ban (banType 1)")
+
+        # A dead letter, replayed from the console.
+        wait_until(lambda: gateway.ok("GET", f"/v1/webhooks/{hook_id}/deliveries?status=dead")["deliveries"], timeout=20,
+                   what="a dead letter")
+        click(console, "#nav-webhooks")
+        button = f'[data-endpoint-id="{hook_id}"] [data-testid="replay-button"]'
+        wait_until(lambda: visible(console, button), what="a dead letter with a replay button")
+        message_id = console.execute_script("return document.querySelector(arguments[0]).dataset.messageId", button)
+        shot(console, shots, "webhooks")
+        click(console, button)
+        result = wait_until(lambda: console.execute_script(
+            "const e = document.querySelector(arguments[0]); return e && e.dataset.queued",
+            f'[data-endpoint-id="{hook_id}"] [data-testid="replay-result"]'), what="the replay answer")
+        assert result == "1", result
+        # The server queued it again: it is attempted anew (and, unreachable, dies again later).
+        def attempted_again():
+            page = gateway.ok("GET", f"/v1/webhooks/{hook_id}/deliveries?limit=50")["deliveries"]
+            entry = next((d for d in page if d["messageId"] == message_id), None)
+            return entry and (entry["status"] == "pending" or entry["attempts"] > 2)
+        wait_until(attempted_again, what="the replayed message attempted again")
+        report("console: replayed a dead letter (queued 1)")
+
+        # Charts from /metrics.
+        click(console, "#nav-metrics")
+        wait_until(lambda: visible(console, "#chart-events"), what="the charts")
+        time.sleep(4.5)  # two polls: rates need two samples
+        assert console.find_element(By.ID, "charts-unavailable").is_displayed() is False
+        shot(console, shots, "metrics")
+        report("console: charts drawn with Chart.js from the gateway")
+
+        # A narrow window: one column, still usable.
+        console.set_window_size(420, 900)
+        console.get(gateway.base + f"/console/#/rooms/{room}")
+        wait_until(lambda: visible(console, '[data-testid="member-row"][data-user-id="erin"]'), what="the room view, narrow")
+        width = console.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 440, f"the page scrolls sideways in a narrow window ({width} px)"
+        shot(console, shots, "room-narrow")
+        report("console: works in a 420 px window")
+
+        for d, who in ((console, "console"), (member, "member page")):
+            problems = page_problems(d)
+            assert problems == [], f"{who}: {problems}"
+        requests = console.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin))")
+        assert requests == [], f"the console reached other hosts: {requests}"
+        report("console: no console error, no failed request, no other host reached")
+    except Exception:
+        shot(console, shots, "failure")
+        raise
+    finally:
+        console.quit()
+        member.quit()
