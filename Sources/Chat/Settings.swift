@@ -229,6 +229,9 @@ public enum Limits {
     /// Rooms per page of the room directory (PX-5), and the default.
     public static let maxDirectoryPage = 100
     public static let defaultDirectoryPage = 20
+    /// The reason an app server gives when it disconnects a user's connections (PX-5): it is the
+    /// WebSocket close reason, which must fit a control frame (123 bytes).
+    public static let maxDisconnectReasonBytes = 100
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

@@ -24,6 +24,8 @@ final class ClientSession: WebSocketHandler {
     private(set) var id = SessionID(0)
     private(set) var app = ""
     private(set) var userId = ""
+    /// The device the session connected as (PX-5 connection listings).
+    private(set) var device = ""
     private(set) var authenticated = false
     private var connecting = false
     let openedAt: Int64
@@ -259,6 +261,7 @@ final class ClientSession: WebSocketHandler {
             return
         }
         connecting = true
+        self.device = device
         id = hub.makeSessionID()
         app = appKey
         let stream = hub.resumeWindow.stream

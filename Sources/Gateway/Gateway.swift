@@ -60,9 +60,12 @@ final class GatewayContext: Sendable {
     let defaultTokenTTLSeconds: Int64
     let webhooks: WebhookService
     let roomNumber: @Sendable () -> Int64
+    /// Every I/O loop's hub (PX-5: a user's connections, wherever they are).
+    let hubs: HubTable
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator) {
+         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable) {
+        self.hubs = hubs
         self.engine = engine
         self.webhooks = webhooks
         self.apps = apps
@@ -85,7 +88,7 @@ final class GatewayCore: Sendable {
     let engine: Engine
     let context: GatewayContext
     let router: Router
-    let hubs = HubTable()
+    let hubs: HubTable
     let window: ResumeWindow
     let metrics: MetricsEndpoint
     let publisher: Publisher
@@ -99,6 +102,8 @@ final class GatewayCore: Sendable {
 
     init(configuration: GatewayConfiguration, store: Store, publicURLs: [String], logger: Logger, clock: @escaping @Sendable () -> Int64) throws {
         self.store = store
+        let hubs = HubTable()
+        self.hubs = hubs
         // Apps: the configured ones, or a development app made once on first start.
         let now = clock()
         for app in configuration.apps {
@@ -156,7 +161,7 @@ final class GatewayCore: Sendable {
         let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
                                                  record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
-                                 webhooks: webhooks, authenticator: authenticator)
+                                 webhooks: webhooks, authenticator: authenticator, hubs: hubs)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
                               stream: try store.streamID(orCreate: { randomHex(8) }))
 
@@ -333,4 +338,23 @@ final class HubTable: Sendable {
 
     /// The hub of `index`; call on that loop's thread.
     func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.value }
+
+    /// Runs `body` on every hub, each on its own loop, and hands the results to `done` (on the
+    /// loop that finishes last).
+    func gather<T: Sendable>(_ body: @escaping @Sendable (Hub) -> T, done: @escaping @Sendable ([T]) -> Void) {
+        let hubs = table.withLock { Array($0.values) }
+        guard !hubs.isEmpty else { return done([]) }
+        let collected = Mutex<(results: [T], left: Int)>(([], hubs.count))
+        for bound in hubs {
+            bound.loop.execute {
+                let result = body(bound.value)
+                let all: [T]? = collected.withLock { c in
+                    c.results.append(result)
+                    c.left -= 1
+                    return c.left == 0 ? c.results : nil
+                }
+                if let all { done(all) }
+            }
+        }
+    }
 }

@@ -2,6 +2,7 @@ import Chat
 import Engine
 import Reactor
 import Server
+import Wire
 import Synchronization
 
 /// One I/O loop's view of the rooms: which of its sessions are in which room, which belong to
@@ -71,6 +72,22 @@ final class Hub {
         let now = clock()
         for s in Array(pendingSessions.values) { s.tick(now: now) }
         for s in Array(sessions.values) { s.tick(now: now) }
+    }
+
+    // MARK: Connections (PX-5)
+
+    /// A user's connections on this loop.
+    func connections(app: String, user: String) -> [ConnectionInfo] {
+        (users[UserKey(app: app, user: user)] ?? []).map {
+            ConnectionInfo(sessionId: String($0.id.raw), device: $0.device, since: $0.openedAt, rooms: $0.roomSlots.keys.map(\.roomId).sorted())
+        }
+    }
+
+    /// Closes a user's connections on this loop (those of `device` only, when given); how many.
+    func disconnect(app: String, user: String, device: String?, code: CloseCode, reason: String) -> Int {
+        let matching = (users[UserKey(app: app, user: user)] ?? []).filter { device == nil || $0.device == device }
+        for s in matching { s.close(code, reason) }
+        return matching.count
     }
 
     // MARK: The engine's stream
@@ -246,6 +263,14 @@ final class Hub {
             s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: replayed, reason: nil)
         }
     }
+}
+
+/// One connection of a user, as the directory lists it (PX-5).
+struct ConnectionInfo: Sendable {
+    let sessionId: String
+    let device: String
+    let since: Int64
+    let rooms: [String]
 }
 
 /// Events published and event frames handed to connections, for `/metrics` (the console's

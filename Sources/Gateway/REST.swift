@@ -85,6 +85,8 @@ struct RESTAPI: Sendable {
         registerGroups(&r)
         // Webhooks (SPEC §9).
         registerWebhooks(&r)
+        // A user's connections and rooms (PX-5).
+        registerUsers(&r)
         // The vendors' own server APIs (SPEC §8).
         registerVendors(&r)
 

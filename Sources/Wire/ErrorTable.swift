@@ -131,6 +131,10 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case badToken = 4004
     /// The client did not read its events fast enough (slow consumer).
     case slowConsumer = 4008
+    /// The app server disconnected the connection (`DELETE /v1/users/{userId}/connections`); the
+    /// close reason is the app's. 4010: do not reconnect; 4011: reconnect (e.g. to another node).
+    case disconnectedByApp = 4010
+    case disconnectedByAppReconnect = 4011
 
     public var meaning: String {
         switch self {
@@ -147,14 +151,17 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
         case .originNotAllowed: return "The Origin is not on the app's allowlist"
         case .badToken: return "The token (or app key) is invalid"
         case .slowConsumer: return "The client did not read its events fast enough; other clients are unaffected"
+        case .disconnectedByApp: return "The app server disconnected this connection (DELETE /v1/users/{userId}/connections); the close reason is the app's"
+        case .disconnectedByAppReconnect: return "The app server disconnected this connection and lets it connect again (DELETE /v1/users/{userId}/connections?reconnect=true); the close reason is the app's"
         }
     }
 
     public var reconnect: Reconnect {
         switch self {
-        case .goingAway, .notAuthenticated, .slowConsumer, .tryAgainLater: return .withBackoff
+        case .goingAway, .notAuthenticated, .slowConsumer, .tryAgainLater, .disconnectedByAppReconnect: return .withBackoff
         case .tokenExpired: return .withNewToken
-        case .normal, .protocolError, .unsupportedData, .invalidPayload, .messageTooBig, .badRequest, .originNotAllowed, .badToken: return .never
+        case .normal, .protocolError, .unsupportedData, .invalidPayload, .messageTooBig, .badRequest, .originNotAllowed, .badToken,
+             .disconnectedByApp: return .never
         }
     }
 }

@@ -218,6 +218,53 @@ struct BrowserSideTests {
         }
     }
 
+    // PX-5: a user's connections and rooms, and disconnecting them (one device, or all) with a
+    // close code and reason that reach the client; other users and apps are untouched.
+    @Test func userConnectionsAreListedAndDisconnected() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        for id in ["r1", "r2"] { #expect(try rest.call("POST", "/v1/rooms", ["roomId": id]).status == 201) }
+        #expect(try rest.call("PATCH", "/v1/settings", ["multipleRoomsPerUser": true]).status == 200)
+        let phone = try g.client("alice", device: "phone"), laptop = try g.client("alice", device: "laptop"), bob = try g.client("bob")
+        _ = try ok(phone, "room.join", ["roomId": "r1"])
+        _ = try ok(laptop, "room.join", ["roomId": "r2"])
+        _ = try ok(bob, "room.join", ["roomId": "r1"])
+        let other = g.rest(app: InProcessGateway.otherApp.key, secret: InProcessGateway.otherApp.secret)
+        let stranger = g.session()
+        _ = try stranger.connect(token: try other.token("alice"))
+
+        let listed = try rest.call("GET", "/v1/users/alice/connections")
+        #expect(listed.status == 200)
+        let connections = listed.json["connections"] as? [[String: Any]] ?? []
+        #expect(connections.compactMap { $0.str("device") }.sorted() == ["laptop", "phone"])  // not the other app's alice
+        #expect(connections.first { $0.str("device") == "phone" }?["rooms"] as? [String] == ["r1"])
+        #expect(connections.allSatisfy { $0.str("node") == "ws://gateway.test/ws" && $0.int("since") != nil })
+        #expect(try rest.call("GET", "/v1/users/alice/rooms").json["roomIds"] as? [String] == ["r1", "r2"])
+
+        // One device: the phone is closed with 4010 and the app's reason; bob is told it left.
+        let gone = try rest.call("DELETE", "/v1/users/alice/connections?device=phone&reason=policy%20violation")
+        #expect(gone.status == 200 && gone.json.int("disconnected") == 1 && gone.json.int("closeCode") == 4010)
+        #expect(phone.closeCode == 4010 && phone.closeReason == "policy violation")
+        #expect(laptop.closeCode == nil && bob.closeCode == nil && stranger.closeCode == nil)
+        _ = try bob.waitFor("room.memberChanged")
+        g.settle()
+        #expect(try rest.call("GET", "/v1/users/alice/rooms").json["roomIds"] as? [String] == ["r2"])
+        // All devices, allowed to come back: 4011.
+        let all = try rest.call("DELETE", "/v1/users/alice/connections?reconnect=true")
+        #expect(all.json.int("disconnected") == 1 && laptop.closeCode == 4011)
+        #expect(stranger.closeCode == nil && bob.closeCode == nil)
+        #expect(try rest.call("DELETE", "/v1/users/nobody/connections").json.int("disconnected") == 0)
+
+        for (path, field) in [("/v1/users/alice/connections?reason=" + String(repeating: "r", count: 101), "reason"),
+                              ("/v1/users/alice/connections?device=" + String(repeating: "d", count: 65), "device"),
+                              ("/v1/users/alice/connections?reconnect=maybe", "reconnect"),
+                              ("/v1/users/" + String(repeating: "u", count: 65) + "/connections", "userId")] {
+            let r = try rest.call("DELETE", path)
+            #expect(r.status == 400 && r.json.str("field") == field, "\(path): \(r.text)")
+        }
+    }
+
     // BX-3, BX-4: the client library and the console are served with validators, CORS for the
     // library, a Content-Security-Policy for the console, and redirects to it.
     @Test func clientLibraryAndConsoleAreServed() throws {

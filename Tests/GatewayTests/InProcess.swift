@@ -293,6 +293,7 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     private var inbox: [String] = []
     private var read = 0
     private var serverClose: UInt16?
+    private var serverCloseReason: String?
     let gateway: InProcessGateway
     var session: ClientSession?
     private let logId = FrameLog.nextConnection()
@@ -330,7 +331,10 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     func close(code: WebSocketCloseCode, reason: String) {
         condition.lock()
         let first = serverClose == nil
-        if first { serverClose = code.rawValue }
+        if first {
+            serverClose = code.rawValue
+            serverCloseReason = reason
+        }
         condition.broadcast()
         condition.unlock()
         // The real connection tells the session once the closing handshake is over.
@@ -341,6 +345,9 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     }
 
     // MARK: The test's side
+
+    /// The close reason the server sent with its close code.
+    var closeReason: String? { condition.withLock { serverCloseReason } }
 
     /// The close code the server sent (checked against the close-code table).
     var closeCode: UInt16? {

@@ -34,6 +34,8 @@ export const CloseCode = Object.freeze({
   originNotAllowed: 4003,
   badToken: 4004,
   tooSlow: 4008,
+  disconnectedByApp: 4010,
+  disconnectedByAppReconnect: 4011,
 });
 
 /**
@@ -42,7 +44,7 @@ export const CloseCode = Object.freeze({
  * server only sends it to echo a close the client started; a 1000 the client did not start
  * (from a proxy, say) is retried like any other loss.
  */
-export const NO_RECONNECT_CLOSE_CODES = Object.freeze([1000, 1002, 1003, 1007, 1009, 4000, 4003, 4004]);
+export const NO_RECONNECT_CLOSE_CODES = Object.freeze([1000, 1002, 1003, 1007, 1009, 4000, 4003, 4004, 4010]);
 
 /** Default reconnect backoff (see {@link backoffDelay}). */
 export const DEFAULT_BACKOFF = Object.freeze({ initialMs: 500, maxMs: 30000, factor: 2, jitter: 0.5 });
