@@ -22,7 +22,13 @@ public final class ChatDomain {
         case tempMute(RoomKey, String)
         case globalMute(String, String)
         case room(RoomKey)
+        /// PX-3: a user's last connection went away; offline unless one comes back in time.
+        case offline(app: String, user: String)
     }
+
+    /// PX-3: how long after a user's last connection closes `user.offline` is sent; a connection
+    /// within it sends nothing (neither offline nor online).
+    public var presenceGraceMilliseconds: Int64 = 5_000
 
     public init(makeID: @escaping IDGenerator) {
         self.makeID = makeID
@@ -75,7 +81,7 @@ public final class ChatDomain {
         switch command {
         case .configureApp(let app, let settings): return try configureApp(app, settings, &out)
         case .updateAppSettings(let app, let patch): return try updateAppSettings(app, patch, &out)
-        case .connect(let s, let app, let user, let device, let anon): return try connect(s, app, user, device, anon, &out)
+        case .connect(let s, let app, let user, let device, let anon): return try connect(s, app, user, device, anon, now, &out)
         case .disconnect(let s): return try disconnect(s, now, &out)
         case .join(let s, let roomId, let profile, let mode): return try join(s, roomId, profile, mode, now, &out)
         case .leave(let s, let roomId): return try leave(s, roomId, now, &out)

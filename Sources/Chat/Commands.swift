@@ -294,6 +294,8 @@ public enum Query: Sendable {
     case roomIds(app: String)
     /// Ids of the app's rooms that match a filter, sorted (RongCloud's mute-all and keep-alive lists).
     case roomIdsWhere(app: String, RoomFilter)
+    /// PX-3: whether users are online (→ `Reply.online`), at most `Limits.maxPresenceQueryUsers`.
+    case online(app: String, [String])
     /// PX-5: one page of the app's room directory (→ `Reply.roomPage`).
     case roomDirectory(app: String, RoomSearch)
 

@@ -76,6 +76,9 @@ public enum Mutation: Equatable, Sendable {
     case deleteAllowlist(RoomKey, String)
     case putGlobalMute(app: String, String, until: Int64)
     case deleteGlobalMute(app: String, String)
+    /// PX-3: the users who are online, so that a restart can tell the app who went offline.
+    case putOnlineUser(app: String, String, device: String)
+    case deleteOnlineUser(app: String, String)
     case putAttribute(RoomKey, String, Attribute)
     case deleteAttribute(RoomKey, String)
     /// `sequence` orders elements (insertion order survives restarts).
@@ -113,6 +116,10 @@ public enum WebhookEventType: String, Equatable, Sendable, CaseIterable {
     case queueChanged = "queue.changed"
     case channelChanged = "channel.changed"
     case conversationStatusChanged = "conversation.status.changed"
+    /// PX-3: a user's first connection came (online) or its last one went and stayed away for
+    /// the grace (offline); `details.device` names the device.
+    case userOnline = "user.online"
+    case userOffline = "user.offline"
 }
 
 /// Ordered string pairs, written as a dictionary literal; cheaper than a Dictionary (no hashing)
@@ -164,6 +171,8 @@ public enum Reply: Equatable, Sendable {
     case rooms([RoomInfo])
     case members([MemberInfo], total: Int)
     case presence([(userId: String, inRoom: Bool)])
+    /// PX-3: whether each user is online, and with how many connections.
+    case online([(userId: String, connections: Int)])
     case userIds([String])
     case userExpiries([(userId: String, until: Int64?)])
     case roomIds([String])
@@ -199,6 +208,7 @@ public enum Reply: Equatable, Sendable {
         case let (.rooms(x), .rooms(y)): return x == y
         case let (.members(x, t1), .members(y, t2)): return x == y && t1 == t2
         case let (.presence(x), .presence(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.inRoom == $1.inRoom }
+        case let (.online(x), .online(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.connections == $1.connections }
         case let (.userIds(x), .userIds(y)): return x == y
         case let (.userExpiries(x), .userExpiries(y)): return x.count == y.count && zip(x, y).allSatisfy { $0.userId == $1.userId && $0.until == $1.until }
         case let (.roomIds(x), .roomIds(y)): return x == y

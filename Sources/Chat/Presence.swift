@@ -18,7 +18,7 @@ extension ChatDomain {
     // MARK: Sessions
 
     func connect(_ id: SessionID, _ appKey: String, _ userId: String?, _ deviceId: String, _ anonymous: AnonymousProfile?,
-                 _ out: inout Outcome) throws(ChatError) -> Reply {
+                 _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         guard sessions[id] == nil else { throw .invalid("session", "session \(id) is already connected") }
         try Validate.maxBytes(deviceId, 64, field: "deviceId")
@@ -44,6 +44,12 @@ extension ChatDomain {
         }
         sessions[id] = Session(id: id, app: appKey, userId: user, deviceId: deviceId, anonymous: userId == nil,
                                nickname: nickname, avatar: avatar)
+        // PX-3: the user's first connection makes it online, unless it comes back within the grace.
+        if userId != nil && app.userSessions[user] == nil && app.goingOffline.removeValue(forKey: user) == nil {
+            out.webhooks.append(WebhookRecord(app: appKey, type: .userOnline, roomId: "", userIds: [user], time: now,
+                                              details: ["device": deviceId]))
+            out.mutations.append(.putOnlineUser(app: appKey, user, device: deviceId))
+        }
         app.userSessions[user, default: []].append(id)
         return .session(userId: user)
     }
@@ -56,7 +62,20 @@ extension ChatDomain {
         }
         sessions[id] = nil
         app.userSessions[s.userId]?.removeAll { $0 == id }
-        if app.userSessions[s.userId]?.isEmpty == true { app.userSessions[s.userId] = nil }
+        if app.userSessions[s.userId]?.isEmpty == true {
+            app.userSessions[s.userId] = nil
+            // PX-3: the last connection went: offline once the grace has passed without a new one.
+            if !s.anonymous {
+                if presenceGraceMilliseconds <= 0 {
+                    out.webhooks.append(WebhookRecord(app: s.app, type: .userOffline, roomId: "", userIds: [s.userId], time: now,
+                                                      details: ["device": s.deviceId]))
+                    out.mutations.append(.deleteOnlineUser(app: s.app, s.userId))
+                } else {
+                    app.goingOffline[s.userId] = (now, s.deviceId)
+                    deadlines.push(now + presenceGraceMilliseconds, .offline(app: s.app, user: s.userId))
+                }
+            }
+        }
         return .done
     }
 

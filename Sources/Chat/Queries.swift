@@ -118,6 +118,14 @@ extension ChatDomain {
                 }
             }.keys.sorted())
 
+        case .online(let appKey, let users):
+            guard !users.isEmpty, users.count <= Limits.maxPresenceQueryUsers else {
+                throw .invalid("userIds", "name 1 to \(Limits.maxPresenceQueryUsers) users")
+            }
+            for u in users { try Validate.userId(u) }
+            let app = try app(appKey)
+            return .online(users.map { (userId: $0, connections: app.userSessions[$0]?.count ?? 0) })
+
         case .roomDirectory(let appKey, let search):
             // One pass over the app's rooms (bounded by its room limit), then the page in id order.
             var found: [(id: String, room: Room)] = []

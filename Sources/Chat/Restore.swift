@@ -72,6 +72,15 @@ extension ChatDomain {
         deadlines.push(until, .globalMute(app, user))
     }
 
+    /// PX-3: a user who was online when the server stopped has no connection now: it goes
+    /// offline after the grace unless it connects again (then nothing is sent, as for any
+    /// reconnect within the grace).
+    public func restoreOnlineUser(app: String, _ user: String, device: String, now: Int64) {
+        guard let a = apps[app] else { return }
+        a.goingOffline[user] = (now, device)
+        deadlines.push(now + max(0, presenceGraceMilliseconds), .offline(app: app, user: user))
+    }
+
     public func restoreAttribute(_ key: RoomKey, _ name: String, _ a: Attribute) {
         restoredRoom(key)?.attributes[name] = a
     }

@@ -232,6 +232,8 @@ public enum Limits {
     /// The reason an app server gives when it disconnects a user's connections (PX-5): it is the
     /// WebSocket close reason, which must fit a control frame (123 bytes).
     public static let maxDisconnectReasonBytes = 100
+    /// Users one presence query may name (PX-3).
+    public static let maxPresenceQueryUsers = 100
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

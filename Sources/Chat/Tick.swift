@@ -25,6 +25,14 @@ extension ChatDomain {
                 out.mutations.append(.deleteGlobalMute(app: appKey, user))
                 out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: [user], time: now,
                                                   details: ["action": "globalMuteExpired"]))
+            case .offline(let appKey, let user):
+                // Sent only if the user is still gone and this is the deadline of its last departure.
+                guard let app = apps[appKey], app.userSessions[user] == nil, let gone = app.goingOffline[user],
+                      now - gone.at >= presenceGraceMilliseconds else { continue }
+                app.goingOffline[user] = nil
+                out.webhooks.append(WebhookRecord(app: appKey, type: .userOffline, roomId: "", userIds: [user], time: gone.at,
+                                                  details: ["device": gone.device]))
+                out.mutations.append(.deleteOnlineUser(app: appKey, user))
             case .room(let key):
                 guard let app = apps[key.app], let room = app.rooms[key.roomId], !room.keepAlive else { continue }
                 let deadline: Int64?

@@ -37,6 +37,9 @@ public struct GatewayConfiguration: Sendable {
     public var metrics: PrometheusCollectorRegistry?
     /// Numbers for the rooms NIM's `create` makes (1…2^53-1; injected so tests choose them).
     public var roomNumber: @Sendable () -> Int64 = { Int64.random(in: 1...NIMV1.maxRoomNumber) }
+    /// PX-3: seconds after a user's last connection closes before `user.offline` is sent (a
+    /// connection within them sends nothing); 0 sends it at once.
+    public var presenceGraceSeconds: Int64 = 5
     /// Serve the client library and the console from this directory (a checkout's `clients/`)
     /// instead of the copies built in: for working on them without a rebuild.
     public var assetsDirectory: String?
@@ -125,6 +128,7 @@ final class GatewayCore: Sendable {
         // The domain, restored from the store.
         let ids = IDGenerator(clock: clock)
         let domain = ChatDomain(makeID: { ids.next() })
+        domain.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
         try store.restore(into: domain, now: now)
 
         // Webhooks: endpoints from the command line, then the service (started with the store).
@@ -151,6 +155,7 @@ final class GatewayCore: Sendable {
         engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, retention: retention,
                             positions: try store.lastOffsets(), reload: { [store] in
                                 let fresh = ChatDomain(makeID: { ids.next() })
+                                fresh.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
                                 try store.restore(into: fresh, now: clock())
                                 return fresh
                             }, logger: logger)

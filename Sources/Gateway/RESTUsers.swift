@@ -52,6 +52,32 @@ extension RESTAPI {
             }
         })
 
+        // PX-3: who is online.
+        let engine = context.engine
+        r.add(.GET, "/v1/users/{userId}/presence", signed { req, caller, writer in
+            do throws(ChatError) {
+                let user = try Self.user(req)
+                engine.query(.online(app: caller.app, [user])) { result in
+                    guard case .success(.online(let list)) = result, let p = list.first else { return writer.send(Self.respond(result)) }
+                    writer.send(.json(.ok, JSONWriter.object { w in
+                        w.field("userId", p.userId)
+                        w.field("online", p.connections > 0)
+                        w.field("connections", p.connections)
+                    }))
+                }
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+        r.add(.POST, "/v1/users/presence/query", signed { req, caller, writer in
+            do throws(ChatError) {
+                let body = try decodeBody(PresenceQueryRequest.self, from: req.body)
+                engine.query(.online(app: caller.app, body.userIds)) { writer.send(Self.respond($0)) }
+            } catch {
+                writer.send(Self.error(error))
+            }
+        })
+
         r.add(.DELETE, "/v1/users/{userId}/connections", signed { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)

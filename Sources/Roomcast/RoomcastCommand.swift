@@ -102,6 +102,9 @@ struct RoomcastCommand: ParsableCommand {
             help: "WebSocket URL handed out by the address lookup (repeatable) [ROOMCAST_PUBLIC_URLS, comma-separated]. Default: ws://HOST:PORT/ws.")
     var publicURLs: [String] = environment("ROOMCAST_PUBLIC_URLS").map { $0.split(separator: ",").map(String.init) } ?? []
 
+    @Option(help: "Seconds after a user's last connection closes before the user.offline webhook is sent; a connection within them sends nothing (0: at once) [ROOMCAST_PRESENCE_GRACE].")
+    var presenceGrace: Int = environment("ROOMCAST_PRESENCE_GRACE").flatMap(Int.init) ?? 5
+
     @Option(help: "Serve the client library and the console from this directory (a checkout's clients/) instead of the built-in copies, to work on them without a rebuild [ROOMCAST_ASSETS_DIR].")
     var assetsDir: String = environment("ROOMCAST_ASSETS_DIR") ?? ""
 
@@ -185,6 +188,8 @@ struct RoomcastCommand: ParsableCommand {
         g.durability = Store.Durability(rawValue: durability) ?? .normal
         g.publicURLs = publicURLs
         g.assetsDirectory = assetsDir.isEmpty ? nil : assetsDir
+        guard (0...3600).contains(presenceGrace) else { throw ValidationError("--presence-grace must be 0 to 3600 seconds") }
+        g.presenceGraceSeconds = Int64(presenceGrace)
         g.chartJSPath = chartJs
         g.tokenGraceSeconds = Int64(tokenGrace)
         g.connectTimeoutSeconds = Int64(connectTimeout)

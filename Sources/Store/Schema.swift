@@ -267,6 +267,16 @@ enum Schema {
                 CREATE INDEX requestNonceByTime ON requestNonce(at);
                 """)
         }
+        m.registerMigration("v5-online-users") { db in
+            try db.execute(sql: """
+                CREATE TABLE onlineUser (
+                    app TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    device TEXT NOT NULL,
+                    PRIMARY KEY (app, userId)
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

@@ -262,6 +262,10 @@ public final class Store: @unchecked Sendable {
                 try GlobalMuteRow(app: app, userId: u, until: until).save(db)
             case .deleteGlobalMute(let app, let u):
                 try db.execute(sql: "DELETE FROM globalMute WHERE app = ? AND userId = ?", arguments: [app, u])
+            case .putOnlineUser(let app, let u, let device):
+                try db.execute(sql: "INSERT OR REPLACE INTO onlineUser (app, userId, device) VALUES (?, ?, ?)", arguments: [app, u, device])
+            case .deleteOnlineUser(let app, let u):
+                try db.execute(sql: "DELETE FROM onlineUser WHERE app = ? AND userId = ?", arguments: [app, u])
             case .putAttribute(let k, let name, let a):
                 try AttributeRow(app: k.app, roomId: k.roomId, key: name, value: a.value, owner: a.owner, autoDelete: a.autoDelete,
                                  updatedAt: a.updatedAt).save(db)
@@ -355,6 +359,9 @@ public final class Store: @unchecked Sendable {
             for t in try TempMuteRow.fetchAll(db) { domain.restoreTempMute(RoomKey(app: t.app, roomId: t.roomId), t.userId, until: t.until) }
             for a in try AllowlistRow.fetchAll(db) { domain.restoreAllowlist(RoomKey(app: a.app, roomId: a.roomId), a.userId) }
             for g in try GlobalMuteRow.fetchAll(db) { domain.restoreGlobalMute(app: g.app, g.userId, until: g.until) }
+            for row in try Row.fetchAll(db, sql: "SELECT app, userId, device FROM onlineUser") {
+                domain.restoreOnlineUser(app: row["app"], row["userId"], device: row["device"], now: now)
+            }
             for a in try AttributeRow.fetchAll(db) {
                 domain.restoreAttribute(RoomKey(app: a.app, roomId: a.roomId), a.key,
                                         Attribute(value: a.value, owner: a.owner, autoDelete: a.autoDelete, updatedAt: a.updatedAt))

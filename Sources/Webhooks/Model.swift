@@ -17,7 +17,7 @@ public enum WebhookFormat: String, Equatable, Sendable, CaseIterable, Codable {
         case .standard, .nim: return true
         case .rongcloud:
             switch type {
-            case .roomCreated, .roomDestroyed, .memberJoined, .memberLeft, .memberKicked, .memberBlocked: return true
+            case .roomCreated, .roomDestroyed, .memberJoined, .memberLeft, .memberKicked, .memberBlocked, .userOnline, .userOffline: return true
             default: return false
             }
         }

@@ -38,6 +38,15 @@ public enum WebhookRenderer {
         var time: Int64
     }
 
+    /// RongCloud user online status sync element (PX-3): status "0" online, "1" offline; `os`
+    /// carries the device the client connected as.
+    struct RongCloudUserStatus: Encodable {
+        var userid: String
+        var status: String
+        var os: String
+        var time: Int64
+    }
+
     /// NIM copy body.
     struct NIMBody: Encodable {
         var eventType: String
@@ -92,8 +101,15 @@ public enum WebhookRenderer {
                 ("webhook-signature", StandardWebhooks.signature(id: m.id, timestamp: seconds, body: body, secrets: e.signingSecrets(now: now))),
             ], query: "")
         case .rongcloud:
-            guard let type = rongCloudType(m.type) else { return nil }
-            let body = encode([RongCloudEvent(chatRoomId: m.roomId, userIds: m.userIds, status: m.cause, type: type, time: m.time)])
+            let body: [UInt8]
+            if m.type == .userOnline || m.type == .userOffline {
+                body = encode(m.userIds.map {
+                    RongCloudUserStatus(userid: $0, status: m.type == .userOnline ? "0" : "1", os: m.details["device"] ?? "", time: m.time)
+                })
+            } else {
+                guard let type = rongCloudType(m.type) else { return nil }
+                body = encode([RongCloudEvent(chatRoomId: m.roomId, userIds: m.userIds, status: m.cause, type: type, time: m.time)])
+            }
             return RenderedRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Roomcast-Message-Id", m.id)],
                                    query: RongCloudCallback.query(appKey: m.app, appSecret: appSecret, nonce: nonce, timestamp: now))
         case .nim:

@@ -370,6 +370,17 @@ extension Encode {
             for m in list { member(m, &w) }
             w.endArray()
             w.field("total", total)
+        case .online(let list):
+            w.key("users")
+            w.beginArray()
+            for p in list {
+                w.beginObject()
+                w.field("userId", p.userId)
+                w.field("online", p.connections > 0)
+                w.field("connections", p.connections)
+                w.endObject()
+            }
+            w.endArray()
         case .presence(let list):
             w.key("users")
             w.beginArray()

@@ -171,6 +171,14 @@ public enum OpenAPIDocument {
                                       param("reconnect", "query", bool("Let the client connect again (close code 4011 instead of 4010)"))],
                              ok: (200, "Disconnected")),
             ],
+            "/v1/users/{userId}/presence": [
+                "get": op("Whether a user is online (with how many connections); user.online / user.offline webhooks tell changes", tag: rooms,
+                          spec: ["PX-3"], params: [param("userId", "path", id)], ok: (200, "UserPresence")),
+            ],
+            "/v1/users/presence/query": [
+                "post": op("Whether each of up to \(Limits.maxPresenceQueryUsers) users is online", tag: rooms, spec: ["PX-3"],
+                           body: "PresenceQuery", ok: (200, "PresenceList")),
+            ],
             "/v1/users/{userId}/rooms": [
                 "get": op("The rooms a user's connections are in", tag: rooms, spec: ["PX-5"], params: [param("userId", "path", id)], ok: (200, "RoomIdList")),
             ],
@@ -339,6 +347,10 @@ public enum OpenAPIDocument {
             "Empty": obj([:]),
             "Room": room,
             "RoomResponse": obj(["room": ref("Room")], required: ["room"]),
+            "UserPresence": obj(["userId": str(), "online": bool(), "connections": int(minimum: 0)], required: ["userId", "online", "connections"]),
+            "PresenceQuery": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxPresenceQueryUsers]], required: ["userIds"]),
+            "PresenceList": obj(["users": arr(obj(["userId": str(), "online": bool(), "connections": int(minimum: 0)],
+                                                  required: ["userId", "online", "connections"]))], required: ["users"]),
             "UserConnections": obj(["userId": str(), "connections": arr(obj(["sessionId": str(), "device": str(), "node": str("The node's public WebSocket URL"),
                                                                            "since": int("Connected at (ms)"), "rooms": arr(str())],
                                                                           required: ["sessionId", "device", "node", "since", "rooms"]))],

@@ -61,6 +61,11 @@ public struct QueryParameters {
     }
 }
 
+/// `POST /v1/users/presence/query` (PX-3).
+public struct PresenceQueryRequest: Decodable, Sendable {
+    public var userIds: [String]
+}
+
 // MARK: Room directory (PX-5)
 
 /// `GET /v1/directory/rooms`: the search from the query string, and the opaque cursor (the last

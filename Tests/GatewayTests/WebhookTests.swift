@@ -31,6 +31,60 @@ struct WebhookTests {
         return sigs.split(separator: " ").contains { $0 == "v1," + Data(mac).base64EncodedString() }
     }
 
+    // PX-3: user.online when the first connection comes, user.offline once the last one has been
+    // gone for the grace; a reconnect inside the grace sends nothing.
+    @Test func onlineAndOfflineWebhooks() async throws {
+        try await offPool { () throws in
+            let receiver = try HTTPReceiver()
+            defer { receiver.stop() }
+            let data = temporaryDirectory("roomcast-presence")
+            // A grace long enough for a restart and a reconnect on a loaded machine.
+            let options = Self.allowPrivate + ["--presence-grace", "3"]
+            var g = try GatewayProcess(dataDirectory: data, extra: options)
+            defer { g.stop() }
+            var rest = g.rest()
+            _ = try createEndpoint(rest, ["url": receiver.url(), "allowPrivateNetwork": true, "events": ["user.online", "user.offline"]])
+            func types() -> [String] {
+                receiver.requests.compactMap { ($0.json as? [String: Any])?["type"] as? String }
+            }
+            let first = try ProtocolClient(port: g.port)
+            try first.connect(token: try rest.token("alice", device: "phone"))
+            #expect(receiver.wait { $0.count >= 1 })
+            #expect(types() == ["user.online"])
+            // Gone and back within the grace: nothing.
+            try first.ws.close()
+            usleep(200_000)
+            let second = try ProtocolClient(port: g.port)
+            try second.connect(token: try rest.token("alice", device: "laptop"))
+            usleep(3_500_000)
+            #expect(types() == ["user.online"])
+            // Gone for good: offline, naming the last device.
+            try second.ws.close()
+            #expect(receiver.wait { $0.count >= 2 })
+            #expect(types() == ["user.online", "user.offline"])
+            let last = (receiver.requests.last?.json as? [String: Any])?["data"] as? [String: Any]
+            #expect(last?["userIds"] as? [String] == ["alice"] && (last?["details"] as? [String: String])?["device"] == "laptop")
+
+            // A crash cuts bob and carol: after the restart, carol is back within the grace (nothing
+            // is sent for her), bob is not (his offline comes from the restarted server).
+            let bob = try ProtocolClient(port: g.port), carol = try ProtocolClient(port: g.port)
+            try bob.connect(token: try rest.token("bob"))
+            try carol.connect(token: try rest.token("carol"))
+            #expect(receiver.wait { $0.count >= 4 })
+            g.process.signal(SIGKILL)
+            _ = g.process.waitForExit(timeout: 5)
+            g = try GatewayProcess(dataDirectory: data, extra: options)
+            rest = g.rest()
+            let back = try ProtocolClient(port: g.port)
+            try back.connect(token: try rest.token("carol"))
+            #expect(receiver.wait { $0.count >= 5 })
+            usleep(1_000_000)
+            let tail = receiver.requests.dropFirst(4).compactMap { $0.json as? [String: Any] }
+            #expect(tail.map { $0["type"] as? String } == ["user.offline"])
+            #expect((tail.first?["data"] as? [String: Any])?["userIds"] as? [String] == ["bob"])
+        }
+    }
+
     // WH-1, WH-2, WH-3, WH-4
     @Test func signedDeliveriesWithAnAttemptLog() async throws {
         try await offPool { () throws in

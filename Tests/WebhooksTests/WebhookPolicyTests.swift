@@ -97,6 +97,28 @@ struct WebhookPolicyTests {
         for s in [301, 400, 404, 429, 500, 503] { #expect(AttemptVerdict.of(status: s) == .retry) }
     }
 
+    // PX-3: user.online / user.offline in every format; RongCloud's is its user status sync
+    // (status "0" online, "1" offline, os = the device), signed in the query as its status sync is.
+    @Test func userStatusRendersInEveryFormat() throws {
+        var m = WebhookMessage(id: "msg_2", app: "k", type: .userOnline, time: 1_795_000_000_000, roomId: "", userIds: ["alice"], cause: 0,
+                               details: ["device": "phone"], sequence: 1)
+        var e = WebhookEndpoint(id: "ep", app: "k", url: "https://example.com/h", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", events: [],
+                                format: .rongcloud, allowPrivateNetwork: false, origin: "api", createdAt: 0)
+        #expect(e.wants(.userOnline) && e.wants(.userOffline))
+        let rc = try #require(WebhookRenderer.render(m, for: e, appSecret: "s", now: 5, nonce: "n"))
+        #expect(String(decoding: rc.body, as: UTF8.self) == #"[{"os":"phone","status":"0","time":1795000000000,"userid":"alice"}]"#)
+        #expect(rc.query.hasPrefix("appKey=k&timestamp=5&nonce=n&signature="))
+        m.type = .userOffline
+        let off = try #require(WebhookRenderer.render(m, for: e, appSecret: "s", now: 5, nonce: "n"))
+        #expect(String(decoding: off.body, as: UTF8.self).contains(#""status":"1""#))
+        e.format = .standard
+        let std = try JSONSerialization.jsonObject(with: Data(try #require(WebhookRenderer.render(m, for: e, appSecret: "s", now: 5, nonce: "n")).body)) as? [String: Any]
+        #expect(std?["type"] as? String == "user.offline" && (std?["data"] as? [String: Any])?["userIds"] as? [String] == ["alice"])
+        e.format = .nim
+        let nim = try JSONSerialization.jsonObject(with: Data(try #require(WebhookRenderer.render(m, for: e, appSecret: "s", now: 5, nonce: "n")).body)) as? [String: Any]
+        #expect(nim?["eventType"] as? String == "user.offline" && (nim?["details"] as? [String: String])?["device"] == "phone")
+    }
+
     // WH-3: bodies per format; RongCloud expresses only room create/join/quit/destroy.
     @Test func formatsRender() throws {
         let m = WebhookMessage(id: "msg_1", app: "k", type: .memberJoined, time: 1_795_000_000_123, roomId: "r1", userIds: ["u1"], cause: 0,
