@@ -235,8 +235,10 @@ public enum SortOrder: String, Equatable, Sendable {
 /// the previous page), so pages stay stable while rooms are created.
 public struct RoomSearch: Equatable, Sendable {
     public var idPrefix: String?
-    /// Case-insensitive substring of the room's name.
-    public var nameContains: String?
+    /// Case-insensitive substring of the room's name (kept lowercased).
+    public var nameContains: String? {
+        didSet { nameContains = nameContains?.lowercased() }
+    }
     public var minOnline: Int?
     public var maxOnline: Int?
     public var after: String?
@@ -245,7 +247,7 @@ public struct RoomSearch: Equatable, Sendable {
     public init(idPrefix: String? = nil, nameContains: String? = nil, minOnline: Int? = nil, maxOnline: Int? = nil, after: String? = nil,
                 limit: Int = 20) {
         self.idPrefix = idPrefix
-        self.nameContains = nameContains
+        self.nameContains = nameContains?.lowercased()
         self.minOnline = minOnline
         self.maxOnline = maxOnline
         self.after = after
@@ -257,7 +259,7 @@ public struct RoomSearch: Equatable, Sendable {
         if let idPrefix, !id.hasPrefix(idPrefix) { return false }
         if let minOnline, room.memberCount < minOnline { return false }
         if let maxOnline, room.memberCount > maxOnline { return false }
-        if let nameContains, !nameContains.isEmpty, !room.name.lowercased().contains(nameContains.lowercased()) { return false }
+        if let nameContains, !nameContains.isEmpty, !room.name.lowercased().contains(nameContains) { return false }
         return true
     }
 }
