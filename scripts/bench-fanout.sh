@@ -28,7 +28,7 @@ mkdir -p "$work/nginx/logs" "$work/nginx/tmp" "$work/data"
 sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
 
 "$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$work/data" \
-  --app bench:bench-secret-0123456789 --log-level warning >"$work/roomcast.log" 2>&1 &
+  --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast.log" 2>&1 &
 rc=$!
 nginx -p "$work/nginx" -c nginx.conf
 trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT

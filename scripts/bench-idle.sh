@@ -23,7 +23,7 @@ if [ "$target" = echo ]; then
   "$bin/roomcast-echo" --port "$port" --no-deflate >"$log" 2>&1 &
 else
   "$bin/roomcast" --host 127.0.0.1 --port "$port" --event-loops 2 --data-dir "$(mktemp -d)" \
-    --app bench:bench-secret-0123456789 --log-level warning >"$log" 2>&1 &
+    --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$log" 2>&1 &
 fi
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT

@@ -65,6 +65,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     case alreadyExists = 40902
     /// The store could not be read or written; nothing changed; try again later.
     case storageUnavailable = 50301
+    /// A rate limit was reached (PX-1: the app's REST calls, a connection's messages, a user's
+    /// sends); nothing changed; try again after Retry-After (RongCloud 1008; NIM 416).
+    case rateLimited = 42901
 
     /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
     /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
@@ -88,6 +91,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
         case .storageUnavailable: return 503
+        case .rateLimited: return 429
         }
     }
 
@@ -105,6 +109,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
         case .limitExceeded, .roomLimitReached: return 419
         case .storageUnavailable: return 500
+        case .rateLimited: return 416
         }
     }
 
@@ -127,6 +132,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .unknownSession: return "unknown session"
         case .alreadyExists: return "already exists"
         case .storageUnavailable: return "the store could not be read or written; nothing changed; try again"
+        case .rateLimited: return "a rate limit was reached; nothing changed; try again after Retry-After"
         }
     }
 }

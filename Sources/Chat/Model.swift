@@ -266,6 +266,8 @@ final class AppState {
     @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
     /// Online sessions of each user.
     @exclusivity(unchecked) var userSessions: [String: [SessionID]] = [:]
+    /// PX-1: each user's room-send bucket (dropped in `tick` once full again).
+    @exclusivity(unchecked) var sendBuckets: [String: TokenBucket] = [:]
     /// PX-3: users whose last connection closed, when, and on which device, until the grace ends.
     @exclusivity(unchecked) var goingOffline: [String: (at: Int64, device: String)] = [:]
     /// Ultra groups (SPEC §4).

@@ -217,6 +217,14 @@ extension ChatDomain {
                 throw ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")
             }
             try checkSendPermission(app, r, s.userId, member: m, now: now)
+            // PX-1: a user's sends per second, all its devices together (checked last: a refused
+            // send for another reason costs no token).
+            var bucket = app.sendBuckets[s.userId] ?? TokenBucket(rate: app.settings.sendsPerUserPerSecond, now: now)
+            guard bucket.take(now: now) else {
+                app.sendBuckets[s.userId] = bucket
+                throw ChatError(.rateLimited, "at most \(app.settings.sendsPerUserPerSecond) messages a second per user", field: "roomId")
+            }
+            app.sendBuckets[s.userId] = bucket
             room = r
             message = ChatMessage(id: makeID(), roomId: roomId, sender: s.userId, senderNickname: m.nickname, senderAvatar: m.avatar,
                                   senderExt: m.ext, kind: kind, content: content, time: now, fromServer: false)

@@ -32,6 +32,12 @@ public struct AppSettings: Equatable, Sendable, Codable {
     /// The app's WebSocket `Origin` allowlist (exact origins, `*`, or `*.host` patterns); nil allows
     /// any origin. Never empty: an empty list is stored as nil.
     public var allowedOrigins: [String]?
+    /// PX-1: signed REST calls the app may make per second (all its surfaces together).
+    public var restCallsPerSecond = Limits.defaultRestCallsPerSecond
+    /// PX-1: messages one client connection may send per second.
+    public var clientMessagesPerSecond = Limits.defaultClientMessagesPerSecond
+    /// PX-1: room messages one user may send per second from its clients (all devices together).
+    public var sendsPerUserPerSecond = Limits.defaultSendsPerUserPerSecond
 
     public init() {}
 
@@ -52,6 +58,9 @@ public struct AppSettings: Equatable, Sendable, Codable {
         defaultQueueLimit = try c.decodeIfPresent(Int.self, forKey: .defaultQueueLimit) ?? d.defaultQueueLimit
         notificationLevel = try c.decodeIfPresent(NotificationLevel.self, forKey: .notificationLevel) ?? d.notificationLevel
         allowedOrigins = try c.decodeIfPresent([String].self, forKey: .allowedOrigins)
+        restCallsPerSecond = try c.decodeIfPresent(Int.self, forKey: .restCallsPerSecond) ?? d.restCallsPerSecond
+        clientMessagesPerSecond = try c.decodeIfPresent(Int.self, forKey: .clientMessagesPerSecond) ?? d.clientMessagesPerSecond
+        sendsPerUserPerSecond = try c.decodeIfPresent(Int.self, forKey: .sendsPerUserPerSecond) ?? d.sendsPerUserPerSecond
     }
 }
 
@@ -74,6 +83,9 @@ public struct AppSettingsPatch: Equatable, Sendable {
     public var allowedOrigins: [String]?
     public var roomCreatesPerUserPerMinute: Int?
     public var historyLimitPerApp: Int?
+    public var restCallsPerSecond: Int?
+    public var clientMessagesPerSecond: Int?
+    public var sendsPerUserPerSecond: Int?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
@@ -135,6 +147,18 @@ public struct AppSettingsPatch: Equatable, Sendable {
             guard L.historyLimitPerApp.contains(v) else { throw L.rangeError("historyLimitPerApp", L.historyLimitPerApp) }
             s.historyLimitPerApp = v
         }
+        if let v = restCallsPerSecond {
+            guard L.ratePerSecond.contains(v) else { throw L.rangeError("restCallsPerSecond", L.ratePerSecond) }
+            s.restCallsPerSecond = v
+        }
+        if let v = clientMessagesPerSecond {
+            guard L.ratePerSecond.contains(v) else { throw L.rangeError("clientMessagesPerSecond", L.ratePerSecond) }
+            s.clientMessagesPerSecond = v
+        }
+        if let v = sendsPerUserPerSecond {
+            guard L.ratePerSecond.contains(v) else { throw L.rangeError("sendsPerUserPerSecond", L.ratePerSecond) }
+            s.sendsPerUserPerSecond = v
+        }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -157,6 +181,8 @@ public enum SettingsLimits {
     /// 0 = no limit.
     public static let roomCreatesPerUserPerMinute: ClosedRange<Int> = 0...10_000
     public static let historyLimitPerApp: ClosedRange<Int> = 1...100_000_000
+    /// PX-1 rates (per second; a bucket holds one second's worth).
+    public static let ratePerSecond: ClosedRange<Int> = 1...1_000_000
     public static let maxAllowedOrigins = 100
     /// Bytes (UTF-8) of one allowed origin.
     public static let allowedOriginBytes: ClosedRange<Int> = 1...256
@@ -234,6 +260,15 @@ public enum Limits {
     public static let maxDisconnectReasonBytes = 100
     /// Users one presence query may name (PX-3).
     public static let maxPresenceQueryUsers = 100
+    /// PX-1 defaults of a new app (`PATCH /v1/settings` changes them) and of the server.
+    public static let defaultRestCallsPerSecond = 1000
+    public static let defaultClientMessagesPerSecond = 50
+    public static let defaultSendsPerUserPerSecond = 20
+    public static let defaultConnectsPerIPPerSecond = 50
+    /// A connection that goes on sending this many seconds' worth of its rate past the limit is closed (4029).
+    public static let floodSecondsBeforeClose = 2
+    /// What a rate-limited caller is told to wait (seconds): a bucket refills at least one token a second.
+    public static let rateLimitRetryAfterSeconds = 1
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

@@ -56,6 +56,8 @@ extension ChatDomain {
             out.mutations.append(.pruneMessages(app: key, before: now - app.settings.historyRetentionMilliseconds))
             // The create quota remembers only the last minute: users who stopped creating go.
             app.recentCreates = app.recentCreates.filter { $0.value.contains { now - $0 < 60_000 } }
+            // PX-1: send buckets of users who have not sent for a while are full again: forget them.
+            app.sendBuckets = app.sendBuckets.filter { var b = $0.value; return !b.isFull(now: now) }
         }
         return out
     }

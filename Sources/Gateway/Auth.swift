@@ -10,8 +10,32 @@ public final class AppRegistry: Sendable {
         public var secret: String
         /// WebSocket Origin allowlist for this app (nil: any origin).
         public var allowedOrigins: [String]?
+        /// PX-1 rates from the app's settings.
+        public var restCallsPerSecond = Limits.defaultRestCallsPerSecond
+        public var clientMessagesPerSecond = Limits.defaultClientMessagesPerSecond
+
+        public init(key: String, secret: String, allowedOrigins: [String]?, settings: AppSettings = AppSettings()) {
+            self.key = key
+            self.secret = secret
+            self.allowedOrigins = allowedOrigins
+            restCallsPerSecond = settings.restCallsPerSecond
+            clientMessagesPerSecond = settings.clientMessagesPerSecond
+        }
     }
     private let apps = Mutex<[String: App]>([:])
+    /// PX-1: each app's REST bucket, shared by every loop (one short lock per call).
+    private let restBuckets = Mutex<[String: TokenBucket]>([:])
+
+    /// Takes one of the app's REST tokens: false when it is at its limit.
+    public func takeRESTCall(_ key: String, now: Int64) -> Bool {
+        guard let rate = app(key)?.restCallsPerSecond else { return true }
+        return restBuckets.withLock { b in
+            var bucket = b[key].flatMap { $0.rate == Double(rate) ? $0 : nil } ?? TokenBucket(rate: rate, now: now)
+            let ok = bucket.take(now: now)
+            b[key] = bucket
+            return ok
+        }
+    }
 
     public init() {}
 

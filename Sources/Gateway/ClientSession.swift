@@ -26,6 +26,9 @@ final class ClientSession: WebSocketHandler {
     private(set) var userId = ""
     /// The device the session connected as (PX-5 connection listings).
     private(set) var device = ""
+    /// PX-1: this connection's messages per second, and how many were refused in a row.
+    private var bucket: TokenBucket?
+    private var refusedInARow = 0
     private(set) var authenticated = false
     private var connecting = false
     let openedAt: Int64
@@ -141,6 +144,21 @@ final class ClientSession: WebSocketHandler {
             return
         }
         let rid = envelope.id
+        if authenticated, var b = bucket {
+            let allowed = b.take(now: context.clock())
+            bucket = b
+            guard allowed else {
+                refusedInARow += 1
+                // Refused answers cost the server too: a client that keeps flooding is closed.
+                if refusedInARow > Int(b.rate) * Limits.floodSecondsBeforeClose {
+                    close(.rateLimited, "message rate limit exceeded")
+                } else {
+                    reply(rid, .failure(ChatError(.rateLimited, "at most \(Int(b.rate)) messages a second per connection", field: "op")))
+                }
+                return
+            }
+            refusedInARow = 0
+        }
         if !authenticated {
             guard envelope.op == "connect" else {
                 close(.notAuthenticated, "the first message must be connect")
@@ -297,6 +315,7 @@ final class ClientSession: WebSocketHandler {
         case .success(let r):
             if case .session(let u) = r { userId = u }
             authenticated = true
+            bucket = TokenBucket(rate: context.apps.app(app)?.clientMessagesPerSecond ?? Limits.defaultClientMessagesPerSecond, now: context.clock())
             hub.pendingSessions[ObjectIdentifier(self)] = nil
             hub.register(self)
             sendJSON(Encode.connected(id: rid, sessionId: String(id.raw), userId: userId, anonymous: anonymous, stream: stream,

@@ -37,6 +37,8 @@ public struct GatewayConfiguration: Sendable {
     public var metrics: PrometheusCollectorRegistry?
     /// Numbers for the rooms NIM's `create` makes (1…2^53-1; injected so tests choose them).
     public var roomNumber: @Sendable () -> Int64 = { Int64.random(in: 1...NIMV1.maxRoomNumber) }
+    /// PX-1: new WebSocket connections one client IP may open per second (all apps together).
+    public var connectsPerIPPerSecond = Limits.defaultConnectsPerIPPerSecond
     /// PX-3: seconds after a user's last connection closes before `user.offline` is sent (a
     /// connection within them sends nothing); 0 sends it at once.
     public var presenceGraceSeconds: Int64 = 5
@@ -122,7 +124,10 @@ final class GatewayCore: Sendable {
         createdDevelopmentApp = created
         let registry = AppRegistry()
         for row in try store.apps() {
-            registry.set(AppRegistry.App(key: row.key, secret: row.secret, allowedOrigins: row.allowedOrigins.isEmpty ? nil : row.allowedOrigins.split(separator: "\n").map(String.init)))
+            let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(row.settings.utf8))) ?? AppSettings()
+            registry.set(AppRegistry.App(key: row.key, secret: row.secret,
+                                         allowedOrigins: row.allowedOrigins.isEmpty ? nil : row.allowedOrigins.split(separator: "\n").map(String.init),
+                                         settings: settings))
         }
 
         // The domain, restored from the store.
@@ -260,11 +265,17 @@ public final class Gateway: Sendable {
         let core = try GatewayCore(configuration: configuration, store: store, publicURLs: configuration.publicURLs, logger: logger, clock: clock)
         self.core = core
         let hubs = core.hubs
+        let connects = ConnectLimiter(perSecond: configuration.connectsPerIPPerSecond)
         server = try HTTPServer(
             configuration: serverConfiguration, router: core.router,
-            upgradeHandler: { head, _, loopIndex in
+            upgradeHandler: { head, peer, loopIndex in
                 guard let hub = hubs.hub(loopIndex) else {
                     return .reject(.json(.serviceUnavailable, ErrorTable.body(GatewayError(.unavailable, "starting"))))
+                }
+                guard connects.take(peer.host, now: clock()) else {
+                    var refusal = Response.json(.tooManyRequests, ErrorTable.body(ChatError(.rateLimited, "too many new connections from this address", field: nil)))
+                    refusal.headers.add("Retry-After", String(Limits.rateLimitRetryAfterSeconds))
+                    return .reject(refusal)
                 }
                 return .accept(core.session(hub: hub, origin: head.headers["origin"]))
             },
@@ -326,6 +337,30 @@ final class PublicURLs: Sendable {
     init(_ urls: [String]) { self.urls = Mutex(urls) }
     var value: [String] { urls.withLock { $0 } }
     func set(_ v: [String]) { urls.withLock { $0 = v } }
+}
+
+/// PX-1: new WebSocket connections per client address, in token buckets shared by every loop.
+/// At most `maxAddresses` are remembered: past that, the full (idle) ones are forgotten, and if
+/// that is not enough all are (a flood from that many addresses is not one client's).
+final class ConnectLimiter: Sendable {
+    let perSecond: Int
+    static let maxAddresses = 65_536
+    private let buckets = Mutex<[String: TokenBucket]>([:])
+
+    init(perSecond: Int) { self.perSecond = perSecond }
+
+    func take(_ address: String, now: Int64) -> Bool {
+        buckets.withLock { b in
+            if b.count >= Self.maxAddresses {
+                b = b.filter { var bucket = $0.value; return !bucket.isFull(now: now) }
+                if b.count >= Self.maxAddresses { b = [:] }
+            }
+            var bucket = b[address] ?? TokenBucket(rate: perSecond, now: now)
+            let ok = bucket.take(now: now)
+            b[address] = bucket
+            return ok
+        }
+    }
 }
 
 /// Whether /readyz says ready.

@@ -19,10 +19,17 @@ struct RESTAPI: Sendable {
     /// Verifies the signature, then runs `handler` as the app server of the signing app.
     func signed(_ handler: @escaping Handler) -> @Sendable (Request, ResponseWriter) -> Void {
         let auth = context.authenticator
+        let apps = context.apps
+        let clock = context.clock
         return { request, writer in
             switch auth.authenticate(request.head, body: request.body) {
             case .failure(let e): writer.send(Self.error(e))
-            case .success(let app): handler(request, .server(app), writer)
+            case .success(let app):
+                // PX-1: the app's calls per second; another app's bucket is not touched.
+                guard apps.takeRESTCall(app, now: clock()) else {
+                    return writer.send(Self.error(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil)))
+                }
+                handler(request, .server(app), writer)
             }
         }
     }
@@ -34,6 +41,7 @@ struct RESTAPI: Sendable {
     static func error(_ e: ChatError) -> Response {
         var response = Response.json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
         if e.code == .storageUnavailable { response.headers.add("Retry-After", String(ErrorTable.retryAfterSeconds)) }
+        if e.code == .rateLimited { response.headers.add("Retry-After", String(Limits.rateLimitRetryAfterSeconds)) }
         return response
     }
 
@@ -283,6 +291,8 @@ struct RESTAPI: Sendable {
             engine.submit(.updateAppSettings(app: app, patch), replyTo: .callback({ result in
                 if case .success(.appSettings(let s)) = result, var entry = apps.app(app) {
                     entry.allowedOrigins = s.allowedOrigins
+                    entry.restCallsPerSecond = s.restCallsPerSecond
+                    entry.clientMessagesPerSecond = s.clientMessagesPerSecond
                     apps.set(entry)
                 }
                 writer.send(Self.respond(result))

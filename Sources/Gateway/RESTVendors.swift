@@ -31,6 +31,11 @@ extension RESTAPI {
             return
         case .success(let a): app = a
         }
+        // PX-1: one bucket per app for all its surfaces; RongCloud/Nexconn answer 1008, NIM 416.
+        guard context.apps.takeRESTCall(app, now: context.clock()) else {
+            writer.send(Self.answer(vendor.failure(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil))))
+            return
+        }
         let resolution: VendorResolution
         do throws(ChatError) {
             let input = VendorInput(app: app, params: try vendor.params(req.body), publicURLs: context.publicURLs.value,

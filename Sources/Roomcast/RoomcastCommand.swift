@@ -102,6 +102,9 @@ struct RoomcastCommand: ParsableCommand {
             help: "WebSocket URL handed out by the address lookup (repeatable) [ROOMCAST_PUBLIC_URLS, comma-separated]. Default: ws://HOST:PORT/ws.")
     var publicURLs: [String] = environment("ROOMCAST_PUBLIC_URLS").map { $0.split(separator: ",").map(String.init) } ?? []
 
+    @Option(help: "New WebSocket connections one client IP address may open per second [ROOMCAST_CONNECTS_PER_IP].")
+    var connectsPerIp: Int = environment("ROOMCAST_CONNECTS_PER_IP").flatMap(Int.init) ?? 50
+
     @Option(help: "Seconds after a user's last connection closes before the user.offline webhook is sent; a connection within them sends nothing (0: at once) [ROOMCAST_PRESENCE_GRACE].")
     var presenceGrace: Int = environment("ROOMCAST_PRESENCE_GRACE").flatMap(Int.init) ?? 5
 
@@ -190,6 +193,8 @@ struct RoomcastCommand: ParsableCommand {
         g.assetsDirectory = assetsDir.isEmpty ? nil : assetsDir
         guard (0...3600).contains(presenceGrace) else { throw ValidationError("--presence-grace must be 0 to 3600 seconds") }
         g.presenceGraceSeconds = Int64(presenceGrace)
+        guard (1...1_000_000).contains(connectsPerIp) else { throw ValidationError("--connects-per-ip must be 1 to 1000000") }
+        g.connectsPerIPPerSecond = connectsPerIp
         g.chartJSPath = chartJs
         g.tokenGraceSeconds = Int64(tokenGrace)
         g.connectTimeoutSeconds = Int64(connectTimeout)

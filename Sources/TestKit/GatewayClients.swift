@@ -21,7 +21,9 @@ public final class GatewayProcess {
         self.dataDirectory = dataDirectory ?? temporaryDirectory("roomcast-e2e")
         process = try RunningProcess(path: try productPath("roomcast"),
                                      arguments: ["--port", "\(port ?? 0)", "--data-dir", self.dataDirectory, "--app", "\(appKey):\(secret)",
-                                                 "--log-level", "warning"] + extra)
+                                                 "--log-level", "warning"]
+                                         // Tests open many connections from one address; the PX-1 tests set their own.
+                                         + (extra.contains("--connects-per-ip") ? [] : ["--connects-per-ip", "1000000"]) + extra)
         self.port = try process.waitForPort()
     }
 

@@ -584,6 +584,9 @@ extension Encode {
             if let origins = s.allowedOrigins { w.stringArray(origins) } else { w.null() }
             w.field("roomCreatesPerUserPerMinute", s.roomCreatesPerUserPerMinute)
             w.field("historyLimitPerApp", s.historyLimitPerApp)
+            w.field("restCallsPerSecond", s.restCallsPerSecond)
+            w.field("clientMessagesPerSecond", s.clientMessagesPerSecond)
+            w.field("sendsPerUserPerSecond", s.sendsPerUserPerSecond)
     }
 }
 

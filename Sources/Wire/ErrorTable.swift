@@ -135,6 +135,8 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     /// close reason is the app's. 4010: do not reconnect; 4011: reconnect (e.g. to another node).
     case disconnectedByApp = 4010
     case disconnectedByAppReconnect = 4011
+    /// The connection went on sending past its messages-per-second limit (PX-1).
+    case rateLimited = 4029
 
     public var meaning: String {
         switch self {
@@ -153,12 +155,13 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
         case .slowConsumer: return "The client did not read its events fast enough; other clients are unaffected"
         case .disconnectedByApp: return "The app server disconnected this connection (DELETE /v1/users/{userId}/connections); the close reason is the app's"
         case .disconnectedByAppReconnect: return "The app server disconnected this connection and lets it connect again (DELETE /v1/users/{userId}/connections?reconnect=true); the close reason is the app's"
+        case .rateLimited: return "The connection went on sending past its messages-per-second limit (its commands were already refused with 42901)"
         }
     }
 
     public var reconnect: Reconnect {
         switch self {
-        case .goingAway, .notAuthenticated, .slowConsumer, .tryAgainLater, .disconnectedByAppReconnect: return .withBackoff
+        case .goingAway, .notAuthenticated, .slowConsumer, .tryAgainLater, .disconnectedByAppReconnect, .rateLimited: return .withBackoff
         case .tokenExpired: return .withNewToken
         case .normal, .protocolError, .unsupportedData, .invalidPayload, .messageTooBig, .badRequest, .originNotAllowed, .badToken,
              .disconnectedByApp: return .never

@@ -94,7 +94,7 @@ public enum OpenAPIDocument {
         let error: [String: Any] = ["description": "Refused; see the error table", "content": ["application/json": ["schema": ref("Error")]]]
         return [
             String(ok.0): ["description": "Done", "content": ["application/json": ["schema": ref(ok.1)]]],
-            "400": error, "401": error, "403": error, "404": error, "409": error, "413": error, "422": error,
+            "400": error, "401": error, "403": error, "404": error, "409": error, "413": error, "422": error, "429": error,
             "default": error,
         ]
     }
@@ -385,6 +385,9 @@ public enum OpenAPIDocument {
                 "allowedOrigins": ["type": ["array", "null"], "items": ["type": "string"]],
                 "roomCreatesPerUserPerMinute": int("Rooms one user's clients may create per minute (0: no limit); the app server's do not count"),
                 "historyLimitPerApp": int("Messages the app keeps on disk in all its rooms together"),
+                "restCallsPerSecond": int("PX-1: signed REST calls per second, all surfaces together (429 / RongCloud 1008 / NIM 416 past it)"),
+                "clientMessagesPerSecond": int("PX-1: messages per second one WebSocket connection may send (42901 past it; close 4029 when it goes on)"),
+                "sendsPerUserPerSecond": int("PX-1: room messages per second one user may send from its clients"),
             ]),
             "SettingsUpdate": obj([
                 "memberChangeEvents": bool(), "multipleRoomsPerUser": bool(), "enterExitNotifications": bool(),
@@ -395,6 +398,9 @@ public enum OpenAPIDocument {
                 "roomCreatesPerUserPerMinute": int(minimum: SettingsLimits.roomCreatesPerUserPerMinute.lowerBound,
                                                    maximum: SettingsLimits.roomCreatesPerUserPerMinute.upperBound),
                 "historyLimitPerApp": int(minimum: SettingsLimits.historyLimitPerApp.lowerBound, maximum: SettingsLimits.historyLimitPerApp.upperBound),
+                "restCallsPerSecond": int(minimum: SettingsLimits.ratePerSecond.lowerBound, maximum: SettingsLimits.ratePerSecond.upperBound),
+                "clientMessagesPerSecond": int(minimum: SettingsLimits.ratePerSecond.lowerBound, maximum: SettingsLimits.ratePerSecond.upperBound),
+                "sendsPerUserPerSecond": int(minimum: SettingsLimits.ratePerSecond.lowerBound, maximum: SettingsLimits.ratePerSecond.upperBound),
             ]),
             "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: Int(Limits.maxTokenTTLSeconds)), "nickname": str(), "avatar": str(), "device": str(),
                                  "observer": bool("An operator's token: it may also watch any of the app's rooms with room.observe, without joining (BX-3)")]),

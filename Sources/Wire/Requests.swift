@@ -765,15 +765,22 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var allowedOrigins: [String]?
     public var roomCreatesPerUserPerMinute: Int?
     public var historyLimitPerApp: Int?
+    public var restCallsPerSecond: Int?
+    public var clientMessagesPerSecond: Int?
+    public var sendsPerUserPerSecond: Int?
 
     public func patch() throws(ChatError) -> AppSettingsPatch {
-        AppSettingsPatch(memberChangeEvents: memberChangeEvents, multipleRoomsPerUser: multipleRoomsPerUser,
+        var p = AppSettingsPatch(memberChangeEvents: memberChangeEvents, multipleRoomsPerUser: multipleRoomsPerUser,
                          enterExitNotifications: enterExitNotifications, maxRoomsPerUser: maxRoomsPerUser, maxRooms: maxRooms,
                          historyRetentionSeconds: historyRetentionSeconds, historyLimitPerRoom: historyLimitPerRoom,
                          maxMessageBytes: maxMessageBytes, defaultQueueLimit: defaultQueueLimit,
                          notificationLevel: try notificationLevel.map { v throws(ChatError) in try NotificationLevel.parse(v) },
                          allowedOrigins: allowedOrigins, roomCreatesPerUserPerMinute: roomCreatesPerUserPerMinute,
                          historyLimitPerApp: historyLimitPerApp)
+        p.restCallsPerSecond = restCallsPerSecond
+        p.clientMessagesPerSecond = clientMessagesPerSecond
+        p.sendsPerUserPerSecond = sendsPerUserPerSecond
+        return p
     }
 }
 

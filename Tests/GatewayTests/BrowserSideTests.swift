@@ -93,6 +93,7 @@ struct BrowserSideTests {
     @Test func observedRoomsAreBounded() throws {
         let g = try InProcessGateway()
         defer { g.stop() }
+        #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
         let watcher = try observer(g)
         for i in 0...Limits.maxObservedRooms {
             #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r\(i)"]).status == 201)

@@ -64,6 +64,8 @@ struct DeliveryTests {
             let g = try GatewayProcess(extra: ["--max-outbound-bytes", "65536"])
             defer { g.stop() }
             let rest = g.rest()
+            // The sender floods on purpose: no rate limit (PX-1) gets in the way of the bound tested here.
+            #expect(try rest.call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
             #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
             let reader = try g.client("reader"), sender = try g.client("sender")
             // The slow one has a tiny receive buffer and never reads.

@@ -170,6 +170,8 @@ struct HardeningTests {
         try await offPool { () throws in
             let g = try GatewayProcess()
             defer { g.stop() }
+            // The memory bound is tested, not the rate limits (PX-1): lift them.
+            #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
             let pid = g.process.process.processIdentifier
             let c = try g.client("flood")
             let content = String(repeating: "x", count: Limits.defaultMaxMessageBytes)

@@ -265,6 +265,7 @@ extension InProcessTests {
     @Test func pendingResumesAreBounded() throws {
         let g = try InProcessGateway()
         defer { g.stop() }
+        #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
         let c = try g.client("ann")
         let resume: [String: Any] = ["epoch": "e", "stream": "s", "offset": 1]
         for i in 0..<ClientSession.maxPendingResumes {

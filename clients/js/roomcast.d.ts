@@ -12,7 +12,7 @@ export declare const CloseCode: Readonly<{
   normal: 1000; goingAway: 1001; protocolError: 1002; unsupportedData: 1003; abnormal: 1006;
   invalidPayload: 1007; messageTooBig: 1009; tryAgainLater: 1013; badMessage: 4000;
   notAuthenticated: 4001; tokenExpired: 4002; originNotAllowed: 4003; badToken: 4004; tooSlow: 4008;
-  disconnectedByApp: 4010; disconnectedByAppReconnect: 4011;
+  disconnectedByApp: 4010; disconnectedByAppReconnect: 4011; rateLimited: 4029;
 }>;
 
 /**

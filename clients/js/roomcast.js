@@ -36,6 +36,7 @@ export const CloseCode = Object.freeze({
   tooSlow: 4008,
   disconnectedByApp: 4010,
   disconnectedByAppReconnect: 4011,
+  rateLimited: 4029,
 });
 
 /**

@@ -157,7 +157,7 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes).
     public func failure(_ e: ChatError) -> VendorAnswer {
         let code = VendorCodes.code(self, e.code)
-        let retry = e.code == .storageUnavailable ? ErrorTable.retryAfterSeconds : nil
+        let retry = e.code == .storageUnavailable ? ErrorTable.retryAfterSeconds : e.code == .rateLimited ? Limits.rateLimitRetryAfterSeconds : nil
         return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
     }
 
@@ -213,7 +213,7 @@ public enum VendorCodes {
     /// NIM answers its status codes (414, 404, 403, 13002, 13003, 13004, 417, 419, 500).
     public static func code(_ vendor: Vendor, _ code: ChatErrorCode) -> Int {
         switch vendor {
-        case .rongCloud, .nexconn: return code.rawValue
+        case .rongCloud, .nexconn: return code == .rateLimited ? 1008 : code.rawValue
         case .nim: return code.nimCode
         }
     }

@@ -67,7 +67,7 @@ for (const code of [4004, 4003, 4000, 4010, 1002, 1003, 1007, 1009]) {
   });
 }
 
-for (const code of [1001, 4008, 4011, 1006, 1013, 4001, 4002, 1011]) {
+for (const code of [1001, 4008, 4011, 4029, 1006, 1013, 4001, 4002, 1011]) {
   test(`close code ${code}: reconnect after the backoff`, async () => {
     const { WS, timers, ws, states } = await connectedClient();
     ws.serverClose(code);

@@ -1,0 +1,36 @@
+/// A token bucket (PX-1): `rate` tokens a second, holding at most `burst`; time is the caller's
+/// (milliseconds), so it is tested without sleeping. Pure value; 32 bytes.
+public struct TokenBucket: Equatable, Sendable {
+    public let rate: Double
+    public let burst: Double
+    private var tokens: Double
+    private var last: Int64
+
+    public init(rate: Int, burst: Int? = nil, now: Int64) {
+        self.rate = Double(max(1, rate))
+        self.burst = Double(max(1, burst ?? rate))
+        self.tokens = self.burst
+        self.last = now
+    }
+
+    /// Takes one token: true if there was one.
+    public mutating func take(now: Int64) -> Bool {
+        refill(now)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    /// Whether the bucket is full at `now` (an idle caller: its bucket can be forgotten).
+    public mutating func isFull(now: Int64) -> Bool {
+        refill(now)
+        return tokens >= burst
+    }
+
+    private mutating func refill(_ now: Int64) {
+        if now > last {
+            tokens = min(burst, tokens + Double(now - last) * rate / 1000)
+            last = now
+        }
+    }
+}
