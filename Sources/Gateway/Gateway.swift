@@ -67,10 +67,13 @@ final class GatewayContext: Sendable {
     let roomNumber: @Sendable () -> Int64
     /// Every I/O loop's hub (PX-5: a user's connections, wherever they are).
     let hubs: HubTable
+    /// PX-2: answers of requests sent with an Idempotency-Key.
+    let idempotency: Idempotency
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable) {
+         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable, idempotency: Idempotency) {
         self.hubs = hubs
+        self.idempotency = idempotency
         self.engine = engine
         self.webhooks = webhooks
         self.apps = apps
@@ -171,7 +174,8 @@ final class GatewayCore: Sendable {
         let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
                                                  record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
-                                 webhooks: webhooks, authenticator: authenticator, hubs: hubs)
+                                 webhooks: webhooks, authenticator: authenticator, hubs: hubs,
+                                 idempotency: Idempotency(store: store, clock: clock))
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
                               stream: try store.streamID(orCreate: { randomHex(8) }))
 

@@ -21,6 +21,7 @@ struct RESTAPI: Sendable {
         let auth = context.authenticator
         let apps = context.apps
         let clock = context.clock
+        let idempotency = context.idempotency
         return { request, writer in
             switch auth.authenticate(request.head, body: request.body) {
             case .failure(let e): writer.send(Self.error(e))
@@ -29,8 +30,27 @@ struct RESTAPI: Sendable {
                 guard apps.takeRESTCall(app, now: clock()) else {
                     return writer.send(Self.error(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil)))
                 }
+                // PX-2: a change sent with an Idempotency-Key is made once and its answer replayed.
+                if request.head.method != .GET && request.head.method != .HEAD,
+                   let (key, header) = Idempotency.key(request, vendorRequestID: false) {
+                    return idempotency.run(request, app: app, key: key, header: header, writer: writer, refuse: { Self.refusal($0) }) { w in
+                        handler(request, .server(app), w)
+                    }
+                }
                 handler(request, .server(app), writer)
             }
+        }
+    }
+
+    /// PX-2 refusals on the native surface.
+    static func refusal(_ r: Idempotency.Refusal) -> Response {
+        switch r {
+        case .invalidKey(let header):
+            return error(ChatError(.invalidParameter, "\(header) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: header))
+        case .reused(let header):
+            return error(GatewayError(.idempotencyKeyReused, "this \(header) was used with another request", field: header))
+        case .inFlight(let header):
+            return error(GatewayError(.idempotencyKeyInFlight, "a request with this \(header) is still being answered", field: header))
         }
     }
 

@@ -36,6 +36,20 @@ extension RESTAPI {
             writer.send(Self.answer(vendor.failure(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil))))
             return
         }
+        // PX-2: the same key with the same call gets the first answer again (Nexconn: X-Request-ID).
+        if let (key, header) = Idempotency.key(req, vendorRequestID: vendor == .nexconn) {
+            return context.idempotency.run(req, app: app, key: key, header: header, writer: writer, refuse: { refusal in
+                switch refusal {
+                case .invalidKey(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)))
+                case .reused(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "this \(h) was used with another request", field: h)))
+                case .inFlight(let h): return Self.answer(vendor.failure(ChatError(.alreadyExists, "a request with this \(h) is still being answered", field: h)))
+                }
+            }) { w in self.vendorResolved(vendor, endpoint, req, app: app, w) }
+        }
+        vendorResolved(vendor, endpoint, req, app: app, writer)
+    }
+
+    private func vendorResolved(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, app: String, _ writer: ResponseWriter) {
         let resolution: VendorResolution
         do throws(ChatError) {
             let input = VendorInput(app: app, params: try vendor.params(req.body), publicURLs: context.publicURLs.value,

@@ -277,6 +277,21 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        m.registerMigration("v6-idempotency-keys") { db in
+            try db.execute(sql: """
+                CREATE TABLE idempotencyKey (
+                    app TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fingerprint TEXT NOT NULL,
+                    status INTEGER NOT NULL,
+                    contentType TEXT NOT NULL,
+                    body BLOB NOT NULL,
+                    at INTEGER NOT NULL,
+                    PRIMARY KEY (app, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX idempotencyKeyByTime ON idempotencyKey(at);
+                """)
+        }
         return m
     }
 }

@@ -40,6 +40,10 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
     case upgradeRequired = 42600
     /// The header section is too large or has too many fields.
     case headersTooLarge = 43100
+    /// PX-2: the `Idempotency-Key` was used before with another request (method, path or body).
+    case idempotencyKeyReused = 42200
+    /// PX-2: a request with this `Idempotency-Key` is still being answered.
+    case idempotencyKeyInFlight = 40900
     /// A transfer coding the server does not implement, or a CONNECT request.
     case unsupportedCoding = 50100
     /// The server is starting or draining.
@@ -65,6 +69,8 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .tokenExpired: return "the client token has expired"
         case .badRequest: return "malformed request (JSON, protocol message or HTTP framing)"
         case .originForbidden: return "WebSocket handshake from an Origin that is not allowed"
+        case .idempotencyKeyReused: return "the Idempotency-Key was used before with another request (method, path or body)"
+        case .idempotencyKeyInFlight: return "a request with this Idempotency-Key is still being answered; retry it"
         case .noSuchPath: return "no such path"
         case .methodNotAllowed: return "the path does not take this method (see Allow)"
         case .requestTimeout: return "the request did not arrive in time"

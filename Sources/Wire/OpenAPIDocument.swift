@@ -123,10 +123,37 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a }.merging(vendorPaths) { a, _ in a },
+            "paths": withIdempotencyKeys(paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a }.merging(vendorPaths) { a, _ in a }),
             "components": ["schemas": allSchemas.merging(vendorSchemas) { a, _ in a }, "securitySchemes": securitySchemes, "responses": vendorResponses,
-                           "requestBodies": vendorRequestBodies],
+                           "requestBodies": vendorRequestBodies, "parameters": idempotencyParameters],
         ]
+    }
+
+    /// PX-2: every state-changing operation takes an `Idempotency-Key` (Nexconn's paths also
+    /// `X-Request-ID`, which its SDK sends).
+    static var idempotencyParameters: [String: Any] { [
+        "IdempotencyKey": ["name": "Idempotency-Key", "in": "header", "required": false,
+                           "description": "A retry with the same key and request gets the first answer again for 24 h (Idempotent-Replayed: true); another request with it is refused with 422 (42200); 409 (40900) while the first is being answered",
+                           "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
+        "RequestID": ["name": "X-Request-ID", "in": "header", "required": false, "description": "Nexconn's idempotency key (as Idempotency-Key)",
+                      "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
+    ] }
+
+    static func withIdempotencyKeys(_ paths: [String: Any]) -> [String: Any] {
+        var out = paths
+        for (path, value) in paths {
+            guard var item = value as? [String: Any] else { continue }
+            for method in ["post", "put", "patch", "delete"] {
+                guard var o = item[method] as? [String: Any] else { continue }
+                var params = o["parameters"] as? [Any] ?? []
+                params.append(["$ref": "#/components/parameters/IdempotencyKey"])
+                if path.hasPrefix("/v4/") { params.append(["$ref": "#/components/parameters/RequestID"]) }
+                o["parameters"] = params
+                item[method] = o
+            }
+            out[path] = item
+        }
+        return out
     }
 
     static var securitySchemes: [String: Any] {
