@@ -269,6 +269,8 @@ public enum Limits {
     public static let floodSecondsBeforeClose = 2
     /// What a rate-limited caller is told to wait (seconds): a bucket refills at least one token a second.
     public static let rateLimitRetryAfterSeconds = 1
+    /// PX-2: answers kept per app for Idempotency-Key replays (the oldest go first past it).
+    public static let maxIdempotentAnswersPerApp = 100_000
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

@@ -16,6 +16,10 @@ final class Idempotency: Sendable {
     let store: Store
     let clock: @Sendable () -> Int64
     private let inFlight = Mutex<Set<String>>([])
+    /// Answers kept per app since its last trim; every `trimEvery` the app's oldest beyond the
+    /// bound are dropped.
+    private let keptSinceTrim = Mutex<[String: Int]>([:])
+    static let trimEvery = 1000
     static let maxKeyBytes = 255
 
     init(store: Store, clock: @escaping @Sendable () -> Int64) {
@@ -75,7 +79,16 @@ final class Idempotency: Sendable {
                 }
                 let answer = StoredAnswer(fingerprint: fingerprint, status: response.status.code,
                                           contentType: response.headers["content-type"] ?? "application/json", body: response.body, at: clock())
-                store.submit(Store.Commit(mutations: [], extra: { tx in try Store.keepAnswer(app: app, key: key, answer, tx) }, onDurable: {
+                let trim = self.keptSinceTrim.withLock { k -> Bool in
+                    k[app, default: 0] += 1
+                    guard k[app]! >= Self.trimEvery else { return false }
+                    k[app] = 0
+                    return true
+                }
+                store.submit(Store.Commit(mutations: [], extra: { tx in
+                    try Store.keepAnswer(app: app, key: key, answer, tx)
+                    if trim { try Store.trimAnswers(app: app, keep: Limits.maxIdempotentAnswersPerApp, tx) }
+                }, onDurable: {
                     release()
                     writer.send(response)
                 }, onFailed: {

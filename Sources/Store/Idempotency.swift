@@ -33,6 +33,15 @@ extension Store {
         }
     }
 
+    /// Drops the app's oldest answers beyond the newest `keep` (a bound on what one app can make
+    /// the store hold, whatever its rate).
+    public static func trimAnswers(app: String, keep: Int, _ tx: Transaction) throws {
+        try tx.database.execute(sql: """
+            DELETE FROM idempotencyKey WHERE app = ? AND at < (
+                SELECT at FROM idempotencyKey WHERE app = ? ORDER BY at DESC LIMIT 1 OFFSET ?)
+            """, arguments: [app, app, max(0, keep - 1)])
+    }
+
     /// Keeps an answer (in the caller's transaction) and drops the expired ones.
     public static func keepAnswer(app: String, key: String, _ a: StoredAnswer, _ tx: Transaction) throws {
         try tx.database.execute(sql: "INSERT OR REPLACE INTO idempotencyKey (app, key, fingerprint, status, contentType, body, at) VALUES (?, ?, ?, ?, ?, ?, ?)",

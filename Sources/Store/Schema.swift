@@ -290,6 +290,7 @@ enum Schema {
                     PRIMARY KEY (app, key)
                 ) WITHOUT ROWID;
                 CREATE INDEX idempotencyKeyByTime ON idempotencyKey(at);
+                CREATE INDEX idempotencyKeyByAppTime ON idempotencyKey(app, at);
                 """)
         }
         return m
