@@ -353,6 +353,8 @@ final class ConnectLimiter: Sendable {
 
     init(perSecond: Int) { self.perSecond = perSecond }
 
+    var addressCount: Int { buckets.withLock { $0.count } }
+
     func take(_ address: String, now: Int64) -> Bool {
         buckets.withLock { b in
             if b.count >= Self.maxAddresses {
