@@ -136,6 +136,18 @@ public final class ChatDomain {
         }
     }
 
+    /// The client session that issues a command, if one does (presence commands included): the
+    /// engine keeps a session's commands in order around the before-send hook (PX-4).
+    public static func issuingSession(_ command: Command) -> SessionID? {
+        switch command {
+        case .connect(let s, _, _, _, _), .disconnect(let s), .join(let s, _, _, _), .leave(let s, _), .leaveAll(let s),
+             .switchRoom(let s, _, _, _, _):
+            return s
+        default:
+            return writingSession(command)
+        }
+    }
+
     /// The session a command changes state for, if a client's session issues it: every command but
     /// the presence ones (connect, join, leave, switch: joining, leaving and reading stay open to
     /// anonymous members, NIM-3) and the app server's. The switch has no default, so a new command

@@ -68,6 +68,11 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     /// A rate limit was reached (PX-1: the app's REST calls, a connection's messages, a user's
     /// sends); nothing changed; try again after Retry-After (RongCloud 1008; NIM 416).
     case rateLimited = 42901
+    /// PX-4: the app's before-send hook dropped the message; nobody received it.
+    case messageRejected = 40303
+    /// PX-4: the app's before-send hook did not judge the message in time (or answered nonsense)
+    /// and the app fails closed; nobody received it; try again.
+    case moderationUnavailable = 50302
 
     /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
     /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
@@ -86,11 +91,11 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         switch self {
         case .invalidParameter: return 400
         case .unknownApp, .unknownSession: return 401
-        case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
+        case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
         case .roomNotFound, .notFound: return 404
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
-        case .storageUnavailable: return 503
+        case .storageUnavailable, .moderationUnavailable: return 503
         case .rateLimited: return 429
         }
     }
@@ -106,9 +111,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomNotFound, .notFound: return 404
         case .roomClosed: return 13002
         case .roomExists, .alreadyExists: return 417
-        case .permissionDenied, .anonymousReadOnly, .notGroupMember: return 403
+        case .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
         case .limitExceeded, .roomLimitReached: return 419
-        case .storageUnavailable: return 500
+        case .storageUnavailable, .moderationUnavailable: return 500
         case .rateLimited: return 416
         }
     }
@@ -133,6 +138,8 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .alreadyExists: return "already exists"
         case .storageUnavailable: return "the store could not be read or written; nothing changed; try again"
         case .rateLimited: return "a rate limit was reached; nothing changed; try again after Retry-After"
+        case .messageRejected: return "the app's before-send hook dropped the message; nobody received it"
+        case .moderationUnavailable: return "the app's before-send hook did not judge the message in time and the app fails closed; nobody received it; try again"
         }
     }
 }

@@ -199,48 +199,64 @@ extension ChatDomain {
         }
     }
 
-    func sendMessage(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String, _ now: Int64,
-                     _ out: inout Outcome) throws(ChatError) -> Reply {
+    /// Everything `sendMessage` checks but the sender's rate limit, changing nothing: the room,
+    /// and the message as the sender would send it (PX-4 shows it to the before-send hook).
+    private func checkSend(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
+                           _ now: Int64) throws(ChatError) -> (app: AppState, room: Room, message: SendSubject, audience: Audience) {
         let app = try app(appKey)
         guard kind != .notification else { throw .invalid("type", "type must be text or custom") }
         try Validate.maxBytes(content, app.settings.maxMessageBytes, field: "content")
         guard !content.isEmpty else { throw .invalid("content", "content must not be empty") }
-        let room: Room
-        let message: ChatMessage
-        let audience: Audience
         switch sender {
         case .session(let sid):
             let s = try session(sid)
+            if s.anonymous { throw ChatError.anonymousReadOnly() }
             guard s.app == appKey else { throw ChatError(.unknownSession, "session belongs to another app", field: "session") }
             let r = try self.room(app, roomId)
             guard let m = r.members[s.userId], m.sessions.contains(sid) else {
                 throw ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")
             }
             try checkSendPermission(app, r, s.userId, member: m, now: now)
-            // PX-1: a user's sends per second, all its devices together (checked last: a refused
-            // send for another reason costs no token).
-            var bucket = app.sendBuckets[s.userId] ?? TokenBucket(rate: app.settings.sendsPerUserPerSecond, now: now)
-            guard bucket.take(now: now) else {
-                app.sendBuckets[s.userId] = bucket
-                throw ChatError(.rateLimited, "at most \(app.settings.sendsPerUserPerSecond) messages a second per user", field: "roomId")
-            }
-            app.sendBuckets[s.userId] = bucket
-            room = r
-            message = ChatMessage(id: makeID(), roomId: roomId, sender: s.userId, senderNickname: m.nickname, senderAvatar: m.avatar,
-                                  senderExt: m.ext, kind: kind, content: content, time: now, fromServer: false)
-            audience = .roomExceptSession(r.key, sid)
+            let subject = SendSubject(app: appKey, roomId: roomId, userId: s.userId, nickname: m.nickname, avatar: m.avatar, ext: m.ext,
+                                      deviceId: s.deviceId, kind: kind, content: content, fromServer: false)
+            return (app, r, subject, .roomExceptSession(r.key, sid))
         case .server(let userId, let nickname, let avatar):
             // RC-7: sends from the app server are never blocked by mutes.
             if !userId.isEmpty { try Validate.userId(userId, field: "fromUserId") }
             try Validate.maxBytes(nickname, Limits.maxNicknameBytes, field: "nickname")
             try Validate.maxBytes(avatar, Limits.maxAvatarBytes, field: "avatar")
-            room = try self.room(app, roomId)
-            let m = room.members[userId]
-            message = ChatMessage(id: makeID(), roomId: roomId, sender: userId, senderNickname: nickname.isEmpty ? (m?.nickname ?? "") : nickname,
-                                  senderAvatar: avatar.isEmpty ? (m?.avatar ?? "") : avatar, senderExt: m?.ext ?? "", kind: kind,
-                                  content: content, time: now, fromServer: true)
-            audience = .room(room.key)
+            let r = try self.room(app, roomId)
+            let m = r.members[userId]
+            let subject = SendSubject(app: appKey, roomId: roomId, userId: userId, nickname: nickname.isEmpty ? (m?.nickname ?? "") : nickname,
+                                      avatar: avatar.isEmpty ? (m?.avatar ?? "") : avatar, ext: m?.ext ?? "", deviceId: "", kind: kind,
+                                      content: content, fromServer: true)
+            return (app, r, subject, .room(r.key))
         }
+    }
+
+    /// PX-4: the message a `sendMessage` command would send now, or the error it would get
+    /// (the sender's rate limit aside, which the send itself takes). Nothing changes.
+    public func precheckSend(_ command: Command, now: Int64) throws(ChatError) -> SendSubject? {
+        guard case .sendMessage(let app, let roomId, let sender, let kind, let content) = command else { return nil }
+        return try checkSend(app, roomId, sender, kind, content, now).message
+    }
+
+    func sendMessage(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String, _ now: Int64,
+                     _ out: inout Outcome) throws(ChatError) -> Reply {
+        let (app, room, subject, audience) = try checkSend(appKey, roomId, sender, kind, content, now)
+        if case .session = sender {
+            // PX-1: a user's sends per second, all its devices together (checked last: a refused
+            // send for another reason costs no token).
+            var bucket = app.sendBuckets[subject.userId] ?? TokenBucket(rate: app.settings.sendsPerUserPerSecond, now: now)
+            guard bucket.take(now: now) else {
+                app.sendBuckets[subject.userId] = bucket
+                throw ChatError(.rateLimited, "at most \(app.settings.sendsPerUserPerSecond) messages a second per user", field: "roomId")
+            }
+            app.sendBuckets[subject.userId] = bucket
+        }
+        let message = ChatMessage(id: makeID(), roomId: roomId, sender: subject.userId, senderNickname: subject.nickname,
+                                  senderAvatar: subject.avatar, senderExt: subject.ext, kind: kind, content: content, time: now,
+                                  fromServer: subject.fromServer)
         let oldest = now - app.settings.historyRetentionMilliseconds
         room.history.dropOlder(than: oldest)
         room.history.append(message)
@@ -251,5 +267,35 @@ extension ChatDomain {
                                           time: now, details: ["messageId": message.id, "type": kind.rawValue, "content": content,
                                                                "fromServer": message.fromServer ? "true" : "false"]))
         return .message(message)
+    }
+}
+
+/// A room message as its sender would send it (PX-4: what the before-send hook judges).
+public struct SendSubject: Equatable, Sendable {
+    public var app: String
+    public var roomId: String
+    /// Empty for a server message without a user.
+    public var userId: String
+    public var nickname: String
+    public var avatar: String
+    public var ext: String
+    /// The sending connection's device ("" for the app server).
+    public var deviceId: String
+    public var kind: ChatMessage.Kind
+    public var content: String
+    public var fromServer: Bool
+
+    public init(app: String, roomId: String, userId: String, nickname: String, avatar: String, ext: String, deviceId: String,
+                kind: ChatMessage.Kind, content: String, fromServer: Bool) {
+        self.app = app
+        self.roomId = roomId
+        self.userId = userId
+        self.nickname = nickname
+        self.avatar = avatar
+        self.ext = ext
+        self.deviceId = deviceId
+        self.kind = kind
+        self.content = content
+        self.fromServer = fromServer
     }
 }

@@ -38,6 +38,8 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var clientMessagesPerSecond = Limits.defaultClientMessagesPerSecond
     /// PX-1: room messages one user may send per second from its clients (all devices together).
     public var sendsPerUserPerSecond = Limits.defaultSendsPerUserPerSecond
+    /// PX-4: the app's before-send hook (its moderation endpoint); nil: no hook.
+    public var beforeSend: BeforeSendSettings?
 
     public init() {}
 
@@ -61,6 +63,88 @@ public struct AppSettings: Equatable, Sendable, Codable {
         restCallsPerSecond = try c.decodeIfPresent(Int.self, forKey: .restCallsPerSecond) ?? d.restCallsPerSecond
         clientMessagesPerSecond = try c.decodeIfPresent(Int.self, forKey: .clientMessagesPerSecond) ?? d.clientMessagesPerSecond
         sendsPerUserPerSecond = try c.decodeIfPresent(Int.self, forKey: .sendsPerUserPerSecond) ?? d.sendsPerUserPerSecond
+        beforeSend = try c.decodeIfPresent(BeforeSendSettings.self, forKey: .beforeSend)
+    }
+}
+
+/// PX-4: where and how an app's room messages are checked before fan-out (RongCloud's message
+/// callback, Nexconn's `pre_messaging`). The hook answers pass, drop or replace; no answer within
+/// the timeout (or a broken one) passes the message when the app fails open, refuses it when it
+/// fails closed.
+public struct BeforeSendSettings: Equatable, Sendable, Codable {
+    /// An absolute http or https URL (the gateway also applies the webhook egress policy to it).
+    public var url: String
+    public var timeoutMilliseconds = Limits.defaultBeforeSendTimeoutMilliseconds
+    /// true: a message the hook did not judge in time is sent; false: it is refused (50302).
+    public var failOpen = true
+    /// true: messages the app server sends through REST skip the hook (RongCloud's default).
+    public var bypassServerMessages = false
+    /// How the request is signed: "standard" (Standard Webhooks headers keyed by the app secret),
+    /// "rongcloud" (signature in the query string) or "nim" (CheckSum headers).
+    public var signing = "standard"
+
+    public init(url: String) { self.url = url }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = BeforeSendSettings(url: "")
+        url = try c.decode(String.self, forKey: .url)
+        timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? d.timeoutMilliseconds
+        failOpen = try c.decodeIfPresent(Bool.self, forKey: .failOpen) ?? d.failOpen
+        bypassServerMessages = try c.decodeIfPresent(Bool.self, forKey: .bypassServerMessages) ?? d.bypassServerMessages
+        signing = try c.decodeIfPresent(String.self, forKey: .signing) ?? d.signing
+    }
+
+    public static let signings = ["standard", "rongcloud", "nim"]
+}
+
+/// A change of the before-send hook: `url` "" removes it; nil fields keep their value (a new hook
+/// takes the defaults).
+public struct BeforeSendPatch: Equatable, Sendable {
+    public var url: String?
+    public var timeoutMilliseconds: Int?
+    public var failOpen: Bool?
+    public var bypassServerMessages: Bool?
+    public var signing: String?
+    public init(url: String? = nil, timeoutMilliseconds: Int? = nil, failOpen: Bool? = nil, bypassServerMessages: Bool? = nil, signing: String? = nil) {
+        self.url = url
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.failOpen = failOpen
+        self.bypassServerMessages = bypassServerMessages
+        self.signing = signing
+    }
+
+    /// nil: the hook is removed (or stays absent).
+    func applied(to current: BeforeSendSettings?) throws(ChatError) -> BeforeSendSettings? {
+        typealias L = SettingsLimits
+        if url == "" { return nil }
+        var s: BeforeSendSettings
+        if let url {
+            guard url.utf8.count <= L.maxBeforeSendURLBytes,
+                  url.hasPrefix("http://") || url.hasPrefix("https://"), url.utf8.count > 8 else {
+                throw .invalid("beforeSend.url", "beforeSend.url must be an absolute http or https URL of at most \(L.maxBeforeSendURLBytes) bytes (\"\" removes the hook)")
+            }
+            s = current ?? BeforeSendSettings(url: url)
+            s.url = url
+        } else {
+            guard let current else {
+                throw .invalid("beforeSend.url", "beforeSend.url is required to set up a before-send hook")
+            }
+            s = current
+        }
+        if let v = timeoutMilliseconds {
+            guard L.beforeSendTimeoutMilliseconds.contains(v) else { throw L.rangeError("beforeSend.timeoutMs", L.beforeSendTimeoutMilliseconds) }
+            s.timeoutMilliseconds = v
+        }
+        if let v = failOpen { s.failOpen = v }
+        if let v = bypassServerMessages { s.bypassServerMessages = v }
+        if let v = signing {
+            guard BeforeSendSettings.signings.contains(v) else {
+                throw .invalid("beforeSend.signing", "beforeSend.signing must be one of \(BeforeSendSettings.signings.joined(separator: ", "))")
+            }
+            s.signing = v
+        }
+        return s
     }
 }
 
@@ -86,6 +170,7 @@ public struct AppSettingsPatch: Equatable, Sendable {
     public var restCallsPerSecond: Int?
     public var clientMessagesPerSecond: Int?
     public var sendsPerUserPerSecond: Int?
+    public var beforeSend: BeforeSendPatch?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
@@ -159,6 +244,7 @@ public struct AppSettingsPatch: Equatable, Sendable {
             guard L.ratePerSecond.contains(v) else { throw L.rangeError("sendsPerUserPerSecond", L.ratePerSecond) }
             s.sendsPerUserPerSecond = v
         }
+        if let v = beforeSend { s.beforeSend = try v.applied(to: s.beforeSend) }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -184,6 +270,9 @@ public enum SettingsLimits {
     /// PX-1 rates (per second; a bucket holds one second's worth).
     public static let ratePerSecond: ClosedRange<Int> = 1...1_000_000
     public static let maxAllowedOrigins = 100
+    /// PX-4: how long the before-send hook may take (milliseconds).
+    public static let beforeSendTimeoutMilliseconds: ClosedRange<Int> = 50...10_000
+    public static let maxBeforeSendURLBytes = 2048
     /// Bytes (UTF-8) of one allowed origin.
     public static let allowedOriginBytes: ClosedRange<Int> = 1...256
 
@@ -271,6 +360,16 @@ public enum Limits {
     public static let rateLimitRetryAfterSeconds = 1
     /// PX-2: answers kept per app for Idempotency-Key replays (the oldest go first past it).
     public static let maxIdempotentAnswersPerApp = 100_000
+    /// PX-4: the before-send hook's default timeout, and what the server holds for it: requests
+    /// waiting for a verdict per app and in all (past either, a message is judged as if the hook
+    /// had failed), the bytes of a hook's answer that are read, and of a drop reason passed on.
+    public static let defaultBeforeSendTimeoutMilliseconds = 800
+    public static let maxBeforeSendPendingPerApp = 1000
+    public static let maxBeforeSendPendingBytes = 64 * 1_048_576
+    public static let maxBeforeSendAnswerBytes = 64 * 1024
+    /// Hook connections open at once (all apps); more requests wait for one.
+    public static let maxBeforeSendConnections = 256
+    public static let maxBeforeSendReasonBytes = 100
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20
     public static let minDurationMinutes = 1

@@ -52,7 +52,30 @@ public final class Engine: @unchecked Sendable {
     private let clock: @Sendable () -> Int64
     private let publisher: Publisher
     private let webhooks: WebhookService?
+    /// PX-4: judges room messages of apps with a before-send hook before they are applied.
+    private let beforeSend: BeforeSendService?
     private var thread: PosixThread?
+
+    /// PX-4: commands held while a before-send hook judges a message, per issuing session (the
+    /// app server's messages under a key of their own each), so that a session's commands are
+    /// applied in the order they came: a later message waits for an earlier one's verdict, and so
+    /// does anything else the session asked for after it. Bounded by the hook service's bound of
+    /// waiting messages (and by what a session may send per second behind them).
+    private struct Held {
+        var command: Command
+        var replyTo: ReplyTo
+        var hook: BeforeSendSettings?
+        var verdict: BeforeSendVerdict?
+        var ticket: UInt64
+        /// The hook was asked (a message held behind others is checked and asked in its turn).
+        var asked: Bool
+    }
+    private enum HoldKey: Hashable {
+        case session(SessionID)
+        case server(UInt64)
+    }
+    private var held: [HoldKey: [Held]] = [:]
+    private var nextTicket: UInt64 = 0
 
     struct Stream {
         var epoch: String
@@ -81,10 +104,12 @@ public final class Engine: @unchecked Sendable {
 
     /// `positions`: each room's stream as the store last had it (offsets continue from there for
     /// rooms whose epoch is unchanged).
-    public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, clock: @escaping @Sendable () -> Int64,
+    public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, beforeSend: BeforeSendService? = nil,
+                clock: @escaping @Sendable () -> Int64,
                 retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:],
                 reload: @escaping @Sendable () throws -> ChatDomain, logger: Logger) throws {
         self.reload = reload
+        self.beforeSend = beforeSend
         self.domain = domain
         self.store = store
         self.publisher = publisher
@@ -158,8 +183,115 @@ public final class Engine: @unchecked Sendable {
                 Self.refuse(replyTo, publisher: publisher)
                 return
             }
+            if beforeSend != nil, admitThroughHook(command, replyTo: replyTo) { return }
             process(domain.apply(command, now: clock()), replyTo: replyTo)
         }
+    }
+
+    // MARK: The before-send hook (PX-4)
+
+    /// Takes a command over when a hook must judge it first, or when its session has commands
+    /// held before it; false: apply it now.
+    private func admitThroughHook(_ command: Command, replyTo: ReplyTo) -> Bool {
+        let session = ChatDomain.issuingSession(command)
+        let queued = session.map { held[.session($0)] != nil } ?? false
+        var hook: BeforeSendSettings?
+        if case .sendMessage(let app, _, let sender, _, _) = command, let settings = domain.appSettings(app)?.beforeSend {
+            if case .session = sender { hook = settings } else if !settings.bypassServerMessages { hook = settings }
+        }
+        guard hook != nil || queued else { return false }
+        nextTicket &+= 1
+        let ticket = nextTicket
+        let key: HoldKey = session.map { .session($0) } ?? .server(ticket)
+        guard let hook else {
+            held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: nil, verdict: nil, ticket: ticket, asked: false))
+            return true
+        }
+        // What every send checks (membership, mutes, size) comes first: the hook sees only
+        // messages that would be sent, and a refused one is answered at once. Behind held
+        // commands the check may depend on them (a join held before it): a message that fails
+        // it then waits, and is checked and judged when its turn comes.
+        held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: hook, verdict: nil, ticket: ticket, asked: false))
+        if !ask(key, ticket: ticket, hook: hook, command: command, holdOnRefusal: queued) { drain(key) }
+        return true
+    }
+
+    /// Checks a held message and asks the hook about it. A message the checks refuse is answered
+    /// (and false returned) unless `holdOnRefusal`, when it stays held, not yet asked.
+    private func ask(_ key: HoldKey, ticket: UInt64, hook: BeforeSendSettings, command: Command, holdOnRefusal: Bool) -> Bool {
+        guard let i = held[key]?.firstIndex(where: { $0.ticket == ticket }) else { return false }
+        do {
+            guard let subject = try domain.precheckSend(command, now: clock()) else { return false }
+            held[key]![i].asked = true
+            beforeSend?.check(subject, settings: hook) { [self] verdict in
+                loop.execute { [self] in judged(key, ticket: ticket, verdict) }
+            }
+            return true
+        } catch {
+            if holdOnRefusal { return true }
+            let h = held[key]!.remove(at: i)
+            if held[key]!.isEmpty { held[key] = nil }
+            process(.failure(error), replyTo: h.replyTo)
+            return false
+        }
+    }
+
+    /// A verdict arrived.
+    private func judged(_ key: HoldKey, ticket: UInt64, _ verdict: BeforeSendVerdict) {
+        guard let i = held[key]?.firstIndex(where: { $0.ticket == ticket }) else { return }
+        held[key]![i].verdict = verdict
+        drain(key)
+    }
+
+    /// Applies a session's held commands from the oldest while they are ready; a message that was
+    /// held unasked is checked and sent to the hook when it comes first.
+    private func drain(_ key: HoldKey) {
+        while let first = held[key]?.first {
+            if let hook = first.hook, first.verdict == nil {
+                if first.asked { return }
+                if ask(key, ticket: first.ticket, hook: hook, command: first.command, holdOnRefusal: false) { return }
+                continue
+            }
+            held[key]!.removeFirst()
+            if held[key]!.isEmpty { held[key] = nil }
+            release(first)
+        }
+    }
+
+    private func release(_ h: Held) {
+        guard store.isWritable else {
+            Self.refuse(h.replyTo, publisher: publisher)
+            return
+        }
+        var command = h.command
+        if let hook = h.hook, let verdict = h.verdict {
+            var outcome = verdict
+            if case .replace(let content) = verdict, case .sendMessage(let app, let roomId, let sender, let kind, _) = command {
+                let limit = domain.appSettings(app)?.maxMessageBytes ?? Limits.defaultMaxMessageBytes
+                if content.isEmpty || content.utf8.count > limit {
+                    outcome = .failed("the hook's replacement is empty or longer than maxMessageBytes (\(limit))")
+                } else {
+                    command = .sendMessage(app: app, roomId: roomId, sender, kind, content: content)
+                }
+            }
+            switch outcome {
+            case .pass, .replace:
+                break
+            case .drop(let reason):
+                let message = reason.isEmpty ? "the app's moderation dropped the message" : "the app's moderation dropped the message: \(reason)"
+                process(.failure(ChatError(.messageRejected, message, field: "content")), replyTo: h.replyTo)
+                return
+            case .failed(let why):
+                if !hook.failOpen {
+                    process(.failure(ChatError(.moderationUnavailable,
+                                               "the app's before-send hook gave no verdict (\(why)) and the app fails closed; nothing was sent; try again",
+                                               field: "content")), replyTo: h.replyTo)
+                    return
+                }
+                logger.debug("before-send hook failed; the app fails open", metadata: ["why": "\(why)"])
+            }
+        }
+        process(domain.apply(command, now: clock()), replyTo: h.replyTo)
     }
 
     static let storageError = ChatError(.storageUnavailable, "the server cannot save changes now (storage unavailable); nothing changed; try again later")

@@ -93,6 +93,8 @@ final class GatewayContext: Sendable {
 final class GatewayCore: Sendable {
     let store: Store
     let webhooks: WebhookService
+    /// PX-4: the before-send hook's thread (started and stopped with the webhooks).
+    let beforeSend: BeforeSendService
     let engine: Engine
     let context: GatewayContext
     let router: Router
@@ -160,7 +162,11 @@ final class GatewayCore: Sendable {
         }
         restoredTimes = kept.map(\.at)
         publisher = Publisher()
-        engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, clock: clock, retention: retention,
+        let webhooks = self.webhooks
+        beforeSend = BeforeSendService(allowsPrivate: { webhooks.operatorAllowsPrivate(app: $0) }, appSecret: { apps.secret($0) },
+                                       clock: clock, makeID: { randomHex(12) }, logger: logger)
+        engine = try Engine(domain: domain, store: store, publisher: publisher, webhooks: webhooks, beforeSend: beforeSend, clock: clock,
+                            retention: retention,
                             positions: try store.lastOffsets(), reload: { [store] in
                                 let fresh = ChatDomain(makeID: { ids.next() })
                                 fresh.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
@@ -199,7 +205,7 @@ final class GatewayCore: Sendable {
         routes.add(.GET, "/openapi.json", sync: { _ in spec })
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))
         routes.add(.GET, "/websocket.json", sync: { _ in wsSpec })
-        let metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks)
+        let metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend)
         self.metrics = metrics
         routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
@@ -298,6 +304,7 @@ public final class Gateway: Sendable {
     public func start() throws {
         store.start()
         try webhooks.start()
+        core.beforeSend.start()
         core.engine.start()
         try server.start()
         if configuration.publicURLs.isEmpty {
@@ -329,6 +336,7 @@ public final class Gateway: Sendable {
     public func shutdown() {
         core.ready.set(false)
         server.shutdown()
+        core.beforeSend.stop()
         core.engine.stop()
         webhooks.stop()
         store.stop()

@@ -12,10 +12,12 @@ final class MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry?
     let store: Store
     let webhooks: WebhookService
+    let beforeSend: BeforeSendService
     private let server = Mutex<ServerMetrics?>(nil)
     let fanout = FanoutCounters()
 
-    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService) {
+    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService) {
+        self.beforeSend = beforeSend
         self.registry = registry
         self.store = store
         self.webhooks = webhooks
@@ -44,6 +46,13 @@ final class MetricsEndpoint: Sendable {
         metric("roomcast_store_commits_total", "counter", "Changes made durable (group-committed in batches).", store.commitsCommitted.load(ordering: .relaxed))
         let w = webhooks.stats
         metric("roomcast_webhook_pending", "gauge", "Webhook deliveries queued, waiting to retry or in flight.", w.queueDepth.load(ordering: .relaxed))
+        let b = beforeSend.stats
+        text += "# HELP roomcast_before_send_verdicts_total Room messages judged by apps' before-send hooks (PX-4), by verdict.\n"
+        text += "# TYPE roomcast_before_send_verdicts_total counter\n"
+        let counts = [("pass", b.passed.load(ordering: .relaxed)), ("drop", b.dropped.load(ordering: .relaxed)),
+                      ("replace", b.replaced.load(ordering: .relaxed)), ("failed", b.failed.load(ordering: .relaxed))]
+        for (verdict, n) in counts { text += "roomcast_before_send_verdicts_total{verdict=\"\(verdict)\"} \(n)\n" }
+        metric("roomcast_before_send_waiting", "gauge", "Room messages waiting for a before-send verdict.", beforeSend.waiting)
         out += Array(text.utf8)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

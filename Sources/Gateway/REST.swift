@@ -2,6 +2,7 @@ import Chat
 import Engine
 import HTTP1
 import Server
+import Webhooks
 import Wire
 
 /// The native REST API (`/v1`, API.md): JSON in and out, every call signed (SPEC §2). Each route
@@ -60,8 +61,7 @@ struct RESTAPI: Sendable {
 
     static func error(_ e: ChatError) -> Response {
         var response = Response.json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
-        if e.code == .storageUnavailable { response.headers.add("Retry-After", String(ErrorTable.retryAfterSeconds)) }
-        if e.code == .rateLimited { response.headers.add("Retry-After", String(Limits.rateLimitRetryAfterSeconds)) }
+        if let seconds = ErrorTable.retryAfter(e.code) { response.headers.add("Retry-After", String(seconds)) }
         return response
     }
 
@@ -308,6 +308,15 @@ struct RESTAPI: Sendable {
         let apps = context.apps
         do throws(ChatError) {
             let patch = try decodeBody(SettingsPatchRequest.self, from: req.body).patch()
+            if let url = patch.beforeSend?.url, !url.isEmpty {
+                // PX-4: the hook obeys the webhooks' egress policy (WH-5).
+                do throws(WebhookURL.Problem) {
+                    _ = try WebhookURL(url, allowPrivate: context.webhooks.operatorAllowsPrivate(app: app))
+                } catch {
+                    if case .privateTarget = error { throw ChatError(.permissionDenied, "beforeSend.\(error)", field: "beforeSend.url") }
+                    throw ChatError(.invalidParameter, "beforeSend.\(error)", field: "beforeSend.url")
+                }
+            }
             engine.submit(.updateAppSettings(app: app, patch), replyTo: .callback({ result in
                 if case .success(.appSettings(let s)) = result, var entry = apps.app(app) {
                     entry.allowedOrigins = s.allowedOrigins

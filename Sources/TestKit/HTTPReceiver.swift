@@ -35,10 +35,14 @@ public final class HTTPReceiver: @unchecked Sendable {
         public var status: Int
         /// Held before answering (to play a slow receiver).
         public var delay: Double
-        public init(status: Int, delay: Double = 0) {
+        public var body: [UInt8]
+        public init(status: Int, delay: Double = 0, body: [UInt8] = []) {
             self.status = status
             self.delay = delay
+            self.body = body
         }
+        /// A JSON answer (a before-send hook's verdict).
+        public static func json(_ text: String, delay: Double = 0) -> Answer { Answer(status: 200, delay: delay, body: Array(text.utf8)) }
     }
 
     public let port: UInt16
@@ -132,7 +136,7 @@ public final class HTTPReceiver: @unchecked Sendable {
             recorded.withLock { $0.append(request) }
             let answer = responder.withLock { $0 }(request)
             if answer.delay > 0 { usleep(UInt32(answer.delay * 1_000_000)) }
-            let response = Array("HTTP/1.1 \(answer.status) X\r\nContent-Length: 0\r\n\r\n".utf8)
+            let response = Array("HTTP/1.1 \(answer.status) X\r\nContent-Length: \(answer.body.count)\r\n\r\n".utf8) + answer.body
             if write(c, response, response.count) <= 0 { return }
         }
     }

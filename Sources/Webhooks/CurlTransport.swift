@@ -64,17 +64,22 @@ final class CurlTransport {
     private var idle: [UnsafeMutableRawPointer] = []
     let maxResponseBytes: Int
     let abortAfterBytes: Int
+    let userAgent: String
 
     /// curl_global_init, once per process (a static `let` initialiser runs exactly once).
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    init(maxResponseBytes: Int = 1024, abortAfterBytes: Int = 64 * 1024, maxConnectionsPerHost: Int = 32) {
+    /// `maxConnections`: open connections in all (0: no limit); transfers past it wait for one.
+    init(maxResponseBytes: Int = 1024, abortAfterBytes: Int = 64 * 1024, maxConnectionsPerHost: Int = 32, maxConnections: Int = 0,
+         userAgent: String = "Roomcast-Webhooks/1") {
         _ = Self.globalInit
         multi = curl_multi_init()
         self.maxResponseBytes = maxResponseBytes
         self.abortAfterBytes = abortAfterBytes
+        self.userAgent = userAgent
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(64, maxConnectionsPerHost * 4))
+        if maxConnections > 0 { _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxConnections) }
     }
 
     deinit {
@@ -105,7 +110,7 @@ final class CurlTransport {
         _ = ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         _ = ccurl_easy_setopt_str(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = ccurl_easy_setopt_str(easy, CURLOPT_NOPROXY, "*")
-        _ = ccurl_easy_setopt_str(easy, CURLOPT_USERAGENT, "Roomcast-Webhooks/1")
+        _ = ccurl_easy_setopt_str(easy, CURLOPT_USERAGENT, userAgent)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, job.connectTimeoutMs)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, job.timeoutMs)
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)

@@ -587,6 +587,18 @@ extension Encode {
             w.field("restCallsPerSecond", s.restCallsPerSecond)
             w.field("clientMessagesPerSecond", s.clientMessagesPerSecond)
             w.field("sendsPerUserPerSecond", s.sendsPerUserPerSecond)
+            w.key("beforeSend")
+            if let b = s.beforeSend {
+                w.beginObject()
+                w.field("url", b.url)
+                w.field("timeoutMs", b.timeoutMilliseconds)
+                w.field("failOpen", b.failOpen)
+                w.field("bypassServerMessages", b.bypassServerMessages)
+                w.field("signing", b.signing)
+                w.endObject()
+            } else {
+                w.null()
+            }
     }
 }
 

@@ -183,6 +183,15 @@ public enum ErrorTable {
     /// again, on every surface.
     public static let retryAfterSeconds = 5
 
+    /// The `Retry-After` (seconds) a refusal with this code carries on every surface, if any.
+    public static func retryAfter(_ code: ChatErrorCode) -> Int? {
+        switch code {
+        case .storageUnavailable: return retryAfterSeconds
+        case .rateLimited, .moderationUnavailable: return Limits.rateLimitRetryAfterSeconds
+        default: return nil
+        }
+    }
+
     public struct Row: Sendable {
         public let code: Int
         public let httpStatus: Int

@@ -768,6 +768,16 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var restCallsPerSecond: Int?
     public var clientMessagesPerSecond: Int?
     public var sendsPerUserPerSecond: Int?
+    /// PX-4: the before-send hook; `{"url": ""}` removes it.
+    public var beforeSend: BeforeSendRequest?
+
+    public struct BeforeSendRequest: Decodable, Sendable {
+        public var url: String?
+        public var timeoutMs: Int?
+        public var failOpen: Bool?
+        public var bypassServerMessages: Bool?
+        public var signing: String?
+    }
 
     public func patch() throws(ChatError) -> AppSettingsPatch {
         var p = AppSettingsPatch(memberChangeEvents: memberChangeEvents, multipleRoomsPerUser: multipleRoomsPerUser,
@@ -780,6 +790,10 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.restCallsPerSecond = restCallsPerSecond
         p.clientMessagesPerSecond = clientMessagesPerSecond
         p.sendsPerUserPerSecond = sendsPerUserPerSecond
+        p.beforeSend = beforeSend.map {
+            BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
+                            signing: $0.signing)
+        }
         return p
     }
 }

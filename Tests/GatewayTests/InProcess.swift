@@ -87,6 +87,7 @@ final class InProcessGateway: @unchecked Sendable {
         onLoop { core.startHub(loop: loop, index: 0); return true }
         core.feed([loop])
         store.start()
+        core.beforeSend.start()
         // The engine's own timer is off (an hour); `advance(seconds:)` runs its tick.
         core.engine.start(tickEvery: .seconds(3600))
         core.ready.set(true)
@@ -96,6 +97,7 @@ final class InProcessGateway: @unchecked Sendable {
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         core.engine.stop()
+        core.beforeSend.stop()
         core.store.stop()
         loop.stop()
         thread?.join()

@@ -157,7 +157,7 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes).
     public func failure(_ e: ChatError) -> VendorAnswer {
         let code = VendorCodes.code(self, e.code)
-        let retry = e.code == .storageUnavailable ? ErrorTable.retryAfterSeconds : e.code == .rateLimited ? Limits.rateLimitRetryAfterSeconds : nil
+        let retry = ErrorTable.retryAfter(e.code)
         return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
     }
 
