@@ -66,6 +66,9 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "Seconds to wait for the last deliveries after the last publish.")
     var drain = 5.0
 
+    @Option(help: "roomcast: set the app's before-send hook (PX-4) to this URL first (\"\": remove it).")
+    var beforeSendUrl: String?
+
     func validate() throws {
         guard subscribers > 0 else { throw ValidationError("--subscribers must be positive") }
         guard rate >= 0, duration > 0, messages > 0, publishers > 0, pipeline > 0, clientLoops > 0 else {
@@ -144,6 +147,7 @@ struct FanoutCommand: ParsableCommand {
         func ms(_ us: UInt64) -> String { fixed(Double(us) / 1000, 2) }
         print("fanout: target=\(target.rawValue) subscribers=\(ready) published=\(publisher.accepted)/\(total) "
             + "publish_errors=\(publisher.errors) publish_seconds=\(fixed(publishSeconds, 2)) "
+            + "published_per_s=\(Int(publishSeconds > 0 ? Double(publisher.accepted) / publishSeconds : 0)) "
             + "rate=\(rate > 0 ? String(Int(rate)) : "max")")
         if let e = publisher.firstError { print("fanout: first publish error: \(e)") }
         print("fanout: delivered=\(delivered)/\(expected) (\(fixed(expected > 0 ? Double(delivered) * 100 / Double(expected) : 0, 2))%) "
@@ -163,6 +167,13 @@ struct FanoutCommand: ParsableCommand {
         guard settings == 200 else {
             print("fanout: PATCH /v1/settings answered \(settings) (is the app \(appKey) configured?)")
             throw ExitCode.failure
+        }
+        if let url = beforeSendUrl {
+            let hook = try signed("PATCH", "/v1/settings", #"{"beforeSend":{"url":"\#(url)","timeoutMs":2000,"failOpen":false}}"#)
+            guard hook == 200 else {
+                print("fanout: setting the before-send hook answered \(hook) (is the app allowed private addresses?)")
+                throw ExitCode.failure
+            }
         }
         let created = try signed("POST", "/v1/rooms", #"{"roomId":"\#(room)","keepAlive":true,"enterExitNotifications":false}"#)
         guard created == 201 || created == 409 else {
