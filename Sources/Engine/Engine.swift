@@ -33,6 +33,11 @@ public enum Published: Sendable {
 public enum ReplyTo: Sendable {
     /// REST: called once the change is durable (on the store thread).
     case callback(@Sendable (Result<Reply, ChatError>) -> Void)
+    /// REST with an idempotency key (PX-2): `keep` turns the answer into a write that runs in the
+    /// change's own transaction (nil: nothing to keep), so the change and its kept answer are
+    /// durable together; then `then` is called as `callback` is.
+    case keeping(@Sendable (Result<Reply, ChatError>) -> (@Sendable (Store.Transaction) throws -> Void)?,
+                 then: @Sendable (Result<Reply, ChatError>) -> Void)
     /// WebSocket: encoded on the engine thread and delivered in order with the events.
     case session(SessionID, encode: @Sendable (Result<Reply, ChatError>) -> [UInt8])
     case none
@@ -299,7 +304,7 @@ public final class Engine: @unchecked Sendable {
     /// Answers a command that was not (or could not be made) durable.
     private static func refuse(_ replyTo: ReplyTo, publisher: Publisher) {
         switch replyTo {
-        case .callback(let callback): callback(.failure(storageError))
+        case .callback(let callback), .keeping(_, then: let callback): callback(.failure(storageError))
         case .session(let sid, let encode): publisher.deliver([.reply(sid, frame: Frames.text(encode(.failure(storageError))))])
         case .none: break
         }
@@ -429,20 +434,28 @@ public final class Engine: @unchecked Sendable {
         let webhooks = self.webhooks
         var extra: (@Sendable (Store.Transaction) throws -> Void)?
         let outbox = staged.map(WebhookService.persist)
-        if !kept.isEmpty || !gone.isEmpty || outbox != nil {
+        var keepAnswer: (@Sendable (Store.Transaction) throws -> Void)?
+        if case .keeping(let keep, _) = replyTo { keepAnswer = keep(reply) }
+        if !kept.isEmpty || !gone.isEmpty || outbox != nil || keepAnswer != nil {
             let events = kept
             let forgotten = gone
+            let answer = keepAnswer
             extra = { tx in
                 // The room-stream events, kept for resuming clients (BX-1), durable with the change.
                 if !events.isEmpty { try Store.append(events, tx) }
                 if !forgotten.isEmpty { try Store.forgetRoomEvents(forgotten, tx) }
                 try outbox?(tx)
+                // PX-2: the caller's answer, kept with the change it answers.
+                try answer?(tx)
             }
         }
         store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
             publisher.enqueue(published)
             if let staged { webhooks?.enqueue(staged) }
-            if case .callback(let callback) = replyTo { callback(reply) }
+            switch replyTo {
+            case .callback(let callback), .keeping(_, then: let callback): callback(reply)
+            case .session, .none: break
+            }
         }, onFailed: {
             // Not durable: its events are dropped and its caller is told (the engine reloads).
             Self.refuse(replyTo, publisher: publisher)

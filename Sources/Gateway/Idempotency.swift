@@ -1,5 +1,6 @@
 import Chat
 import Crypto
+import Engine
 import HTTP1
 import Server
 import Store
@@ -25,6 +26,16 @@ final class Idempotency: Sendable {
     init(store: Store, clock: @escaping @Sendable () -> Int64) {
         self.store = store
         self.clock = clock
+    }
+
+    /// Counts an answer kept for `app`; true every `trimEvery`-th (that write also trims).
+    private func countAndTrim(_ app: String) -> Bool {
+        keptSinceTrim.withLock { k -> Bool in
+            k[app, default: 0] += 1
+            guard k[app]! >= Self.trimEvery else { return false }
+            k[app] = 0
+            return true
+        }
     }
 
     enum Refusal {
@@ -71,24 +82,22 @@ final class Idempotency: Sendable {
                 headers.add("Idempotent-Replayed", "true")
                 return writer.send(Response(status: HTTPStatus(code: kept.status), headers: headers, body: kept.body))
             }
-            handler(ResponseWriter { response in
+            let trim = self.countAndTrim(app)
+            let keeper = AnswerKeeper(app: app, key: key, fingerprint: fingerprint, trim: trim, clock: clock)
+            handler(ResponseWriter(attachment: keeper) { response in
                 // "Try again" answers are not kept; everything else is on disk before it is sent.
                 guard response.status.code != 429 && response.status.code < 500 else {
                     release()
                     return writer.send(response)
                 }
-                let answer = StoredAnswer(fingerprint: fingerprint, status: response.status.code,
-                                          contentType: response.headers["content-type"] ?? "application/json", body: response.body, at: clock())
-                let trim = self.keptSinceTrim.withLock { k -> Bool in
-                    k[app, default: 0] += 1
-                    guard k[app]! >= Self.trimEvery else { return false }
-                    k[app] = 0
-                    return true
+                // Kept in the change's own transaction (a single engine change): sent as kept.
+                if let kept = keeper.keptResponse {
+                    release()
+                    return writer.send(kept)
                 }
-                store.submit(Store.Commit(mutations: [], extra: { tx in
-                    try Store.keepAnswer(app: app, key: key, answer, tx)
-                    if trim { try Store.trimAnswers(app: app, keep: Limits.maxIdempotentAnswersPerApp, tx) }
-                }, onDurable: {
+                // Otherwise (several changes, webhook endpoints) in a transaction of its own, after
+                // the change: a crash between the two leaves the change without its answer.
+                store.submit(Store.Commit(mutations: [], extra: keeper.write(response), onDurable: {
                     release()
                     writer.send(response)
                 }, onFailed: {
@@ -97,5 +106,66 @@ final class Idempotency: Sendable {
                 }))
             })
         }
+    }
+}
+
+/// PX-2: hands a request's answer to the transaction that makes its change durable (the engine's
+/// `ReplyTo.keeping`), so that a crash cannot leave a change made without the answer a retry
+/// must get. The response kept is the one sent.
+final class AnswerKeeper: Sendable {
+    let app: String
+    let key: String
+    let fingerprint: String
+    let trim: Bool
+    let clock: @Sendable () -> Int64
+    private let kept = Mutex<Response?>(nil)
+
+    init(app: String, key: String, fingerprint: String, trim: Bool, clock: @escaping @Sendable () -> Int64) {
+        self.app = app
+        self.key = key
+        self.fingerprint = fingerprint
+        self.trim = trim
+        self.clock = clock
+    }
+
+    /// The answer as it was written with its change (nil until then, and for answers not kept).
+    var keptResponse: Response? { kept.withLock { $0 } }
+
+    /// The write that keeps `response` (nil for 429 and 5xx, which are not kept).
+    func write(_ response: Response) -> (@Sendable (Store.Transaction) throws -> Void)? {
+        guard response.status.code != 429 && response.status.code < 500 else { return nil }
+        let answer = StoredAnswer(fingerprint: fingerprint, status: response.status.code,
+                                  contentType: response.headers["content-type"] ?? "application/json", body: response.body, at: clock())
+        let app = self.app, key = self.key, trim = self.trim
+        return { tx in
+            try Store.keepAnswer(app: app, key: key, answer, tx)
+            if trim { try Store.trimAnswers(app: app, keep: Limits.maxIdempotentAnswersPerApp, tx) }
+        }
+    }
+
+    /// For the engine: the write of the answer rendered from `result`, remembered as the one to send.
+    func keep(_ response: Response) -> (@Sendable (Store.Transaction) throws -> Void)? {
+        guard let w = write(response) else { return nil }
+        kept.withLock { $0 = response }
+        return w
+    }
+}
+
+extension ReplyTo {
+    /// `.keeping` when the writer carries an idempotency keeper (PX-2), else `.callback`; `render`
+    /// turns the result into the HTTP answer.
+    /// `done` runs once the change is durable, before the answer is sent.
+    static func answer(_ writer: ResponseWriter, done: @escaping @Sendable (Result<Reply, ChatError>) -> Void = { _ in },
+                       _ render: @escaping @Sendable (Result<Reply, ChatError>) -> Response) -> ReplyTo {
+        guard let keeper = writer.attachment as? AnswerKeeper else {
+            return .callback({ result in
+                done(result)
+                writer.send(render(result))
+            })
+        }
+        return .keeping({ result in keeper.keep(render(result)) }, then: { result in
+            done(result)
+            writer.send(render(result))
+        })
     }
 }

@@ -77,7 +77,7 @@ struct RESTAPI: Sendable {
     func command(_ writer: ResponseWriter, status: HTTPStatus = .ok, _ build: () throws(ChatError) -> Command) {
         do {
             let command = try build()
-            engine.submit(command, replyTo: .callback({ result in writer.send(Self.respond(result, status: status)) }))
+            engine.submit(command, replyTo: .answer(writer) { result in Self.respond(result, status: status) })
         } catch {
             writer.send(Self.error(error))
         }
@@ -317,15 +317,14 @@ struct RESTAPI: Sendable {
                     throw ChatError(.invalidParameter, "beforeSend.\(error)", field: "beforeSend.url")
                 }
             }
-            engine.submit(.updateAppSettings(app: app, patch), replyTo: .callback({ result in
+            engine.submit(.updateAppSettings(app: app, patch), replyTo: .answer(writer, done: { result in
                 if case .success(.appSettings(let s)) = result, var entry = apps.app(app) {
                     entry.allowedOrigins = s.allowedOrigins
                     entry.restCallsPerSecond = s.restCallsPerSecond
                     entry.clientMessagesPerSecond = s.clientMessagesPerSecond
                     apps.set(entry)
                 }
-                writer.send(Self.respond(result))
-            }))
+            }) { result in Self.respond(result) })
         } catch {
             writer.send(Self.error(error))
         }

@@ -63,12 +63,15 @@ extension RESTAPI {
         case .unsupported(let message):
             writer.send(Self.answer(vendor.unsupported(message)))
         case .call(let call):
-            Self.run(context.engine, call.work) { result in
+            let render: @Sendable (Result<Reply, ChatError>) -> Response = { result in
                 switch result {
-                case .success(let reply): writer.send(Self.answer(vendor.success(reply, call.render)))
-                case .failure(let e): writer.send(Self.answer(vendor.failure(e)))
+                case .success(let reply): return Self.answer(vendor.success(reply, call.render))
+                case .failure(let e): return Self.answer(vendor.failure(e))
                 }
             }
+            // One change: its answer is kept with it (PX-2) when the call carries a key.
+            if case .command(let c) = call.work { return context.engine.submit(c, replyTo: .answer(writer, render)) }
+            Self.run(context.engine, call.work) { result in writer.send(render(result)) }
         }
     }
 

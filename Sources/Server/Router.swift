@@ -60,8 +60,12 @@ public struct Response: Sendable, Equatable {
 /// a connection that has gone is dropped.
 public struct ResponseWriter: Sendable {
     let complete: @Sendable (Response) -> Void
-    public init(_ complete: @escaping @Sendable (Response) -> Void) {
+    /// What a wrapping layer hands the handler along with the writer (the gateway's idempotency
+    /// keeper, PX-2); nil for a plain writer.
+    public let attachment: (any Sendable)?
+    public init(attachment: (any Sendable)? = nil, _ complete: @escaping @Sendable (Response) -> Void) {
         self.complete = complete
+        self.attachment = attachment
     }
     public func send(_ response: Response) { complete(response) }
 }

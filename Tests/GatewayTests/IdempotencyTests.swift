@@ -1,6 +1,7 @@
 import Chat
 import Foundation
 @testable import Gateway
+import Synchronization
 import Testing
 import TestKit
 import Wire
@@ -101,6 +102,90 @@ struct IdempotencyTests {
             let again = try after.call("POST", "/v1/rooms/r/messages", ["content": "once"], headers: after.signatureHeaders() + [("Idempotency-Key", "durable-1")])
             #expect(again.status == 201 && again.body == first.body && again.header("Idempotent-Replayed") == "true")
             #expect((try after.call("GET", "/v1/rooms/r/messages").json["messages"] as? [Any])?.count == 1)
+        }
+    }
+
+    // PX-2: a keyed call that makes one change keeps its answer in that change's own commit (one
+    // commit, not two), on the native and the vendor surfaces and under the before-send hook's
+    // path; a call that makes several changes keeps it in a commit after them.
+    @Test func theAnswerIsKeptInTheChangesOwnCommit() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        let store = g.core.store
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        func commits(_ call: () throws -> RESTClient.Response) rethrows -> (Int, RESTClient.Response) {
+            g.settle()
+            let before = store.commitsCommitted.load(ordering: .relaxed)
+            let r = try call()
+            g.settle()
+            // settle() itself makes two empty commits, and the signed call records its nonce.
+            return (store.commitsCommitted.load(ordering: .relaxed) - before - 3, r)
+        }
+        let (plain, _) = try commits { try rest.call("POST", "/v1/rooms/r/messages", ["content": "plain"]) }
+        let (keyed, first) = try commits { try rest.call("POST", "/v1/rooms/r/messages", ["content": "keyed"], headers: rest.signatureHeaders() + [("Idempotency-Key", "one-commit")]) }
+        #expect(plain == 1 && keyed == 1 && first.status == 201)
+        let (refused, missing) = try commits { try rest.call("POST", "/v1/rooms/nope/messages", ["content": "x"], headers: rest.signatureHeaders() + [("Idempotency-Key", "refusal")]) }
+        #expect(refused == 1 && missing.status == 404)
+        let (vendor, v) = try commits {
+            try rest.vendor(.rongCloud, "/chatroom/create_new.json", [("chatroomId", "rc")], headers: rest.signatureHeaders() + [("Idempotency-Key", "rc-1")])
+        }
+        #expect(vendor == 1 && v.json.int("code") == 200)
+        // Each replays without a commit.
+        let (replay, again) = try commits { try rest.call("POST", "/v1/rooms/r/messages", ["content": "keyed"], headers: rest.signatureHeaders() + [("Idempotency-Key", "one-commit")]) }
+        #expect(replay == 0 && again.body == first.body && again.header("Idempotent-Replayed") == "true")
+        let (replayed404, gone) = try commits { try rest.call("POST", "/v1/rooms/nope/messages", ["content": "x"], headers: rest.signatureHeaders() + [("Idempotency-Key", "refusal")]) }
+        #expect(replayed404 == 0 && gone.body == missing.body)
+    }
+
+    // PX-2: the answer is kept in the same transaction as the change it answers, so kill -9 at
+    // any moment leaves both or neither: eight writers send keyed messages until the server is
+    // killed mid-stream; after the restart every key is retried with the same bytes and every
+    // message is in its room exactly once (a change made without its kept answer would be made
+    // again by the retry and show twice).
+    @Test func killNineMidStreamNeverAppliesARetryTwice() async throws {
+        try await offPool { () throws in
+            let data = temporaryDirectory("roomcast-idem-crash")
+            var g = try GatewayProcess(dataDirectory: data)
+            let rest = g.rest()
+            let writers = 8, perWriter = 60
+            for w in 0..<writers { #expect(try rest.call("POST", "/v1/rooms", ["roomId": "w\(w)", "keepAlive": true]).status == 201) }
+            let answered = Atomic<Int>(0)
+            let attempted = Mutex<[[Int]]>(Array(repeating: [], count: writers))
+            let group = DispatchGroup()
+            let (port, appKey, secret) = (g.port, g.appKey, g.secret)
+            for w in 0..<writers {
+                DispatchQueue.global().async(group: group) {
+                    let rest = RESTClient(port: port, appKey: appKey, secret: secret)
+                    for i in 0..<perWriter {
+                        attempted.withLock { $0[w].append(i) }
+                        let r = try? rest.call("POST", "/v1/rooms/w\(w)/messages", ["content": "m\(i)"],
+                                               headers: rest.signatureHeaders() + [("Idempotency-Key", "w\(w)-\(i)")])
+                        guard r?.status == 201 else { return }
+                        answered.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            // Kill while the writers are busy (a third of the way in).
+            let deadline = Date().addingTimeInterval(20)
+            while answered.load(ordering: .relaxed) < writers * perWriter / 3 && Date() < deadline { usleep(2_000) }
+            g.process.signal(SIGKILL)
+            _ = g.process.waitForExit(timeout: 5)
+            group.wait()
+            #expect(answered.load(ordering: .relaxed) < writers * perWriter)
+            g = try GatewayProcess(dataDirectory: data)
+            defer { g.stop() }
+            let after = g.rest()
+            for (w, sent) in attempted.withLock({ $0 }).enumerated() {
+                for i in sent {
+                    let r = try after.call("POST", "/v1/rooms/w\(w)/messages", ["content": "m\(i)"],
+                                           headers: after.signatureHeaders() + [("Idempotency-Key", "w\(w)-\(i)")])
+                    #expect(r.status == 201)
+                }
+                let history = try after.call("GET", "/v1/rooms/w\(w)/messages?limit=100&order=asc").json["messages"] as? [[String: Any]] ?? []
+                let contents = history.compactMap { $0.str("content") }
+                #expect(contents == sent.map { "m\($0)" }, "room w\(w)")
+            }
         }
     }
 }
