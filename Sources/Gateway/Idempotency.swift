@@ -11,8 +11,8 @@ import Wire
 /// SDK sends `X-Request-ID`) is answered once; the answer is made durable before it is sent, and
 /// the same key with the same request gets it again for 24 hours (with `Idempotent-Replayed:
 /// true`), also after a restart. The same key with another request is refused (422, 42200);
-/// while the first is still being answered, a retry gets 409 (40900). Answers of 429 and 5xx are
-/// not kept: they say "try again". Keys are per app; at most 255 visible ASCII characters.
+/// while the first is still being answered, a retry gets 409 (40900). Answers that say "try
+/// again" (429, 5xx, or any with Retry-After, e.g. NIM's in a 200) are not kept. Keys are per app; at most 255 visible ASCII characters.
 final class Idempotency: Sendable {
     let store: Store
     let clock: @Sendable () -> Int64
@@ -86,7 +86,9 @@ final class Idempotency: Sendable {
             let keeper = AnswerKeeper(app: app, key: key, fingerprint: fingerprint, trim: trim, clock: clock)
             handler(ResponseWriter(attachment: keeper) { response in
                 // "Try again" answers are not kept; everything else is on disk before it is sent.
-                guard response.status.code != 429 && response.status.code < 500 else {
+                // (A commit that failed after the engine rendered its answer is answered "try
+                // again", so an answer rendered for it is never sent.)
+                guard AnswerKeeper.isKeepable(response) else {
                     release()
                     return writer.send(response)
                 }
@@ -131,9 +133,15 @@ final class AnswerKeeper: Sendable {
     /// The answer as it was written with its change (nil until then, and for answers not kept).
     var keptResponse: Response? { kept.withLock { $0 } }
 
-    /// The write that keeps `response` (nil for 429 and 5xx, which are not kept).
+    /// Answers that say "try again" are not kept: 429, 5xx, and any answer with `Retry-After`
+    /// (every surface's storage, rate-limit and moderation refusals carry it — NIM's in a 200).
+    static func isKeepable(_ response: Response) -> Bool {
+        response.status.code != 429 && response.status.code < 500 && response.headers["retry-after"] == nil
+    }
+
+    /// The write that keeps `response` (nil for an answer that is not kept).
     func write(_ response: Response) -> (@Sendable (Store.Transaction) throws -> Void)? {
-        guard response.status.code != 429 && response.status.code < 500 else { return nil }
+        guard Self.isKeepable(response) else { return nil }
         let answer = StoredAnswer(fingerprint: fingerprint, status: response.status.code,
                                   contentType: response.headers["content-type"] ?? "application/json", body: response.body, at: clock())
         let app = self.app, key = self.key, trim = self.trim

@@ -1,6 +1,8 @@
 import Chat
 import Foundation
 @testable import Gateway
+import HTTP1
+import Server
 import Synchronization
 import Testing
 import TestKit
@@ -103,6 +105,22 @@ struct IdempotencyTests {
             #expect(again.status == 201 && again.body == first.body && again.header("Idempotent-Replayed") == "true")
             #expect((try after.call("GET", "/v1/rooms/r/messages").json["messages"] as? [Any])?.count == 1)
         }
+    }
+
+    // PX-2: answers that say "try again" are never kept — by status, and by Retry-After (NIM
+    // answers its storage, rate-limit and moderation refusals with HTTP 200).
+    @Test func tryAgainAnswersAreNotKept() {
+        func response(_ status: Int, retryAfter: Bool = false) -> Response {
+            var r = Response.json(HTTPStatus(code: status), "{}")
+            if retryAfter { r.headers.add("Retry-After", "1") }
+            return r
+        }
+        #expect(AnswerKeeper.isKeepable(response(200)) && AnswerKeeper.isKeepable(response(201)) && AnswerKeeper.isKeepable(response(404)))
+        #expect(!AnswerKeeper.isKeepable(response(200, retryAfter: true)))
+        #expect(!AnswerKeeper.isKeepable(response(429)) && !AnswerKeeper.isKeepable(response(503)) && !AnswerKeeper.isKeepable(response(500)))
+        let keeper = AnswerKeeper(app: "a", key: "k", fingerprint: "f", trim: false, clock: { 0 })
+        #expect(keeper.keep(response(200, retryAfter: true)) == nil && keeper.keptResponse == nil)
+        #expect(keeper.keep(response(200)) != nil && keeper.keptResponse?.status.code == 200)
     }
 
     // PX-2: a keyed call that makes one change keeps its answer in that change's own commit (one
