@@ -235,10 +235,17 @@ extension ChatDomain {
     }
 
     /// PX-4: the message a `sendMessage` command would send now, or the error it would get
-    /// (the sender's rate limit aside, which the send itself takes). Nothing changes.
+    /// (a user whose send bucket is empty gets 42901; the send itself takes the token). Nothing
+    /// changes.
     public func precheckSend(_ command: Command, now: Int64) throws(ChatError) -> SendSubject? {
         guard case .sendMessage(let app, let roomId, let sender, let kind, let content) = command else { return nil }
-        return try checkSend(app, roomId, sender, kind, content, now).message
+        let checked = try checkSend(app, roomId, sender, kind, content, now)
+        // A user already at the send limit is refused now rather than after the hook (the token
+        // itself is taken when the message is sent).
+        if case .session = sender, var bucket = checked.app.sendBuckets[checked.message.userId], !bucket.hasToken(now: now) {
+            throw ChatError(.rateLimited, "at most \(checked.app.settings.sendsPerUserPerSecond) messages a second per user", field: "roomId")
+        }
+        return checked.message
     }
 
     func sendMessage(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String, _ now: Int64,

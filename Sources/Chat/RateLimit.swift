@@ -21,6 +21,12 @@ public struct TokenBucket: Equatable, Sendable {
         return true
     }
 
+    /// Whether a token could be taken at `now` (none is).
+    public mutating func hasToken(now: Int64) -> Bool {
+        refill(now)
+        return tokens >= 1
+    }
+
     /// Whether the bucket is full at `now` (an idle caller: its bucket can be forgotten).
     public mutating func isFull(now: Int64) -> Bool {
         refill(now)

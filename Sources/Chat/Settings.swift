@@ -360,15 +360,25 @@ public enum Limits {
     public static let rateLimitRetryAfterSeconds = 1
     /// PX-2: answers kept per app for Idempotency-Key replays (the oldest go first past it).
     public static let maxIdempotentAnswersPerApp = 100_000
-    /// PX-4: the before-send hook's default timeout, and what the server holds for it: requests
-    /// waiting for a verdict per app and in all (past either, a message is judged as if the hook
-    /// had failed), the bytes of a hook's answer that are read, and of a drop reason passed on.
+    /// PX-4: the before-send hook's default timeout, and what the server holds for it: messages
+    /// waiting for a verdict per app, their bytes per app and in all (counted as their requests
+    /// are sent, twice: ours and libcurl's copy; past any bound a message is refused with 42901
+    /// whatever the app's policy), the bytes of a hook's answer that are read, and of a drop
+    /// reason passed on.
     public static let defaultBeforeSendTimeoutMilliseconds = 800
     public static let maxBeforeSendPendingPerApp = 1000
-    public static let maxBeforeSendPendingBytes = 64 * 1_048_576
+    public static let maxBeforeSendPendingBytesPerApp = 8 * 1_048_576
+    /// All apps together (a backstop: it takes 32 apps at their own bound to reach it).
+    public static let maxBeforeSendPendingBytes = 256 * 1_048_576
     public static let maxBeforeSendAnswerBytes = 64 * 1024
-    /// Hook connections open at once (all apps); more requests wait for one.
+    /// Hook connections open at once, to one host and in all; more requests wait for one.
+    public static let maxBeforeSendConnectionsPerHost = 32
     public static let maxBeforeSendConnections = 256
+    /// Commands of one connection held behind messages waiting for verdicts; past it 42901.
+    public static let maxHeldPerSession = 64
+    /// How long past its app's timeout the engine waits for a verdict before it judges the
+    /// message as if the hook had failed (a transfer that never ends cannot hold a connection).
+    public static let beforeSendVerdictSlackMilliseconds = 2000
     public static let maxBeforeSendReasonBytes = 100
     public static let maxUserIdBytes = 64
     public static let maxUsersPerCall = 20

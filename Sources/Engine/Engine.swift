@@ -47,7 +47,7 @@ public enum ReplyTo: Sendable {
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
 public final class Engine: @unchecked Sendable {
-    // Safety: `domain`, `streams` and `lastTrim` are touched only on `loop`'s thread: every entry
+    // Safety: `domain`, `streams`, `lastTrim`, `held` and `nextTicket` are touched only on `loop`'s thread: every entry
     // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread`
     // only by the owner's `start` and `stop`.
     public let loop: EventLoop
@@ -64,8 +64,9 @@ public final class Engine: @unchecked Sendable {
     /// PX-4: commands held while a before-send hook judges a message, per issuing session (the
     /// app server's messages under a key of their own each), so that a session's commands are
     /// applied in the order they came: a later message waits for an earlier one's verdict, and so
-    /// does anything else the session asked for after it. Bounded by the hook service's bound of
-    /// waiting messages (and by what a session may send per second behind them).
+    /// does anything else the session asked for after it. At most `Limits.maxHeldPerSession`
+    /// per session (past it 42901); each message waits at most its app's timeout and
+    /// `Limits.beforeSendVerdictSlackMilliseconds` for a verdict.
     private struct Held {
         var command: Command
         var replyTo: ReplyTo
@@ -205,6 +206,11 @@ public final class Engine: @unchecked Sendable {
             if case .session = sender { hook = settings } else if !settings.bypassServerMessages { hook = settings }
         }
         guard hook != nil || queued else { return false }
+        if let session, let q = held[.session(session)], q.count >= Limits.maxHeldPerSession {
+            process(.failure(ChatError(.rateLimited, "at most \(Limits.maxHeldPerSession) commands of a connection wait behind messages being moderated",
+                                       field: nil)), replyTo: replyTo)
+            return true
+        }
         nextTicket &+= 1
         let ticket = nextTicket
         let key: HoldKey = session.map { .session($0) } ?? .server(ticket)
@@ -231,6 +237,11 @@ public final class Engine: @unchecked Sendable {
             beforeSend?.check(subject, settings: hook) { [self] verdict in
                 loop.execute { [self] in judged(key, ticket: ticket, verdict) }
             }
+            // The engine's own deadline: a verdict that never comes cannot hold the session.
+            let limit = hook.timeoutMilliseconds + Limits.beforeSendVerdictSlackMilliseconds
+            _ = loop.schedule(after: .milliseconds(limit)) { [self] in
+                judged(key, ticket: ticket, .failed("no verdict within \(limit) ms"))
+            }
             return true
         } catch {
             if holdOnRefusal { return true }
@@ -241,9 +252,9 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
-    /// A verdict arrived.
+    /// A verdict arrived (the first one counts: the engine's deadline or the hook's answer).
     private func judged(_ key: HoldKey, ticket: UInt64, _ verdict: BeforeSendVerdict) {
-        guard let i = held[key]?.firstIndex(where: { $0.ticket == ticket }) else { return }
+        guard let i = held[key]?.firstIndex(where: { $0.ticket == ticket }), held[key]![i].verdict == nil else { return }
         held[key]![i].verdict = verdict
         drain(key)
     }
@@ -274,10 +285,14 @@ public final class Engine: @unchecked Sendable {
             if case .replace(let content) = verdict, case .sendMessage(let app, let roomId, let sender, let kind, _) = command {
                 let limit = domain.appSettings(app)?.maxMessageBytes ?? Limits.defaultMaxMessageBytes
                 if content.isEmpty || content.utf8.count > limit {
-                    outcome = .failed("the hook's replacement is empty or longer than maxMessageBytes (\(limit))")
+                    // The hook rejected the original: a replacement that cannot be sent drops it.
+                    outcome = .drop(reason: "its replacement is empty or longer than maxMessageBytes (\(limit))")
                 } else {
                     command = .sendMessage(app: app, roomId: roomId, sender, kind, content: content)
                 }
+            }
+            let unavailable = { (why: String) in
+                ChatError(.moderationUnavailable, "the app's before-send hook gave no verdict (\(why)); nothing was sent; try again", field: "content")
             }
             switch outcome {
             case .pass, .replace:
@@ -286,11 +301,15 @@ public final class Engine: @unchecked Sendable {
                 let message = reason.isEmpty ? "the app's moderation dropped the message" : "the app's moderation dropped the message: \(reason)"
                 process(.failure(ChatError(.messageRejected, message, field: "content")), replyTo: h.replyTo)
                 return
+            case .overloaded(let why):
+                process(.failure(ChatError(.rateLimited, why, field: nil)), replyTo: h.replyTo)
+                return
+            case .unavailable(let why):
+                process(.failure(unavailable(why)), replyTo: h.replyTo)
+                return
             case .failed(let why):
                 if !hook.failOpen {
-                    process(.failure(ChatError(.moderationUnavailable,
-                                               "the app's before-send hook gave no verdict (\(why)) and the app fails closed; nothing was sent; try again",
-                                               field: "content")), replyTo: h.replyTo)
+                    process(.failure(unavailable(why + "; the app fails closed")), replyTo: h.replyTo)
                     return
                 }
                 logger.debug("before-send hook failed; the app fails open", metadata: ["why": "\(why)"])

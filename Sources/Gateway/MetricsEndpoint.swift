@@ -50,7 +50,8 @@ final class MetricsEndpoint: Sendable {
         text += "# HELP roomcast_before_send_verdicts_total Room messages judged by apps' before-send hooks (PX-4), by verdict.\n"
         text += "# TYPE roomcast_before_send_verdicts_total counter\n"
         let counts = [("pass", b.passed.load(ordering: .relaxed)), ("drop", b.dropped.load(ordering: .relaxed)),
-                      ("replace", b.replaced.load(ordering: .relaxed)), ("failed", b.failed.load(ordering: .relaxed))]
+                      ("replace", b.replaced.load(ordering: .relaxed)), ("failed", b.failed.load(ordering: .relaxed)),
+                      ("overloaded", b.overloaded.load(ordering: .relaxed))]
         for (verdict, n) in counts { text += "roomcast_before_send_verdicts_total{verdict=\"\(verdict)\"} \(n)\n" }
         metric("roomcast_before_send_waiting", "gauge", "Room messages waiting for a before-send verdict.", beforeSend.waiting)
         out += Array(text.utf8)

@@ -11,10 +11,15 @@ public enum BeforeSendVerdict: Equatable, Sendable {
     case drop(reason: String)
     /// The message is sent with this content instead.
     case replace(content: String)
-    /// No usable verdict: no answer within the timeout, a transport error, a status other than
-    /// 2xx, a body that is not a verdict, or more messages waiting than the server holds. The
-    /// app's policy decides (fail open: sent; fail closed: refused with 50302).
+    /// No usable verdict from the hook: no answer within the timeout, a transport error, a status
+    /// other than 2xx, or a body that is not a verdict. The app's policy decides (fail open: sent;
+    /// fail closed: refused with 50302).
     case failed(String)
+    /// The server holds as many of the app's messages waiting for verdicts as it may: refused
+    /// (42901) whatever the policy — an overload never lets a message past moderation.
+    case overloaded(String)
+    /// The hook service is stopping (or not running): refused (50302) whatever the policy.
+    case unavailable(String)
 }
 
 /// The before-send hook's wire: the request the gateway makes and the answers it understands.
@@ -76,8 +81,7 @@ public enum BeforeSendWire {
         guard error.isEmpty, status != 0 else { return .failed(error.isEmpty ? "no response" : error) }
         guard (200..<300).contains(status) else { return .failed("the hook answered HTTP \(status)") }
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return .pass }
-        guard body.count <= Limits.maxBeforeSendAnswerBytes,
-              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
               let action = object["action"] as? String else {
             return .failed("the hook's answer is not a JSON object with an action")
         }
@@ -100,15 +104,19 @@ public enum BeforeSendWire {
 /// many requests in flight, connections kept alive), so neither an I/O loop nor the engine ever
 /// waits for a hook. Each verdict goes to the completion the caller gave, on this thread.
 ///
-/// Bounded: at most `Limits.maxBeforeSendPendingPerApp` messages of one app and
-/// `Limits.maxBeforeSendPendingBytes` of content in all wait for verdicts (past either, the
-/// message is judged `.failed` at once, so one app's slow hook cannot hold the server's memory or
-/// another app's messages); answers are read up to `Limits.maxBeforeSendAnswerBytes`; at most
-/// `Limits.maxBeforeSendConnections` connections are open.
+/// Bounded per app, so that one app's slow hook or large messages cannot hold the server's memory
+/// or another app's room: at most `Limits.maxBeforeSendPendingPerApp` messages and
+/// `Limits.maxBeforeSendPendingBytesPerApp` bytes of one app wait for verdicts (and
+/// `Limits.maxBeforeSendPendingBytes` in all); past a bound the message is judged `.overloaded`
+/// at once. Answers are read up to `Limits.maxBeforeSendAnswerBytes`; at most
+/// `Limits.maxBeforeSendConnectionsPerHost` connections go to one host and
+/// `Limits.maxBeforeSendConnections` in all.
 public final class BeforeSendService: @unchecked Sendable {
-    // Safety: `transport`, `inFlight` and `nextTag` are touched only on the hook thread (`run`);
-    // `inbox`, `pending` and `stopping` are synchronized; `multi` and `thread` are set once in
-    // `start` before any other thread can see them, and read-only after.
+    // Safety: `transport`, `inFlight` and `nextTag` are touched only on the hook thread (`run`),
+    // and by `stop()` after it has joined that thread; `inbox` (with the `stopped` flag it holds),
+    // `pending` and `stopping` are synchronized; `multi` and `thread` are written only by
+    // `start()`, which the owner calls once before the service is shared with other threads
+    // (the engine), and by `stop()` on the owner's thread.
     public typealias Completion = @Sendable (BeforeSendVerdict) -> Void
 
     struct Job: Sendable {
@@ -126,9 +134,18 @@ public final class BeforeSendService: @unchecked Sendable {
     private let makeID: @Sendable () -> String
     private let logger: Logger
 
-    private let inbox = Mutex<[Job]>([])
+    private struct Inbox {
+        var jobs: [Job] = []
+        /// Set by `stop()`: no job is taken after it.
+        var closed = false
+    }
+    private let inbox = Mutex(Inbox())
     private struct Pending {
-        var perApp: [String: Int] = [:]
+        struct App {
+            var count = 0
+            var bytes = 0
+        }
+        var perApp: [String: App] = [:]
         var bytes = 0
     }
     private let pending = Mutex(Pending())
@@ -145,6 +162,8 @@ public final class BeforeSendService: @unchecked Sendable {
         public let dropped = Atomic<Int>(0)
         public let replaced = Atomic<Int>(0)
         public let failed = Atomic<Int>(0)
+        /// Refused at once: the app had as many messages waiting as the server holds.
+        public let overloaded = Atomic<Int>(0)
     }
     public let stats = Stats()
 
@@ -158,55 +177,86 @@ public final class BeforeSendService: @unchecked Sendable {
     }
 
     public func start() {
+        precondition(thread == nil, "BeforeSendService.start() is called once")
         let t = CurlTransport(maxResponseBytes: Limits.maxBeforeSendAnswerBytes, abortAfterBytes: Limits.maxBeforeSendAnswerBytes + 1,
-                              maxConnectionsPerHost: Limits.maxBeforeSendConnections, maxConnections: Limits.maxBeforeSendConnections,
+                              maxConnectionsPerHost: Limits.maxBeforeSendConnectionsPerHost, maxConnections: Limits.maxBeforeSendConnections,
                               userAgent: "Roomcast-BeforeSend/1")
         transport = t
         multi = t.handle
         thread = PosixThread.start(name: "roomcast-hooks") { [self] in run() }
     }
 
-    /// Stops the thread; messages still waiting are judged `.failed` (their app's policy decides).
+    /// Stops the thread; messages still waiting are judged `.unavailable` (refused whatever
+    /// their app's policy: a stopping server sends nothing unjudged).
     public func stop() {
         stopping.store(true, ordering: .releasing)
+        let waiting = inbox.withLock { i -> [Job] in
+            i.closed = true
+            defer { i.jobs.removeAll() }
+            return i.jobs
+        }
         if let multi { CurlTransport.wakeup(multi) }
         thread?.join()
         thread = nil
-        for job in inbox.withLock({ w -> [Job] in defer { w.removeAll() }; return w }) + inFlight.values {
-            finish(job, .failed("the server is stopping"))
-        }
+        for job in waiting + inFlight.values { finish(job, .unavailable("the server is stopping")) }
         inFlight.removeAll()
     }
 
     /// Asks `settings`' hook about `subject`; `completion` gets the verdict exactly once (on the
     /// hook thread, or at once on this thread when the server holds too many waiting messages).
     public func check(_ subject: SendSubject, settings: BeforeSendSettings, completion: @escaping Completion) {
-        let bytes = subject.content.utf8.count + subject.nickname.utf8.count + subject.roomId.utf8.count + subject.userId.utf8.count + 512
+        // Ours and libcurl's copy of the request, its body escaped as JSON at worst.
+        let bytes = 2 * (512 + Self.escapedLength(subject.content) + Self.escapedLength(subject.nickname)
+                         + Self.escapedLength(subject.roomId) + Self.escapedLength(subject.userId) + Self.escapedLength(subject.deviceId))
         let admitted = pending.withLock { p -> Bool in
-            guard p.perApp[subject.app, default: 0] < Limits.maxBeforeSendPendingPerApp,
+            let app = p.perApp[subject.app, default: Pending.App()]
+            guard app.count < Limits.maxBeforeSendPendingPerApp, app.bytes + bytes <= Limits.maxBeforeSendPendingBytesPerApp,
                   p.bytes + bytes <= Limits.maxBeforeSendPendingBytes else { return false }
-            p.perApp[subject.app, default: 0] += 1
+            p.perApp[subject.app] = Pending.App(count: app.count + 1, bytes: app.bytes + bytes)
             p.bytes += bytes
             return true
         }
-        guard admitted, multi != nil, !stopping.load(ordering: .acquiring) else {
-            stats.failed.add(1, ordering: .relaxed)
-            completion(.failed(admitted ? "the hook service is not running" : "too many messages of this app are waiting for its hook"))
-            if admitted { release(subject.app, bytes) }
+        guard admitted else {
+            stats.overloaded.add(1, ordering: .relaxed)
+            completion(.overloaded("too many of this app's messages are waiting for its before-send hook"))
             return
         }
-        inbox.withLock { $0.append(Job(subject: subject, settings: settings, bytes: bytes, completion: completion)) }
+        let job = Job(subject: subject, settings: settings, bytes: bytes, completion: completion)
+        let queued = inbox.withLock { i -> Bool in
+            guard !i.closed, multi != nil else { return false }
+            i.jobs.append(job)
+            return true
+        }
+        guard queued else {
+            finish(job, .unavailable("the before-send hook service is not running"))
+            return
+        }
         if let multi { CurlTransport.wakeup(multi) }
     }
 
+    /// Bytes of `s` as a JSON string's contents (quotes, backslashes and control characters escaped).
+    static func escapedLength(_ s: String) -> Int {
+        var n = 0
+        for b in s.utf8 {
+            switch b {
+            case 0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09: n += 2
+            case 0..<0x20: n += 6
+            default: n += 1
+            }
+        }
+        return n
+    }
+
     /// Messages waiting for a verdict now (all apps).
-    public var waiting: Int { pending.withLock { $0.perApp.values.reduce(0, +) } }
+    public var waiting: Int { pending.withLock { $0.perApp.values.reduce(0) { $0 + $1.count } } }
 
     private func release(_ app: String, _ bytes: Int) {
         pending.withLock { p in
             p.bytes -= bytes
-            let n = p.perApp[app, default: 1] - 1
-            p.perApp[app] = n == 0 ? nil : n
+            guard var a = p.perApp[app] else { return }
+            a.count -= 1
+            a.bytes -= bytes
+            p.perApp[app] = a.count == 0 ? nil : a
         }
     }
 
@@ -215,9 +265,11 @@ public final class BeforeSendService: @unchecked Sendable {
         case .pass: stats.passed.add(1, ordering: .relaxed)
         case .drop: stats.dropped.add(1, ordering: .relaxed)
         case .replace: stats.replaced.add(1, ordering: .relaxed)
-        case .failed(let why):
+        case .failed(let why), .unavailable(let why):
             stats.failed.add(1, ordering: .relaxed)
             logger.debug("before-send hook failed", metadata: ["app": "\(job.subject.app)", "why": "\(why)"])
+        case .overloaded:
+            stats.overloaded.add(1, ordering: .relaxed)
         }
         release(job.subject.app, job.bytes)
         job.completion(verdict)
@@ -226,9 +278,9 @@ public final class BeforeSendService: @unchecked Sendable {
     private func run() {
         guard let transport else { return }
         while !stopping.load(ordering: .acquiring) {
-            let jobs = inbox.withLock { w -> [Job] in
-                defer { w.removeAll(keepingCapacity: true) }
-                return w
+            let jobs = inbox.withLock { i -> [Job] in
+                defer { i.jobs.removeAll(keepingCapacity: true) }
+                return i.jobs
             }
             let now = clock()
             for job in jobs {
@@ -253,7 +305,7 @@ public final class BeforeSendService: @unchecked Sendable {
                 }
                 if done.isEmpty { break }
             }
-            if inbox.withLock({ $0.isEmpty }) { transport.poll(timeoutMs: 1000) }
+            if inbox.withLock({ $0.jobs.isEmpty }) { transport.poll(timeoutMs: 1000) }
         }
     }
 }

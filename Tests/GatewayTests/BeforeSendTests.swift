@@ -82,7 +82,8 @@ struct BeforeSendTests {
         let mac = HMAC<SHA256>.authenticationCode(for: Array("\(id).\(ts).".utf8) + first.body, using: SymmetricKey(data: Array(g.secret.utf8)))
         #expect(first.header("webhook-signature") == "v1," + Data(mac).base64EncodedString())
         let metrics = try g.rest().call("GET", "/metrics").text
-        for line in [#"verdict="pass"} 1"#, #"verdict="drop"} 1"#, #"verdict="replace"} 1"#, #"verdict="failed"} 0"#, "roomcast_before_send_waiting 0"] {
+        for line in [#"verdict="pass"} 1"#, #"verdict="drop"} 1"#, #"verdict="replace"} 1"#, #"verdict="failed"} 0"#, #"verdict="overloaded"} 0"#,
+                     "roomcast_before_send_waiting 0"] {
             #expect(metrics.contains(line), "\(line)")
         }
     }
@@ -120,9 +121,12 @@ struct BeforeSendTests {
         // Over REST the refusal is 503 with Retry-After.
         let rest = try g.rest().call("POST", "/v1/rooms/r/messages", ["content": "slow rest"])
         #expect(rest.status == 503 && rest.json.int("code") == 50302 && rest.header("Retry-After") == "1")
-        // A replacement the app's settings would refuse counts as no verdict.
+        // A replacement the app's settings would refuse drops the message (the hook rejected the
+        // original), also when the app fails open.
         hook.respond { _ in .json(#"{"action":"replace","content":""}"#) }
-        #expect(try alice.command("room.send", ["roomId": "r", "content": "x"]).obj("error").int("code") == 50302)
+        _ = try Self.setHook(g, ["failOpen": true])
+        let badReplacement = try alice.command("room.send", ["roomId": "r", "content": "x"]).obj("error")
+        #expect(badReplacement.int("code") == 40303 && badReplacement.str("message")?.contains("maxMessageBytes") == true)
         #expect(Self.contents(bob.drain()) == [])
     }
 
@@ -226,6 +230,32 @@ struct BeforeSendTests {
         let muted = try alice.command("room.send", ["roomId": "r2", "content": "muted"]).obj("error")
         #expect(muted.int("code") == 23408)
         #expect(hook.requests.count == 3)
+    }
+
+    // PX-4: at most `Limits.maxHeldPerSession` commands of one connection wait behind messages
+    // being judged; past it the connection's commands are refused (42901), not sent unjudged.
+    @Test func aConnectionsHeldCommandsAreBounded() throws {
+        let hook = try HTTPReceiver { _ in .json(#"{"action":"pass"}"#, delay: 0.5) }
+        defer { hook.stop() }
+        let g = try Self.gateway()
+        defer { g.stop() }
+        _ = try Self.setHook(g, ["url": hook.url(), "timeoutMs": 5000])
+        #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1000, "sendsPerUserPerSecond": 1000]).status == 200)
+        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let alice = try g.client("alice"), bob = try g.client("bob")
+        _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+        _ = bob.drain()
+        let sent = Limits.maxHeldPerSession + 6
+        for i in 0..<sent { alice.send(#"{"id":\#(2000 + i),"op":"room.send","args":{"roomId":"r","content":"m\#(i)"}}"#) }
+        // The first 64 are judged and sent in order; the 6 past the bound were refused, never asked.
+        let lastHeld = "m\(Limits.maxHeldPerSession - 1)"
+        _ = try bob.waitFor("room.message", timeout: 10) { $0.obj("data").obj("message").str("content") == lastHeld }
+        let contents = Self.contents(bob.skipped) + [lastHeld] + Self.contents(bob.drain())
+        #expect(contents == (0..<Limits.maxHeldPerSession).map { "m\($0)" })
+        #expect(hook.requests.count == Limits.maxHeldPerSession)
+        // Once they are through, the connection sends again.
+        _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "after"], timeout: 10))
     }
 
     // PX-4: one app's hook that takes its full timeout does not hold up another app's messages.

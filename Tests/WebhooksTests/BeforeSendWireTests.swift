@@ -70,7 +70,8 @@ struct BeforeSendWireTests {
     }
 
     // The server holds at most `maxBeforeSendPendingPerApp` messages of one app waiting for its
-    // hook: past it a message is judged at once as no verdict, while another app is still asked.
+    // hook: past it a message is judged overloaded at once (refused whatever the app's policy),
+    // while another app is still asked.
     @Test func waitingMessagesAreBoundedPerApp() throws {
         let release = Atomic<Bool>(false)
         let hook = try HTTPReceiver { _ in
@@ -98,7 +99,7 @@ struct BeforeSendWireTests {
         ask("a")
         let over = verdicts.withLock { $0["a"] ?? [] }
         #expect(over.count == 1)
-        if case .failed(let why) = over.first { #expect(why.contains("too many")) } else { Issue.record("expected no verdict, got \(over)") }
+        if case .overloaded(let why) = over.first { #expect(why.contains("too many")) } else { Issue.record("expected overloaded, got \(over)") }
         ask("b")
         #expect(service.waiting == Limits.maxBeforeSendPendingPerApp + 1)
         release.store(true, ordering: .relaxed)
@@ -107,5 +108,21 @@ struct BeforeSendWireTests {
         #expect(service.waiting == 0)
         let all = verdicts.withLock { $0 }
         #expect(all["a"]?.filter { $0 == .pass }.count == Limits.maxBeforeSendPendingPerApp && all["b"] == [.pass])
+    }
+
+    // A service that is not running (or stopping) refuses at once — never lets a message pass as
+    // if the hook had failed — and releases what it counted.
+    @Test func aStoppedServiceRefuses() throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let service = BeforeSendService(allowsPrivate: { _ in true }, appSecret: { _ in "secret" }, clock: { 0 }, makeID: { "1" }, logger: logger)
+        let verdicts = Mutex<[BeforeSendVerdict]>([])
+        service.check(Self.subject, settings: BeforeSendSettings(url: "http://127.0.0.1:9/hook")) { v in verdicts.withLock { $0.append(v) } }
+        service.start()
+        service.stop()
+        service.check(Self.subject, settings: BeforeSendSettings(url: "http://127.0.0.1:9/hook")) { v in verdicts.withLock { $0.append(v) } }
+        let all = verdicts.withLock { $0 }
+        #expect(all.count == 2 && all.allSatisfy { if case .unavailable = $0 { true } else { false } })
+        #expect(service.waiting == 0)
     }
 }
