@@ -24,6 +24,7 @@ let package = Package(
         .target(name: "CShims"),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Sockets, the syscall wrapper, the epoll loop, timers and write queues.
         .target(name: "Reactor", dependencies: ["CShims"]),
@@ -91,6 +92,10 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
 
+        // The cluster on PostgreSQL (CL-1..CL-6, CLUSTER.md): the shared log, the schema, the node
+        // registry, through libpq.
+        .target(name: "Cluster", dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")]),
+
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
         .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", "Wire"]),
 
@@ -106,6 +111,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "TestKit"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ServerTests", dependencies: [
             "Server", "Reactor", "HTTP1", "WebSocket", "TestKit", .product(name: "Logging", package: "swift-log"),

@@ -1,0 +1,157 @@
+/// One entry of the shared log: a position in the cluster's single order, the node that appended
+/// it, the time it was appended (the `now` every node applies it with), and the encoded command.
+public struct LogEntry: Equatable, Sendable {
+    public var position: Int64
+    public var origin: String
+    public var at: Int64
+    public var payload: [UInt8]
+
+    public init(position: Int64, origin: String, at: Int64, payload: [UInt8]) {
+        self.position = position
+        self.origin = origin
+        self.at = at
+        self.payload = payload
+    }
+}
+
+/// The shared ordered log in PostgreSQL (CLUSTER.md). Appends take a transaction-scoped advisory
+/// lock, so positions are assigned and committed in order: a reader that has seen position p
+/// never later finds an entry below p appear (no gaps, whatever the number of appending nodes).
+/// Every append commits, then `NOTIFY roomcast_log` wakes the readers (the payload is the last
+/// position, a hint only: readers read the table).
+public enum ClusterLog {
+    public static let channel = "roomcast_log"
+    /// Entries one append may carry (one statement; four parameters each).
+    public static let maxBatch = 1000
+
+    /// Appends `entries` (origin, at, payload) in one transaction; returns their positions.
+    public static func append(_ db: PGConnection, _ entries: [(origin: String, at: Int64, payload: [UInt8])]) throws(PGError) -> [Int64] {
+        guard !entries.isEmpty else { return [] }
+        precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
+        return try db.transaction { () throws(PGError) -> [Int64] in
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
+            let last = Int64(try db.query("SELECT coalesce(max(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+            var sql = "INSERT INTO roomcast_log (position, origin, at, payload) VALUES "
+            var parameters: [String?] = []
+            parameters.reserveCapacity(entries.count * 4)
+            for (i, e) in entries.enumerated() {
+                let p = parameters.count
+                sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4)::bytea)"
+                parameters += [String(last + 1 + Int64(i)), e.origin, String(e.at), byteaHex(e.payload)]
+            }
+            try db.query(sql, parameters)
+            let positions = (1...Int64(entries.count)).map { last + $0 }
+            try db.query("SELECT pg_notify($1, $2)", [channel, String(positions.last!)])
+            return positions
+        }
+    }
+
+    /// Entries after `position`, in order, at most `limit`.
+    public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000) throws(PGError) -> [LogEntry] {
+        let rows = try db.query("SELECT position, origin, at, payload FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2",
+                                [String(position), String(limit)])
+        return rows.rows.compactMap { r -> LogEntry? in
+            guard r.count == 4, let p = r[0].flatMap({ Int64($0) }), let origin = r[1], let at = r[2].flatMap({ Int64($0) }),
+                  let payload = r[3].flatMap(byteaDecode) else { return nil }
+            return LogEntry(position: p, origin: origin, at: at, payload: payload)
+        }
+    }
+
+    /// The last position (0 for an empty log).
+    public static func head(_ db: PGConnection) throws(PGError) -> Int64 {
+        Int64(try db.query("SELECT coalesce(max(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+    }
+
+    /// Starts receiving the log's wake-ups on this connection.
+    public static func listen(_ db: PGConnection) throws(PGError) {
+        try db.query("LISTEN " + db.quotedIdentifier(channel))
+    }
+
+    static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// PostgreSQL's hex bytea input: `\x` and two hex digits a byte.
+    public static func byteaHex(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = [0x5C, 0x78]
+        out.reserveCapacity(2 + bytes.count * 2)
+        for b in bytes {
+            out.append(hexDigits[Int(b >> 4)])
+            out.append(hexDigits[Int(b & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// PostgreSQL's hex bytea output back to bytes; nil if it is not that.
+    public static func byteaDecode(_ text: String) -> [UInt8]? {
+        let u = Array(text.utf8)
+        guard u.count >= 2, u[0] == 0x5C, u[1] == 0x78, u.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x61...0x66: return c - 0x61 + 10
+            case 0x41...0x46: return c - 0x41 + 10
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity((u.count - 2) / 2)
+        var i = 2
+        while i < u.count {
+            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
+            out.append(h << 4 | l)
+            i += 2
+        }
+        return out
+    }
+}
+
+/// The cluster's members (CL-5): each node's public URLs and heartbeat; a node whose heartbeat is
+/// older than the failure timeout is dead (CL-4).
+public enum ClusterNodes {
+    public struct Node: Equatable, Sendable {
+        public var id: String
+        public var urls: [String]
+        public var startedAt: Int64
+        public var heartbeatAt: Int64
+        public var applied: Int64
+    }
+
+    /// Records this node's heartbeat (and URLs, and the log position it has applied).
+    public static func heartbeat(_ db: PGConnection, id: String, urls: [String], startedAt: Int64, now: Int64, applied: Int64) throws(PGError) {
+        try db.query("""
+            INSERT INTO roomcast_nodes (node_id, urls, started_at, heartbeat_at, applied) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (node_id) DO UPDATE SET urls = EXCLUDED.urls, heartbeat_at = EXCLUDED.heartbeat_at, applied = EXCLUDED.applied,
+                started_at = EXCLUDED.started_at
+            """, [id, urls.joined(separator: "\n"), String(startedAt), String(now), String(applied)])
+    }
+
+    /// Nodes whose heartbeat is at most `timeout` ms old at `now`, by id.
+    public static func live(_ db: PGConnection, now: Int64, timeout: Int64) throws(PGError) -> [Node] {
+        try nodes(db, "WHERE heartbeat_at >= $1", [String(now - timeout)])
+    }
+
+    /// Nodes whose heartbeat is older than `timeout` ms at `now`: dead, their sessions to be ended.
+    public static func dead(_ db: PGConnection, now: Int64, timeout: Int64) throws(PGError) -> [Node] {
+        try nodes(db, "WHERE heartbeat_at < $1", [String(now - timeout)])
+    }
+
+    /// Forgets a node (after its sessions have been ended).
+    public static func remove(_ db: PGConnection, id: String) throws(PGError) {
+        try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1", [id])
+    }
+
+    private static func nodes(_ db: PGConnection, _ condition: String, _ parameters: [String?]) throws(PGError) -> [Node] {
+        try db.query("SELECT node_id, urls, started_at, heartbeat_at, applied FROM roomcast_nodes \(condition) ORDER BY node_id", parameters).rows
+            .compactMap { r in
+                guard let id = r[0], let urls = r[1], let s = r[2].flatMap({ Int64($0) }), let h = r[3].flatMap({ Int64($0) }),
+                      let a = r[4].flatMap({ Int64($0) }) else { return nil }
+                return Node(id: id, urls: urls.split(separator: "\n").map(String.init), startedAt: s, heartbeatAt: h, applied: a)
+            }
+    }
+
+    /// Tries to become the leader (the node that appends time and failure entries): a session
+    /// advisory lock, held until this connection ends — a killed leader's lock is released by
+    /// PostgreSQL when its connection drops.
+    public static func tryLead(_ db: PGConnection) throws(PGError) -> Bool {
+        try db.query("SELECT pg_try_advisory_lock($1)", [String(ClusterSchema.LockKey.leader)]).scalar == "t"
+    }
+}

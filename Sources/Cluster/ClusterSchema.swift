@@ -1,0 +1,56 @@
+/// The cluster's tables in PostgreSQL (CLUSTER.md). Migrations are plain SQL, frozen once shipped,
+/// and run under a session advisory lock, so nodes that start together apply each exactly once:
+/// the first takes the lock and migrates, the others wait for it and find nothing left to do.
+public enum ClusterSchema {
+    /// `pg_advisory_lock` keys of the cluster (one 64-bit key space per database).
+    public enum LockKey {
+        /// Held while migrating.
+        public static let migrate: Int64 = 0x526F_6F6D_6361_0001
+        /// Held (per transaction) while appending to the log, so positions commit in order.
+        public static let append: Int64 = 0x526F_6F6D_6361_0002
+        /// Held (per session) by the node that appends time and failure entries.
+        public static let leader: Int64 = 0x526F_6F6D_6361_0003
+    }
+
+    /// In order, each a list of statements; the index + 1 is the schema version.
+    public static let migrations: [[String]] = [[
+        """
+        CREATE TABLE roomcast_log (
+            position bigint PRIMARY KEY CHECK (position > 0),
+            origin text NOT NULL,
+            at bigint NOT NULL,
+            payload bytea NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE roomcast_nodes (
+            node_id text PRIMARY KEY,
+            urls text NOT NULL,
+            started_at bigint NOT NULL,
+            heartbeat_at bigint NOT NULL,
+            applied bigint NOT NULL DEFAULT 0
+        )
+        """,
+    ]]
+
+    public static var version: Int { migrations.count }
+
+    /// Brings the database to `version`; returns how many migrations this call applied.
+    @discardableResult
+    public static func migrate(_ db: PGConnection) throws(PGError) -> Int {
+        try db.query("SELECT pg_advisory_lock($1)", [String(LockKey.migrate)])
+        defer { _ = try? db.query("SELECT pg_advisory_unlock($1)", [String(LockKey.migrate)]) }
+        try db.query("CREATE TABLE IF NOT EXISTS roomcast_schema (version integer NOT NULL)")
+        let current = Int(try db.query("SELECT max(version) FROM roomcast_schema").scalar ?? "0") ?? 0
+        guard current <= version else {
+            throw PGError(sqlState: "", message: "the database's cluster schema is version \(current); this roomcast knows up to \(version): upgrade it")
+        }
+        for v in current..<version {
+            try db.transaction { () throws(PGError) in
+                for statement in migrations[v] { try db.query(statement) }
+                try db.query("INSERT INTO roomcast_schema (version) VALUES ($1)", [String(v + 1)])
+            }
+        }
+        return version - current
+    }
+}

@@ -1,0 +1,132 @@
+import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A refusal from PostgreSQL or libpq: the SQLSTATE (empty when the connection itself failed)
+/// and PostgreSQL's message. The one place libpq's errors become Swift values.
+public struct PGError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let sqlState: String
+    public let message: String
+
+    public init(sqlState: String, message: String) {
+        self.sqlState = sqlState
+        self.message = message
+    }
+
+    public var description: String { sqlState.isEmpty ? message : "\(sqlState): \(message)" }
+
+    /// The connection is gone (server down, network): retry after reconnecting.
+    public var isConnectionLost: Bool { sqlState.isEmpty || sqlState.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03" }
+}
+
+/// Rows of a result in PostgreSQL's text format (nil: SQL NULL).
+public struct PGRows: Sendable {
+    public let columns: [String]
+    public let rows: [[String?]]
+
+    public var count: Int { rows.count }
+    /// The first column of the first row.
+    public var scalar: String? { rows.first?.first ?? nil }
+}
+
+/// One PostgreSQL connection through libpq, with blocking calls. Not `Sendable`: it belongs to
+/// the thread that uses it (the cluster's log thread, or a test).
+public final class PGConnection {
+    private let conn: OpaquePointer
+
+    /// Connects with a libpq connection string or `postgres://` URI.
+    public init(_ conninfo: String) throws(PGError) {
+        guard let c = PQconnectdb(conninfo) else { throw PGError(sqlState: "", message: "libpq could not allocate a connection") }
+        guard PQstatus(c) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(c)).trimmingTrailingNewlines()
+            PQfinish(c)
+            throw PGError(sqlState: "", message: message)
+        }
+        conn = c
+        _ = PQsetClientEncoding(conn, "UTF8")
+    }
+
+    deinit { PQfinish(conn) }
+
+    public var isConnected: Bool { PQstatus(conn) == CONNECTION_OK }
+
+    /// The connection's socket (for a poll loop waiting on notifications).
+    public var socket: Int32 { PQsocket(conn) }
+
+    /// Runs one statement with text parameters ($1, $2, …) and returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws(PGError) -> PGRows {
+        let result: OpaquePointer? = withCStrings(parameters) { values in
+            PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else { throw PGError(sqlState: "", message: String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()) }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PGRows(columns: [], rows: [])
+        case PGRES_TUPLES_OK:
+            let n = Int(PQntuples(result)), m = Int(PQnfields(result))
+            let columns = (0..<m).map { String(cString: PQfname(result, Int32($0))) }
+            var rows: [[String?]] = []
+            rows.reserveCapacity(n)
+            for r in 0..<n {
+                rows.append((0..<m).map { c in
+                    PQgetisnull(result, Int32(r), Int32(c)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(r), Int32(c)))
+                })
+            }
+            return PGRows(columns: columns, rows: rows)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
+            throw PGError(sqlState: state, message: message.isEmpty ? String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines() : message)
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws(PGError) -> T) throws(PGError) -> T {
+        try query("BEGIN")
+        do {
+            let value = try body()
+            try query("COMMIT")
+            return value
+        } catch {
+            if isConnected { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Notifications received so far (after `LISTEN`), without waiting: reads what the socket holds.
+    public func notifications() throws(PGError) -> [(channel: String, payload: String)] {
+        guard PQconsumeInput(conn) == 1 else { throw PGError(sqlState: "", message: String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()) }
+        var out: [(String, String)] = []
+        while let n = PQnotifies(conn) {
+            out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))
+            PQfreemem(n)
+        }
+        return out
+    }
+
+    /// A string as a SQL literal is never built by hand: parameters carry every value. This
+    /// quotes an identifier (a channel name for LISTEN/NOTIFY, which take no parameters).
+    public func quotedIdentifier(_ s: String) -> String {
+        guard let p = PQescapeIdentifier(conn, s, s.utf8.count) else { return "\"\"" }
+        defer { PQfreemem(p) }
+        return String(cString: p)
+    }
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var s = self
+        while s.hasSuffix("\n") { s.removeLast() }
+        return s
+    }
+}
+
+/// Calls `body` with C strings for `values` (nil stays NULL), alive for the call.
+private func withCStrings<R>(_ values: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let pointers: [UnsafeMutablePointer<CChar>?] = values.map { $0.map { strdup($0) } ?? nil }
+    defer { for p in pointers { free(p) } }
+    return body(pointers.map { $0.map { UnsafePointer($0) } })
+}

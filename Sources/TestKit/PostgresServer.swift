@@ -1,0 +1,97 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private PostgreSQL 15 for cluster tests (TOOLS.md §10): `initdb` into a temporary directory
+/// and `pg_ctl start` on a free loopback port with trust authentication. PostgreSQL refuses to
+/// run as root, so as root (a CI container) it runs as the `postgres` user through `runuser`.
+/// Needs Debian's `postgresql` package (`scripts/install-deps.sh test`).
+public final class PostgresServer: @unchecked Sendable {
+    // Safety: every field is immutable after init; the server process is driven by pg_ctl.
+    public let port: UInt16
+    public let directory: String
+    let bin: String
+    let asPostgres: Bool
+    public let user = "roomcast"
+
+    /// libpq connection string for `database`.
+    public func url(_ database: String = "postgres") -> String { "postgres://\(user)@127.0.0.1:\(port)/\(database)" }
+
+    public init() throws {
+        let candidates = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"]
+        guard let bin = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/pg_ctl") }) else {
+            throw TestKitError.protocolError("PostgreSQL server binaries not found (install them: scripts/install-deps.sh test)")
+        }
+        self.bin = bin
+        asPostgres = getuid() == 0
+        directory = temporaryDirectory("roomcast-pg")
+        port = freePort()
+        if asPostgres { try Self.run("/bin/chown", ["-R", "postgres", directory]) }
+        try run("initdb", ["-D", directory + "/data", "-A", "trust", "-U", user, "--no-sync"])
+        try start()
+    }
+
+    deinit {
+        try? stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Starts (or restarts) the server and waits until it accepts connections.
+    public func start() throws {
+        try run("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "30",
+                           "-o", "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off", "start"])
+    }
+
+    /// Stops it (fast shutdown: connections are closed).
+    public func stop() throws {
+        guard FileManager.default.fileExists(atPath: directory + "/data/postmaster.pid") else { return }
+        try run("pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
+    }
+
+    /// Kills the postmaster with SIGKILL (a crash); `start()` brings it back with its data.
+    public func kill9() {
+        guard let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { return }
+        kill(pid, SIGKILL)
+        // Its backends exit once the postmaster is gone; wait until the port is free.
+        for _ in 0..<100 {
+            if Glibc.kill(pid, 0) != 0 { break }
+            usleep(50_000)
+        }
+        try? FileManager.default.removeItem(atPath: directory + "/data/postmaster.pid")
+    }
+
+    private func run(_ tool: String, _ arguments: [String]) throws {
+        if asPostgres {
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", bin + "/" + tool] + arguments)
+        } else {
+            try Self.run(bin + "/" + tool, arguments)
+        }
+    }
+
+    /// Runs a tool and waits for it with waitpid: Foundation's `Process` would wait for every
+    /// descendant to close an inherited descriptor, and the postmaster that pg_ctl starts lives on.
+    private static func run(_ path: String, _ arguments: [String]) throws {
+        let outPath = NSTemporaryDirectory() + "roomcast-pg-out-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: outPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw TestKitError.protocolError("\(path): posix_spawn failed (\(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exited = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        guard exited == 0 else {
+            let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+            throw TestKitError.protocolError("\(path) \(arguments.joined(separator: " ")) failed (\(exited)): \(text)")
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Cluster
+import Foundation
+import Synchronization
+import Testing
+import TestKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The cluster's foundations against a real PostgreSQL 15 (CLUSTER.md): migrations that several
+/// nodes start together (CL-1), one gap-free order of appends from several nodes, the wake-up,
+/// the node registry and the leader lock (CL-4, CL-5), durability across a PostgreSQL crash (CL-3).
+@Suite("Cluster log on PostgreSQL", .serialized)
+struct ClusterLogTests {
+    static func database(_ pg: PostgresServer, _ name: String) throws -> String {
+        let admin = try PGConnection(pg.url())
+        try admin.query("CREATE DATABASE " + admin.quotedIdentifier(name))
+        return pg.url(name)
+    }
+
+    // CL-1: three nodes starting together migrate the schema exactly once, and none fails.
+    @Test func migrationsRunOnceWhenNodesStartTogether() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "migrate")
+        let applied = Mutex<[Int]>([]), failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let db = try PGConnection(url)
+                    let n = try ClusterSchema.migrate(db)
+                    applied.withLock { $0.append(n) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == [])
+        #expect(applied.withLock { $0 }.sorted() == [0, 0, ClusterSchema.version])
+        let db = try PGConnection(url)
+        #expect(try db.query("SELECT count(*) FROM roomcast_schema").scalar == String(ClusterSchema.version))
+        #expect(try ClusterSchema.migrate(db) == 0)
+    }
+
+    // Several nodes append at once: positions form one order without gaps — a reader tailing the
+    // log never sees an entry appear below one it has read — and each node's entries keep the
+    // order it appended them in.
+    @Test func appendsFromSeveralNodesFormOneGapFreeOrder() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "order")
+        try ClusterSchema.migrate(try PGConnection(url))
+        let appenders = 3, batches = 60
+        let returned = Mutex<[String: [Int64]]>([:])
+        let done = Atomic<Int>(0)
+        let problems = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for a in 0..<appenders {
+            DispatchQueue.global().async(group: group) {
+                do {
+                    let db = try PGConnection(url)
+                    var seq = 0
+                    for b in 0..<batches {
+                        let n = 1 + (b % 4)
+                        let entries = (0..<n).map { _ -> (origin: String, at: Int64, payload: [UInt8]) in
+                            defer { seq += 1 }
+                            return ("node\(a)", Int64(seq), Array("node\(a)-\(seq)".utf8))
+                        }
+                        let positions = try ClusterLog.append(db, entries)
+                        returned.withLock { $0["node\(a)", default: []] += positions }
+                    }
+                } catch {
+                    problems.withLock { $0.append("appender \(a): \(error)") }
+                }
+                done.add(1, ordering: .relaxed)
+            }
+        }
+        // A reader tails the log while they append.
+        let reader = try PGConnection(url)
+        var seen: [LogEntry] = []
+        var last: Int64 = 0
+        while true {
+            let finished = done.load(ordering: .relaxed) == appenders
+            let batch = try ClusterLog.read(reader, after: last, limit: 100)
+            for e in batch {
+                if e.position != last + 1 { problems.withLock { $0.append("gap: \(last) then \(e.position)") } }
+                last = e.position
+                seen.append(e)
+            }
+            if batch.isEmpty { if finished { break } else { usleep(1000) } }
+        }
+        group.wait()
+        #expect(problems.withLock { $0 } == [])
+        let total = appenders * (0..<batches).reduce(0) { $0 + 1 + ($1 % 4) }
+        #expect(seen.count == total && seen.last?.position == Int64(total))
+        #expect(try ClusterLog.head(reader) == Int64(total))
+        for a in 0..<appenders {
+            let mine = seen.filter { $0.origin == "node\(a)" }
+            #expect(mine.map(\.position) == returned.withLock { $0["node\(a)"] ?? [] })
+            #expect(mine.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<mine.count).map { "node\(a)-\($0)" })
+            #expect(mine.map(\.at) == (0..<mine.count).map { Int64($0) })
+        }
+    }
+
+    // The wake-up: a listener's socket becomes readable and it is told the last position.
+    @Test func anAppendWakesTheListeners() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "notify")
+        try ClusterSchema.migrate(try PGConnection(url))
+        let listener = try PGConnection(url)
+        try ClusterLog.listen(listener)
+        let writer = try PGConnection(url)
+        let positions = try ClusterLog.append(writer, [("n1", 1, [1, 2, 3]), ("n1", 2, [])])
+        #expect(positions == [1, 2])
+        var fds = [pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)]
+        #expect(poll(&fds, 1, 5000) == 1)
+        var notes: [(channel: String, payload: String)] = []
+        for _ in 0..<50 where notes.isEmpty {
+            notes = try listener.notifications()
+            if notes.isEmpty { usleep(10_000) }
+        }
+        #expect(notes.map(\.channel) == [ClusterLog.channel] && notes.map(\.payload) == ["2"])
+        #expect(try ClusterLog.read(listener, after: 0).map(\.payload) == [[1, 2, 3], []])
+    }
+
+    // CL-4, CL-5: nodes' heartbeats say who is alive at an injected time; one node leads, and
+    // when its connection drops (a killed node) another can take the lead.
+    @Test func nodeRegistryAndTheLeaderLock() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "nodes")
+        let db = try PGConnection(url)
+        try ClusterSchema.migrate(db)
+        try ClusterNodes.heartbeat(db, id: "a", urls: ["ws://a:1/ws"], startedAt: 0, now: 10_000, applied: 5)
+        try ClusterNodes.heartbeat(db, id: "b", urls: ["ws://b:1/ws", "wss://b.example/ws"], startedAt: 0, now: 1_000, applied: 3)
+        #expect(try ClusterNodes.live(db, now: 15_000, timeout: 10_000).map(\.id) == ["a"])
+        #expect(try ClusterNodes.dead(db, now: 15_000, timeout: 10_000).map(\.id) == ["b"])
+        try ClusterNodes.heartbeat(db, id: "b", urls: ["ws://b:1/ws", "wss://b.example/ws"], startedAt: 0, now: 14_000, applied: 9)
+        let live = try ClusterNodes.live(db, now: 15_000, timeout: 10_000)
+        #expect(live.map(\.id) == ["a", "b"] && live[1].urls == ["ws://b:1/ws", "wss://b.example/ws"] && live[1].applied == 9)
+        try ClusterNodes.remove(db, id: "a")
+        #expect(try ClusterNodes.live(db, now: 15_000, timeout: 10_000).map(\.id) == ["b"])
+
+        var first: PGConnection? = try PGConnection(url)
+        let second = try PGConnection(url)
+        #expect(try ClusterNodes.tryLead(first!) == true)
+        #expect(try ClusterNodes.tryLead(second) == false)
+        first = nil  // the leader's connection ends
+        var took = false
+        for _ in 0..<100 where !took {
+            took = try ClusterNodes.tryLead(second)
+            if !took { usleep(20_000) }
+        }
+        #expect(took)
+    }
+
+    // CL-3 foundation: committed appends survive a PostgreSQL crash; while it is down a call
+    // fails as a lost connection; after the restart a new connection continues the order.
+    @Test func appendsSurvivePostgresKillNine() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "crash")
+        let db = try PGConnection(url)
+        try ClusterSchema.migrate(db)
+        for i in 0..<20 { _ = try ClusterLog.append(db, [("n", Int64(i), Array("e\(i)".utf8))]) }
+        pg.kill9()
+        do {
+            _ = try ClusterLog.append(db, [("n", 99, [])])
+            Issue.record("an append with PostgreSQL down must fail")
+        } catch {
+            #expect(error.isConnectionLost, "\(error)")
+        }
+        #expect(throws: PGError.self) { try PGConnection(url) }
+        try pg.start()
+        let again = try PGConnection(url)
+        #expect(try ClusterLog.read(again, after: 0).map { String(decoding: $0.payload, as: UTF8.self) } == (0..<20).map { "e\($0)" })
+        #expect(try ClusterLog.append(again, [("n", 20, [])]) == [21])
+    }
+
+    // Errors carry PostgreSQL's SQLSTATE; values travel as parameters, never as SQL text.
+    @Test func errorsAndParameters() throws {
+        let pg = try PostgresServer()
+        let db = try PGConnection(pg.url())
+        do {
+            try db.query("SELEC 1")
+            Issue.record("a syntax error must throw")
+        } catch {
+            #expect(error.sqlState == "42601" && !error.isConnectionLost)
+        }
+        let hostile = "'); DROP TABLE x; --\u{00e9}\u{1F600}"
+        #expect(try db.query("SELECT $1::text", [hostile]).scalar == hostile)
+        #expect(try db.query("SELECT $1::text IS NULL", [nil]).scalar == "t")
+        // Every byte value through bytea and back.
+        let all = (0...255).map { UInt8($0) }
+        #expect(try db.query("SELECT $1::bytea", [ClusterLog.byteaHex(all)]).scalar.flatMap(ClusterLog.byteaDecode) == all)
+        #expect(ClusterLog.byteaDecode("\\x0") == nil && ClusterLog.byteaDecode("\\xzz") == nil && ClusterLog.byteaDecode("00") == nil)
+    }
+}
