@@ -109,12 +109,12 @@ public final class ChatDomain {
             return try setRole(app, roomId, target, change, actor, notifyExt, now, &out)
         case .kick(let app, let roomId, let target, let actor, let notifyExt): return try kick(app, roomId, target, actor, notifyExt, now, &out)
         case .setAttributes(let app, let roomId, let entries, let owner, let autoDelete, let actor):
-            return try setAttributes(app, roomId, entries, owner, autoDelete, actor, now, &out)
+            return try setAttributes(app, roomId, entries.map { (key: $0.key, value: $0.value) }, owner, autoDelete, actor, now, &out)
         case .removeAttributes(let app, let roomId, let keys, let actor): return try removeAttributes(app, roomId, keys, actor, now, &out)
         case .queueOffer(let app, let roomId, let key, let value, let transient, let actor):
             return try queueOffer(app, roomId, key, value, transient, actor, now, &out)
         case .queueBatchUpdate(let app, let roomId, let elements, let actor, let notify):
-            return try queueBatchUpdate(app, roomId, elements, actor, notify, now, &out)
+            return try queueBatchUpdate(app, roomId, elements.map { (key: $0.key, value: $0.value) }, actor, notify, now, &out)
         case .queuePoll(let app, let roomId, let key, let actor): return try queuePoll(app, roomId, key, actor, now, &out)
         case .queueDrop(let app, let roomId, let actor): return try queueDrop(app, roomId, actor, now, &out)
         case .sendMessage(let app, let roomId, let sender, let kind, let content): return try sendMessage(app, roomId, sender, kind, content, now, &out)

@@ -1,6 +1,6 @@
 /// Who performs an operation: the app server (REST, never restricted by roles) or a connected
 /// client's session (NIM-15 manager operations, queue and attribute changes, messages).
-public enum Actor: Equatable, Sendable {
+public enum Actor: Equatable, Sendable, Codable {
     case server
     case session(SessionID)
 
@@ -14,7 +14,7 @@ public enum Actor: Equatable, Sendable {
 /// RongCloud-style notification fields (RC-5, RC-6, RC-8): `extra`, sent when `needNotify` is true.
 /// `extra` is checked whenever it is given (SPEC §13), so a request that gives it without
 /// `needNotify` still carries it here, with `needNotify` false; nil means neither was given.
-public struct RCNotify: Equatable, Sendable {
+public struct RCNotify: Equatable, Sendable, Codable {
     public var extra: String
     public var needNotify: Bool
     public init(extra: String = "", needNotify: Bool = true) {
@@ -31,7 +31,7 @@ public struct RCNotify: Equatable, Sendable {
 
 /// NIM-style notification message (NIM-9) with the caller's `notifyExt`, sent when `needNotify`
 /// is true. Like `extra`, `notifyExt` is checked whenever it is given (SPEC §13).
-public struct NIMNotify: Equatable, Sendable {
+public struct NIMNotify: Equatable, Sendable, Codable {
     public var notifyExt: String
     public var needNotify: Bool
     public init(notifyExt: String = "", needNotify: Bool = true) {
@@ -46,7 +46,7 @@ public struct NIMNotify: Equatable, Sendable {
     }
 }
 
-public enum MuteDuration: Equatable, Sendable {
+public enum MuteDuration: Equatable, Sendable, Codable {
     /// RongCloud gag: 1…43200 minutes; a temporary mute.
     case minutes(Int)
     /// NIM temporary mute: 1…2592000 seconds.
@@ -55,14 +55,14 @@ public enum MuteDuration: Equatable, Sendable {
     case permanent
 }
 
-public enum UnmuteKind: String, Equatable, Sendable {
+public enum UnmuteKind: String, Equatable, Sendable, Codable {
     case all
     case permanent
     case temporary
 }
 
 /// NIM-2 enter request fields.
-public struct EnterProfile: Equatable, Sendable {
+public struct EnterProfile: Equatable, Sendable, Codable {
     public var nickname: String
     public var avatar: String
     /// roomExt: attached to every message and notification this member causes.
@@ -77,7 +77,7 @@ public struct EnterProfile: Equatable, Sendable {
     }
 }
 
-public enum JoinMode: Equatable, Sendable {
+public enum JoinMode: Equatable, Sendable, Codable {
     /// RC join, NIM enter, ZIM joinRoom: the room must exist (ZIM-2).
     case join
     /// ZIM enterRoom: created with this configuration if missing (ZIM-3).
@@ -87,7 +87,7 @@ public enum JoinMode: Equatable, Sendable {
 }
 
 /// NIM-10 room update; nil fields are left alone.
-public struct RoomUpdate: Equatable, Sendable {
+public struct RoomUpdate: Equatable, Sendable, Codable {
     public var name: String?
     public var announcement: String?
     public var ext: String?
@@ -102,7 +102,7 @@ public struct RoomUpdate: Equatable, Sendable {
 }
 
 /// NIM-12 role grants.
-public enum RoleChange: Equatable, Sendable {
+public enum RoleChange: Equatable, Sendable, Codable {
     case setManager(Bool)
     case setCommon(Bool)
     /// The REST form: make the member a manager, a common member or a guest; resolved to the
@@ -111,7 +111,7 @@ public enum RoleChange: Equatable, Sendable {
 }
 
 /// Role names accepted by the REST API.
-public enum RoleTarget: String, Equatable, Sendable, CaseIterable {
+public enum RoleTarget: String, Equatable, Sendable, Codable, CaseIterable {
     case manager
     case common
     case guest
@@ -126,14 +126,14 @@ public enum RoleTarget: String, Equatable, Sendable, CaseIterable {
 }
 
 /// Who sends a room message.
-public enum MessageSender: Equatable, Sendable {
+public enum MessageSender: Equatable, Sendable, Codable {
     case session(SessionID)
     /// The app server, optionally in the name of a user.
     case server(userId: String, nickname: String, avatar: String)
 }
 
 /// Anonymous independent-mode profile (NIM-3): nickname and avatar are required.
-public struct AnonymousProfile: Equatable, Sendable {
+public struct AnonymousProfile: Equatable, Sendable, Codable {
     public var nickname: String
     public var avatar: String
     public init(nickname: String, avatar: String) {
@@ -142,8 +142,20 @@ public struct AnonymousProfile: Equatable, Sendable {
     }
 }
 
-/// Every state-changing operation of SPEC §3, §6 and §7.
-public enum Command: Sendable {
+/// A key and its value (room attributes, queue elements) in a command.
+public struct KeyValue: Equatable, Sendable, Codable {
+    public var key: String
+    public var value: String
+    public init(key: String, value: String) {
+        self.key = key
+        self.value = value
+    }
+    public init(_ key: String, _ value: String) { self.init(key: key, value: value) }
+}
+
+/// Every state-changing operation of SPEC §3, §6 and §7. Codable and Equatable: the cluster's
+/// shared log carries commands (CLUSTER.md).
+public enum Command: Sendable, Equatable, Codable {
     /// Replaces an app's settings whole (start-up, tools); creates the app if it is new.
     case configureApp(app: String, AppSettings)
     /// Changes the present fields of an existing app's settings (→ `Reply.appSettings`).
@@ -182,12 +194,12 @@ public enum Command: Sendable {
     case kick(app: String, roomId: String, target: String, Actor, notifyExt: String)
 
     // Attributes (RC-10, ZIM-8).
-    case setAttributes(app: String, roomId: String, [(key: String, value: String)], owner: String?, autoDelete: Bool, Actor)
+    case setAttributes(app: String, roomId: String, [KeyValue], owner: String?, autoDelete: Bool, Actor)
     case removeAttributes(app: String, roomId: String, [String], Actor)
 
     // Queue (NIM-16).
     case queueOffer(app: String, roomId: String, key: String, value: String, transient: Bool, Actor)
-    case queueBatchUpdate(app: String, roomId: String, [(key: String, value: String)], Actor, notify: NIMNotify?)
+    case queueBatchUpdate(app: String, roomId: String, [KeyValue], Actor, notify: NIMNotify?)
     case queuePoll(app: String, roomId: String, key: String?, Actor)
     case queueDrop(app: String, roomId: String, Actor)
 

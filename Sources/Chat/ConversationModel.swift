@@ -1,7 +1,7 @@
 /// Conversation pin and Do-Not-Disturb status per user (RongCloud; SPEC §5).
 
 /// RongCloud conversation types the status applies to.
-public enum ConversationType: Int, Equatable, Sendable, CaseIterable, Comparable {
+public enum ConversationType: Int, Equatable, Sendable, Codable, CaseIterable, Comparable {
     case `private` = 1
     case group = 3
     case system = 6
@@ -40,7 +40,7 @@ public enum NotificationLevel: Int, Equatable, Sendable, CaseIterable, Codable {
 
 /// Which conversation a status is about. `channelId` is used by ultra groups only ("" for the
 /// whole group).
-public struct ConversationKey: Hashable, Sendable, Comparable {
+public struct ConversationKey: Hashable, Sendable, Codable, Comparable {
     public var type: ConversationType
     public var targetId: String
     public var channelId: String

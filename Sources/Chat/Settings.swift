@@ -100,7 +100,7 @@ public struct BeforeSendSettings: Equatable, Sendable, Codable {
 
 /// A change of the before-send hook: `url` "" removes it; nil fields keep their value (a new hook
 /// takes the defaults).
-public struct BeforeSendPatch: Equatable, Sendable {
+public struct BeforeSendPatch: Equatable, Sendable, Codable {
     public var url: String?
     public var timeoutMilliseconds: Int?
     public var failOpen: Bool?
@@ -151,7 +151,7 @@ public struct BeforeSendPatch: Equatable, Sendable {
 /// A partial change of an app's settings (`Command.updateAppSettings`): nil leaves a field as it
 /// is. The domain validates every present field against `SettingsLimits` and merges them into the
 /// app's current settings in one step, so changes of different fields never lose each other.
-public struct AppSettingsPatch: Equatable, Sendable {
+public struct AppSettingsPatch: Equatable, Sendable, Codable {
     public var memberChangeEvents: Bool?
     public var multipleRoomsPerUser: Bool?
     public var enterExitNotifications: Bool?
@@ -313,7 +313,7 @@ public enum QueueModificationLevel: Int, Equatable, Sendable, Codable {
 }
 
 /// Everything a room is created with. Fields are validated by `validate()` before anything changes.
-public struct RoomConfig: Equatable, Sendable {
+public struct RoomConfig: Equatable, Sendable, Codable {
     public var roomId: String
     public var name = ""
     public var announcement = ""

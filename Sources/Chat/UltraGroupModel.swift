@@ -2,7 +2,7 @@
 /// private, and each channel's private member list.
 
 /// UG-1 channel types (RongCloud `type`: 0 public, 1 private).
-public enum ChannelType: String, Equatable, Sendable, CaseIterable {
+public enum ChannelType: String, Equatable, Sendable, Codable, CaseIterable {
     case `public`
     case `private`
 

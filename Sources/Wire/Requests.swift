@@ -449,7 +449,7 @@ public struct SetAttributesRequest: Decodable, Sendable {
     public var autoDelete: Bool?
 
     public func command(_ caller: Caller, roomId: String) -> Command {
-        .setAttributes(app: caller.app, roomId: roomId, entries.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+        .setAttributes(app: caller.app, roomId: roomId, entries.sorted { $0.key < $1.key }.map { KeyValue(key: $0.key, value: $0.value) },
                        owner: caller.isServer ? ownerId : nil, autoDelete: autoDelete ?? false, caller.actor)
     }
 }
@@ -489,7 +489,7 @@ public struct QueueBatchRequest: Decodable, Sendable {
 
     public func command(_ caller: Caller, roomId: String) -> Command {
         let notify = NIMNotify.given(needNotify: needNotify, notifyExt: notifyExt)
-        return .queueBatchUpdate(app: caller.app, roomId: roomId, elements.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) },
+        return .queueBatchUpdate(app: caller.app, roomId: roomId, elements.sorted { $0.key < $1.key }.map { KeyValue(key: $0.key, value: $0.value) },
                                  caller.actor, notify: notify)
     }
 }

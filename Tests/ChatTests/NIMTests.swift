@@ -123,12 +123,12 @@ struct NIMTests {
         update.name = "mine"
         let writes: [Command] = [
             .sendMessage(app: h.app, roomId: "r", .session(anon), .text, content: "hi"),
-            .setAttributes(app: h.app, roomId: "r", [(key: "mine", value: "v")], owner: nil, autoDelete: false, a),
-            .setAttributes(app: h.app, roomId: "r", [(key: "mine", value: "v")], owner: nil, autoDelete: true, a),
+            .setAttributes(app: h.app, roomId: "r", [KeyValue(key: "mine", value: "v")], owner: nil, autoDelete: false, a),
+            .setAttributes(app: h.app, roomId: "r", [KeyValue(key: "mine", value: "v")], owner: nil, autoDelete: true, a),
             .removeAttributes(app: h.app, roomId: "r", ["seat"], a),
             .queueOffer(app: h.app, roomId: "r", key: "k", value: "v", transient: false, a),
             .queueOffer(app: h.app, roomId: "r", key: "k", value: "v", transient: true, a),
-            .queueBatchUpdate(app: h.app, roomId: "r", [(key: "mic", value: "x")], a, notify: NIMNotify()),
+            .queueBatchUpdate(app: h.app, roomId: "r", [KeyValue(key: "mic", value: "x")], a, notify: NIMNotify()),
             .queuePoll(app: h.app, roomId: "r", key: nil, a),
             .queuePoll(app: h.app, roomId: "r", key: "mic", a),
             .queueDrop(app: h.app, roomId: "r", a),
@@ -144,7 +144,7 @@ struct NIMTests {
             .kick(app: h.app, roomId: "r", target: "bob", a, notifyExt: ""),
             .setConversationStatus(app: h.app, userId: anonId, ConversationKey(type: .group, targetId: "g"), pinned: true, level: nil, a),
             // Even where the room is missing or the anonymous member is not in it: the refusal comes first.
-            .setAttributes(app: h.app, roomId: "elsewhere", [(key: "k", value: "v")], owner: nil, autoDelete: false, a),
+            .setAttributes(app: h.app, roomId: "elsewhere", [KeyValue(key: "k", value: "v")], owner: nil, autoDelete: false, a),
         ]
         for command in writes {
             let refused = h.run(command)
@@ -521,11 +521,11 @@ struct NIMTests {
         guard case .queue(let after)? = h.query(.queue(app: h.app, roomId: "r")) else { return }
         #expect(after.map(\.key) == ["mic2", "mic3"])
         // Batch update: at most 100, returns keys that did not exist.
-        let batch = h.run(.queueBatchUpdate(app: h.app, roomId: "r", [("mic2", "x"), ("ghost", "y")], .session(manager), notify: NIMNotify(notifyExt: "b")))
+        let batch = h.run(.queueBatchUpdate(app: h.app, roomId: "r", [KeyValue("mic2", "x"), KeyValue("ghost", "y")], .session(manager), notify: NIMNotify(notifyExt: "b")))
         #expect(try! batch.reply.get() == .missingKeys(["ghost"]))
         #expect(h.received(common).notifications.last?.ext == .queueBatch(.batchUpdate, elements: [(key: "mic2", value: "x")]))
-        #expect(h.run(.queueBatchUpdate(app: h.app, roomId: "r", (0...100).map { ("k\($0)", "v") }, .server, notify: nil)).error?.field == "elements")
-        #expect(h.run(.queueBatchUpdate(app: h.app, roomId: "r", [("mic2", "x")], .server, notify: NIMNotify(notifyExt: String(repeating: "n", count: 2049)))).error?.field == "notifyExt")
+        #expect(h.run(.queueBatchUpdate(app: h.app, roomId: "r", (0...100).map { KeyValue("k\($0)", "v") }, .server, notify: nil)).error?.field == "elements")
+        #expect(h.run(.queueBatchUpdate(app: h.app, roomId: "r", [KeyValue("mic2", "x")], .server, notify: NIMNotify(notifyExt: String(repeating: "n", count: 2049)))).error?.field == "notifyExt")
         // Poll by key and from the head; drop all.
         #expect(try! h.run(.queuePoll(app: h.app, roomId: "r", key: "mic3", .session(common))).reply.get() == .queueElement(key: "mic3", value: "taken"))
         #expect(try! h.run(.queuePoll(app: h.app, roomId: "r", key: nil, .session(common))).reply.get() == .queueElement(key: "mic2", value: "x"))

@@ -406,7 +406,7 @@ struct RongCloudTests {
             (.block(app: h.app, roomId: "r1", ["alice"], minutes: 10, .server, rc: nil, nim: longExt), "notifyExt"),
             (.mute(app: h.app, roomId: "r1", ["alice"], .permanent, .server, rc: nil, nim: longExt), "notifyExt"),
             (.updateRoom(app: h.app, roomId: "r1", update, .server, nim: longExt), "notifyExt"),
-            (.queueBatchUpdate(app: h.app, roomId: "r1", [(key: "k", value: "v")], .server, notify: longExt), "notifyExt"),
+            (.queueBatchUpdate(app: h.app, roomId: "r1", [KeyValue(key: "k", value: "v")], .server, notify: longExt), "notifyExt"),
         ]
         for (command, field) in refusals {
             let out = h.run(command)
@@ -507,24 +507,24 @@ struct RongCloudTests {
         h.join(alice, "r1")
         h.join(bob, "r1")
         h.clearInboxes()
-        let set = h.run(.setAttributes(app: h.app, roomId: "r1", [("seat1", "alice"), ("topic", "hello")], owner: nil, autoDelete: true, .session(alice)))
+        let set = h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("seat1", "alice"), KeyValue("topic", "hello")], owner: nil, autoDelete: true, .session(alice)))
         #expect(set.succeeded)
         #expect(h.received(bob).attributeChanges.first?.updated.map(\.key) == ["seat1", "topic"])
         #expect(h.received(alice).attributeChanges.count == 1)
         #expect(h.received(outsider).isEmpty)
         // Bob cannot overwrite alice's entry (he is not a manager).
-        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [("seat1", "bob")], owner: nil, autoDelete: false, .session(bob))).error?.code == .permissionDenied)
-        h.run(.setAttributes(app: h.app, roomId: "r1", [("stays", "v")], owner: "bob", autoDelete: false, .server))
+        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("seat1", "bob")], owner: nil, autoDelete: false, .session(bob))).error?.code == .permissionDenied)
+        h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("stays", "v")], owner: "bob", autoDelete: false, .server))
         h.clearInboxes()
         h.leave(alice, "r1")
         #expect(h.received(bob).attributeChanges.map(\.removed) == [["seat1", "topic"]])
         guard case .attributes(let left)? = h.query(.attributes(app: h.app, roomId: "r1", keys: [])) else { return }
         #expect(left.map(\.key) == ["stays"])
         // Limits: key 128 chars of [A-Za-z0-9+=-_], value 4096 bytes.
-        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [(String(repeating: "k", count: 129), "v")], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
-        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [("bad key", "v")], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
-        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [("k", String(repeating: "v", count: 4097))], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
-        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [("k", String(repeating: "v", count: 4096))], owner: nil, autoDelete: false, .server)).succeeded)
+        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue(String(repeating: "k", count: 129), "v")], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
+        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("bad key", "v")], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
+        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("k", String(repeating: "v", count: 4097))], owner: nil, autoDelete: false, .server)).error?.code == .invalidParameter)
+        #expect(h.run(.setAttributes(app: h.app, roomId: "r1", [KeyValue("k", String(repeating: "v", count: 4096))], owner: nil, autoDelete: false, .server)).succeeded)
         h.clearInboxes()
         h.run(.removeAttributes(app: h.app, roomId: "r1", ["k"], .server))
         #expect(h.received(bob).attributeChanges.map(\.removed) == [["k"]])

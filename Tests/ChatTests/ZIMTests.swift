@@ -174,7 +174,7 @@ struct ZIMTests {
         h.join(alice, "z", mode: .create(config("z") { $0.attributes = ["mode": "quiz"] }))
         h.join(bob, "z")
         h.clearInboxes()
-        h.run(.setAttributes(app: h.app, roomId: "z", [("mode", "vote")], owner: nil, autoDelete: false, .session(alice)))
+        h.run(.setAttributes(app: h.app, roomId: "z", [KeyValue("mode", "vote")], owner: nil, autoDelete: false, .session(alice)))
         #expect(h.received(bob).attributeChanges.first?.updated == [AttributesEvent.Entry(key: "mode", value: "vote", owner: "alice", autoDelete: false)])
         #expect(h.received(alice).attributeChanges.count == 1)
     }
@@ -195,11 +195,11 @@ struct BadInputTests {
             (.block(app: h.app, roomId: "r", (1...21).map { "u\($0)" }, minutes: 1, .server, rc: nil, nim: nil), "userIds"),
             (.mute(app: h.app, roomId: "r", ["u"], .minutes(43201), .server, rc: nil, nim: nil), "minutes"),
             (.queueOffer(app: h.app, roomId: "r", key: "k2", value: String(repeating: "v", count: 4097), transient: false, .server), "value"),
-            (.queueBatchUpdate(app: h.app, roomId: "r", [("k", String(repeating: "v", count: 4097))], .server, notify: nil), "elements.k"),
+            (.queueBatchUpdate(app: h.app, roomId: "r", [KeyValue("k", String(repeating: "v", count: 4097))], .server, notify: nil), "elements.k"),
             (.updateRoom(app: h.app, roomId: "r", update, .server, nim: nil), "ext"),
             (.updateRoom(app: h.app, roomId: "r", RoomUpdate(), .server, nim: NIMNotify(notifyExt: String(repeating: "n", count: 2049))), "notifyExt"),
             (.mute(app: h.app, roomId: "r", ["u"], .seconds(2_592_001), .server, rc: nil, nim: nil), "seconds"),
-            (.setAttributes(app: h.app, roomId: "r", [("k", "v")], owner: nil, autoDelete: true, .server), "autoDelete"),
+            (.setAttributes(app: h.app, roomId: "r", [KeyValue("k", "v")], owner: nil, autoDelete: true, .server), "autoDelete"),
         ]
         for (command, field) in cases {
             let out = h.run(command)

@@ -140,7 +140,7 @@ struct StoreTests {
             .mute(app: "a", roomId: "r", ["erin"], .minutes(5), .server, rc: nil, nim: nil),
             .addToAllowlist(app: "a", roomId: "r", ["carol"], rc: nil),
             .globalMute(app: "a", ["dave"], minutes: 10, rc: nil),
-            .setAttributes(app: "a", roomId: "r", [(key: "k2", value: "v2")], owner: nil, autoDelete: false, .server),
+            .setAttributes(app: "a", roomId: "r", [KeyValue(key: "k2", value: "v2")], owner: nil, autoDelete: false, .server),
             .queueOffer(app: "a", roomId: "r", key: "q1", value: "x", transient: false, .server),
             .queueOffer(app: "a", roomId: "r", key: "q0", value: "y", transient: false, .server),
             .sendMessage(app: "a", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "hello"),

@@ -411,7 +411,7 @@ public enum NIMV1 {
             guard let elements = try p.stringMap("elements"), !elements.isEmpty else {
                 throw ChatError(.invalidParameter, "elements is required (a JSON object of keys and values)", field: "elements")
             }
-            return VendorCall.command(.queueBatchUpdate(app: i.app, roomId: try roomId(p), elements, .server, notify: try notify(p, defaultOn: false))) { reply, w in
+            return VendorCall.command(.queueBatchUpdate(app: i.app, roomId: try roomId(p), elements.map { KeyValue(key: $0.key, value: $0.value) }, .server, notify: try notify(p, defaultOn: false))) { reply, w in
                 w.key("desc")
                 w.beginObject()
                 if case .missingKeys(let keys) = reply { w.field("noExistElementKey", keys) } else { w.field("noExistElementKey", [String]()) }

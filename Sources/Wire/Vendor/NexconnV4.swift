@@ -227,7 +227,7 @@ public enum NexconnV4 {
             guard let entries = try p.stringMap("metadata"), !entries.isEmpty else {
                 throw ChatError(.invalidParameter, "metadata is required (an object of keys and values)", field: "metadata")
             }
-            return VendorCall.command(.setAttributes(app: i.app, roomId: try channel(p), entries, owner: try p.required("metadataOwnerId"),
+            return VendorCall.command(.setAttributes(app: i.app, roomId: try channel(p), entries.map { KeyValue(key: $0.key, value: $0.value) }, owner: try p.required("metadataOwnerId"),
                                                      autoDelete: try p.bool("shouldAutoDelete") ?? false, .server))
         },
         VendorEndpoint("/v4/open-channel/metadata/batch/remove") { i throws(ChatError) in

@@ -245,7 +245,7 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/entry/set.json") { i throws(ChatError) in
             let p = i.params
             let value = try p.string("value") ?? ""
-            return VendorCall.command(.setAttributes(app: i.app, roomId: try room(p), [(key: try p.required("key"), value: value)],
+            return VendorCall.command(.setAttributes(app: i.app, roomId: try room(p), [KeyValue(key: try p.required("key"), value: value)],
                                                      owner: try p.string("userId"), autoDelete: try p.bool("autoDelete") ?? false, .server))
         },
         VendorEndpoint("/chatroom/entry/batch/set.json") { i throws(ChatError) in
@@ -253,7 +253,7 @@ public enum RongCloudV1 {
             guard let entries = try p.stringMap("entryInfo"), !entries.isEmpty else {
                 throw ChatError(.invalidParameter, "entryInfo is required (a JSON object of keys and values)", field: "entryInfo")
             }
-            return VendorCall.command(.setAttributes(app: i.app, roomId: try room(p), entries, owner: try p.string("entryOwnerId"),
+            return VendorCall.command(.setAttributes(app: i.app, roomId: try room(p), entries.map { KeyValue(key: $0.key, value: $0.value) }, owner: try p.string("entryOwnerId"),
                                                      autoDelete: try p.bool("autoDelete") ?? false, .server))
         },
         VendorEndpoint("/chatroom/entry/remove.json") { i throws(ChatError) in
