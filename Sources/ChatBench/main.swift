@@ -6,6 +6,7 @@ import Glibc
 /// Benchmark of the chat domain alone, on one thread: commands per second for enter/leave,
 /// mute/unmute and send, and the cost of enter/leave in rooms of 10 and 100,000 members
 /// (it must not grow with room size). Run: swift run -c release chat-bench [--quick]
+/// (`--replay [entries] [seed]`: the cluster's replay check, see Replay.swift).
 func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -111,7 +112,17 @@ final class Benchmark {
 func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(0, n - s.count)) }
 func leftPad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
 
-Benchmark().run()
+if let i = CommandLine.arguments.firstIndex(of: "--replay") {
+    let rest = CommandLine.arguments[(i + 1)...]
+    do {
+        try Replay.run(entries: rest.first.flatMap { Int($0) } ?? 3000, seed: rest.dropFirst().first.flatMap { UInt64($0) } ?? 42)
+    } catch {
+        print("chat-bench: \(error)")
+        exit(1)
+    }
+} else {
+    Benchmark().run()
+}
 
 /// Runs `body` (which performs `opsPerCall` commands) until `seconds` have passed; returns ops/s.
 @inline(never)
