@@ -18,9 +18,15 @@ public final class EntryIDs {
         counter = 0
     }
 
-    /// The next id: time (base 36, so ids sort by time), position and counter.
+    /// The next id: time, position and counter in base 36, each padded to a fixed width, so ids
+    /// sort by time and then by log order (history is ordered by time, then id).
     public func next() -> String {
         counter += 1
-        return String(UInt64(max(0, at)), radix: 36) + "-" + String(UInt64(max(0, position)), radix: 36) + "-" + String(counter, radix: 36)
+        return Self.pad(UInt64(max(0, at)), 9) + "-" + Self.pad(UInt64(max(0, position)), 13) + "-" + Self.pad(UInt64(counter), 4)
+    }
+
+    static func pad(_ v: UInt64, _ width: Int) -> String {
+        let s = String(v, radix: 36)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 }

@@ -51,7 +51,9 @@ extension ChatDomain {
             }
         }
         // History older than the retention window may leave the store (at most once a minute).
-        for (key, app) in apps where now - (lastPrune[key] ?? 0) >= 60_000 {
+        // In key order: the mutations' order must not depend on the process's hash seed (CLUSTER.md).
+        for key in apps.keys.sorted() where now - (lastPrune[key] ?? 0) >= 60_000 {
+            guard let app = apps[key] else { continue }
             lastPrune[key] = now
             out.mutations.append(.pruneMessages(app: key, before: now - app.settings.historyRetentionMilliseconds))
             // The create quota remembers only the last minute: users who stopped creating go.

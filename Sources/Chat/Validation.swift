@@ -101,7 +101,8 @@ public enum Validate {
         guard c.attributes.count <= Limits.maxAttributesAtCreation else {
             throw .invalid("attributes", "at most \(Limits.maxAttributesAtCreation) attributes at creation")
         }
-        for (k, v) in c.attributes {
+        // In key order: which bad attribute is reported must not depend on the hash seed.
+        for (k, v) in c.attributes.sorted(by: { $0.key < $1.key }) {
             try attributeKey(k, field: "attributes")
             try maxBytes(v, Limits.maxAttributeValueBytes, field: "attributes.\(k)")
         }

@@ -18,7 +18,8 @@ public struct LogEntry: Equatable, Sendable {
 /// lock, so positions are assigned and committed in order: a reader that has seen position p
 /// never later finds an entry below p appear (no gaps, whatever the number of appending nodes).
 /// Every append commits, then `NOTIFY roomcast_log` wakes the readers (the payload is the last
-/// position, a hint only: readers read the table).
+/// position, a hint only: readers read the table). An entry's `at` is never before the previous
+/// entry's, so the time the domain is given never goes back when nodes' clocks disagree.
 public enum ClusterLog {
     public static let channel = "roomcast_log"
     /// Entries one append may carry (one statement; four parameters each).
@@ -30,14 +31,18 @@ public enum ClusterLog {
         precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
         return try db.transaction { () throws(PGError) -> [Int64] in
             try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
-            let last = Int64(try db.query("SELECT coalesce(max(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+            let tail = try db.query("SELECT position, at FROM roomcast_log ORDER BY position DESC LIMIT 1").rows.first
+            let last = tail.flatMap { $0[0] }.flatMap { Int64($0) } ?? 0
+            // Time never goes back along the log, whatever the appending nodes' clocks say.
+            var at = tail.flatMap { $0[1] }.flatMap { Int64($0) } ?? Int64.min
             var sql = "INSERT INTO roomcast_log (position, origin, at, payload) VALUES "
             var parameters: [String?] = []
             parameters.reserveCapacity(entries.count * 4)
             for (i, e) in entries.enumerated() {
                 let p = parameters.count
+                at = max(at, e.at)
                 sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4)::bytea)"
-                parameters += [String(last + 1 + Int64(i)), e.origin, String(e.at), byteaHex(e.payload)]
+                parameters += [String(last + 1 + Int64(i)), e.origin, String(at), byteaHex(e.payload)]
             }
             try db.query(sql, parameters)
             let positions = (1...Int64(entries.count)).map { last + $0 }
@@ -50,11 +55,17 @@ public enum ClusterLog {
     public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000) throws(PGError) -> [LogEntry] {
         let rows = try db.query("SELECT position, origin, at, payload FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2",
                                 [String(position), String(limit)])
-        return rows.rows.compactMap { r -> LogEntry? in
+        var entries: [LogEntry] = []
+        entries.reserveCapacity(rows.count)
+        for r in rows.rows {
+            // A row that does not read back is an error, never skipped: skipping would lose an entry.
             guard r.count == 4, let p = r[0].flatMap({ Int64($0) }), let origin = r[1], let at = r[2].flatMap({ Int64($0) }),
-                  let payload = r[3].flatMap(byteaDecode) else { return nil }
-            return LogEntry(position: p, origin: origin, at: at, payload: payload)
+                  let payload = r[3].flatMap(byteaDecode) else {
+                throw PGError(sqlState: "XX001", message: "log entry after position \(entries.last?.position ?? position) does not read back")
+            }
+            entries.append(LogEntry(position: p, origin: origin, at: at, payload: payload))
         }
+        return entries
     }
 
     /// The last position (0 for an empty log).

@@ -8,22 +8,31 @@ import Glibc
 public struct PGError: Error, Equatable, Sendable, CustomStringConvertible {
     public let sqlState: String
     public let message: String
+    /// The connection was unusable when the error was raised (libpq's status, not a guess from
+    /// the code): reconnect before retrying.
+    public let connectionLost: Bool
 
-    public init(sqlState: String, message: String) {
+    public init(sqlState: String, message: String, connectionLost: Bool = false) {
         self.sqlState = sqlState
         self.message = message
+        self.connectionLost = connectionLost
     }
 
     public var description: String { sqlState.isEmpty ? message : "\(sqlState): \(message)" }
 
-    /// The connection is gone (server down, network): retry after reconnecting.
-    public var isConnectionLost: Bool { sqlState.isEmpty || sqlState.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03" }
+    /// The connection is gone (server down, network, administrator shutdown): retry after
+    /// reconnecting. Errors of the project's own (a schema too new) are not.
+    public var isConnectionLost: Bool {
+        connectionLost || sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03", "57P05", "25P03"].contains(sqlState)
+    }
 }
 
 /// Rows of a result in PostgreSQL's text format (nil: SQL NULL).
 public struct PGRows: Sendable {
     public let columns: [String]
     public let rows: [[String?]]
+    /// The command tag ("INSERT 0 3", "COMMIT", "ROLLBACK", …).
+    public var command = ""
 
     public var count: Int { rows.count }
     /// The first column of the first row.
@@ -41,10 +50,21 @@ public final class PGConnection {
         guard PQstatus(c) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(c)).trimmingTrailingNewlines()
             PQfinish(c)
-            throw PGError(sqlState: "", message: message)
+            throw PGError(sqlState: "", message: message, connectionLost: true)
         }
         conn = c
         _ = PQsetClientEncoding(conn, "UTF8")
+        // What the log's correctness relies on, whatever the database's defaults: hex bytea
+        // output (read back byte for byte), commits durable before they are acknowledged, and
+        // read-committed statements (each append's max() sees the previous holder's commit).
+        try query("SET bytea_output = 'hex'")
+        try query("SET synchronous_commit = on")
+        try query("SET default_transaction_isolation = 'read committed'")
+    }
+
+    private func failure(_ fallback: String = "") -> PGError {
+        let message = String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()
+        return PGError(sqlState: "", message: message.isEmpty ? fallback : message, connectionLost: PQstatus(conn) == CONNECTION_BAD)
     }
 
     deinit { PQfinish(conn) }
@@ -60,11 +80,11 @@ public final class PGConnection {
         let result: OpaquePointer? = withCStrings(parameters) { values in
             PQexecParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
-        guard let result else { throw PGError(sqlState: "", message: String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()) }
+        guard let result else { throw failure("libpq returned no result") }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-            return PGRows(columns: [], rows: [])
+            return PGRows(columns: [], rows: [], command: String(cString: PQcmdStatus(result)))
         case PGRES_TUPLES_OK:
             let n = Int(PQntuples(result)), m = Int(PQnfields(result))
             let columns = (0..<m).map { String(cString: PQfname(result, Int32($0))) }
@@ -75,20 +95,27 @@ public final class PGConnection {
                     PQgetisnull(result, Int32(r), Int32(c)) == 1 ? nil : String(cString: PQgetvalue(result, Int32(r), Int32(c)))
                 })
             }
-            return PGRows(columns: columns, rows: rows)
+            return PGRows(columns: columns, rows: rows, command: String(cString: PQcmdStatus(result)))
         default:
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
             let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
-            throw PGError(sqlState: state, message: message.isEmpty ? String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines() : message)
+            guard !message.isEmpty else { throw failure() }
+            throw PGError(sqlState: state, message: message, connectionLost: PQstatus(conn) == CONNECTION_BAD)
         }
     }
 
-    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. A
+    /// COMMIT that PostgreSQL turned into a rollback (the transaction had failed) throws. A
+    /// connection lost during COMMIT leaves the outcome unknown: callers that must know (the log)
+    /// check for their own rows after reconnecting.
     public func transaction<T>(_ body: () throws(PGError) -> T) throws(PGError) -> T {
-        try query("BEGIN")
-        do {
+        try query("BEGIN ISOLATION LEVEL READ COMMITTED")
+        do throws(PGError) {
             let value = try body()
-            try query("COMMIT")
+            let done = try query("COMMIT")
+            guard done.command == "COMMIT" else {
+                throw PGError(sqlState: "40000", message: "the transaction was rolled back (\(done.command))")
+            }
             return value
         } catch {
             if isConnected { _ = try? query("ROLLBACK") }
@@ -96,9 +123,11 @@ public final class PGConnection {
         }
     }
 
-    /// Notifications received so far (after `LISTEN`), without waiting: reads what the socket holds.
+    /// Notifications received so far (after `LISTEN`), without waiting: those libpq already
+    /// queued (while answering a query on this connection) and those the socket holds. Call it
+    /// before waiting on `socket`: a queued notification does not make the socket readable.
     public func notifications() throws(PGError) -> [(channel: String, payload: String)] {
-        guard PQconsumeInput(conn) == 1 else { throw PGError(sqlState: "", message: String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()) }
+        guard PQconsumeInput(conn) == 1 else { throw failure() }
         var out: [(String, String)] = []
         while let n = PQnotifies(conn) {
             out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))

@@ -28,7 +28,7 @@ public final class PostgresServer: @unchecked Sendable {
         directory = temporaryDirectory("roomcast-pg")
         port = freePort()
         if asPostgres { try Self.run("/bin/chown", ["-R", "postgres", directory]) }
-        try run("initdb", ["-D", directory + "/data", "-A", "trust", "-U", user, "--no-sync"])
+        try run("initdb", ["-D", directory + "/data", "-A", "trust", "-U", user, "--no-sync", "-E", "UTF8", "--locale=C"])
         try start()
     }
 

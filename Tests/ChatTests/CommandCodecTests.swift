@@ -6,56 +6,59 @@ import Testing
 /// optional part present and absent, survives encoding and decoding unchanged.
 @Suite("Command codec (cluster log)")
 struct CommandCodecTests {
-    /// One index per case: the switch has no default, so a new command does not compile until it
-    /// is numbered here, and the corpus test then fails until the corpus holds one.
-    static func caseIndex(_ c: Command) -> Int {
+    /// One kind per command case: the switch has no default, so a new command does not compile
+    /// until it has a kind here, and the corpus test then fails until the corpus holds one.
+    enum Kind: CaseIterable {
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel
+    }
+
+    static func kind(_ c: Command) -> Kind {
         switch c {
-        case .configureApp: 0
-        case .updateAppSettings: 1
-        case .connect: 2
-        case .disconnect: 3
-        case .join: 4
-        case .leave: 5
-        case .leaveAll: 6
-        case .switchRoom: 7
-        case .updateMyInfo: 8
-        case .createRoom: 9
-        case .destroyRooms: 10
-        case .updateRoom: 11
-        case .setRoomOpen: 12
-        case .block: 13
-        case .unblock: 14
-        case .mute: 15
-        case .unmute: 16
-        case .setRoomMuted: 17
-        case .addToAllowlist: 18
-        case .removeFromAllowlist: 19
-        case .globalMute: 20
-        case .globalUnmute: 21
-        case .setRole: 22
-        case .kick: 23
-        case .setAttributes: 24
-        case .removeAttributes: 25
-        case .queueOffer: 26
-        case .queueBatchUpdate: 27
-        case .queuePoll: 28
-        case .queueDrop: 29
-        case .sendMessage: 30
-        case .createGroup: 31
-        case .dismissGroup: 32
-        case .joinGroup: 33
-        case .quitGroup: 34
-        case .createChannel: 35
-        case .changeChannelType: 36
-        case .deleteChannel: 37
-        case .addPrivateMembers: 38
-        case .removePrivateMembers: 39
-        case .setConversationStatus: 40
-        case .setConversationTypeLevel: 41
-        case .setGroupNotificationLevel: 42
+        case .configureApp: .configureApp
+        case .updateAppSettings: .updateAppSettings
+        case .connect: .connect
+        case .disconnect: .disconnect
+        case .join: .join
+        case .leave: .leave
+        case .leaveAll: .leaveAll
+        case .switchRoom: .switchRoom
+        case .updateMyInfo: .updateMyInfo
+        case .createRoom: .createRoom
+        case .destroyRooms: .destroyRooms
+        case .updateRoom: .updateRoom
+        case .setRoomOpen: .setRoomOpen
+        case .block: .block
+        case .unblock: .unblock
+        case .mute: .mute
+        case .unmute: .unmute
+        case .setRoomMuted: .setRoomMuted
+        case .addToAllowlist: .addToAllowlist
+        case .removeFromAllowlist: .removeFromAllowlist
+        case .globalMute: .globalMute
+        case .globalUnmute: .globalUnmute
+        case .setRole: .setRole
+        case .kick: .kick
+        case .setAttributes: .setAttributes
+        case .removeAttributes: .removeAttributes
+        case .queueOffer: .queueOffer
+        case .queueBatchUpdate: .queueBatchUpdate
+        case .queuePoll: .queuePoll
+        case .queueDrop: .queueDrop
+        case .sendMessage: .sendMessage
+        case .createGroup: .createGroup
+        case .dismissGroup: .dismissGroup
+        case .joinGroup: .joinGroup
+        case .quitGroup: .quitGroup
+        case .createChannel: .createChannel
+        case .changeChannelType: .changeChannelType
+        case .deleteChannel: .deleteChannel
+        case .addPrivateMembers: .addPrivateMembers
+        case .removePrivateMembers: .removePrivateMembers
+        case .setConversationStatus: .setConversationStatus
+        case .setConversationTypeLevel: .setConversationTypeLevel
+        case .setGroupNotificationLevel: .setGroupNotificationLevel
         }
     }
-    static let caseCount = 43
 
     static var corpus: [Command] {
         let s = SessionID(0xFFFF_FFFF_FFFF_FFF1)
@@ -123,7 +126,7 @@ struct CommandCodecTests {
 
     @Test func everyKindOfCommandRoundTrips() throws {
         let corpus = Self.corpus
-        #expect(Set(corpus.map(Self.caseIndex)) == Set(0..<Self.caseCount), "the corpus must hold every kind of command")
+        #expect(Set(corpus.map(Self.kind)) == Set(Kind.allCases), "the corpus must hold every kind of command")
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         for c in corpus {

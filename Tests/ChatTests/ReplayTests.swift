@@ -2,10 +2,11 @@ import Foundation
 import Testing
 @testable import Chat
 
-/// The cluster's premise (CLUSTER.md): nodes that apply the same log entries — commands carried
-/// through the log's codec, each with the entry's time and ids derived from its position — end
-/// with the same outcomes: replies, events and their audiences, durable mutations, webhook
-/// records, ids included.
+/// Applying the shared log (CLUSTER.md), in one process: commands carried through the log's codec,
+/// each with the entry's time and ids derived from its position, give the same outcomes as the
+/// commands themselves — replies, events and their audiences, durable mutations, webhook records,
+/// ids included. (Agreement across processes, whose hash seeds differ, is
+/// `ReplayAcrossProcessesTests` in ClusterTests.)
 @Suite("Replaying the shared log")
 struct ReplayTests {
     enum Entry {
@@ -80,9 +81,9 @@ struct ReplayTests {
         let messages = first.filter { $0.contains("success(Chat.Reply.message(") }
         #expect(messages.count == 22)
         #expect(first.contains { $0.contains("muted") && $0.contains("failure") })
-        // Ids come from the entry: the first message of entry 10 is "<at>-a-1" (base 36).
-        let at10 = String(UInt64(Self.entries()[9].at), radix: 36)
-        #expect(first[9].contains("\"\(at10)-a-1\""))
+        // Ids come from the entry: the first message of entry 10 is "<at>-<position 10>-<1>" (base 36, padded).
+        let at10 = EntryIDs.pad(UInt64(Self.entries()[9].at), 9)
+        #expect(first[9].contains("\"\(at10)-000000000000a-0001\""))
     }
 
     @Test func entryIDsAreUniqueAndFollowTheEntry() {
@@ -95,6 +96,10 @@ struct ReplayTests {
         ids.begin(position: 7, at: 5)
         let a = ids.next()
         ids.begin(position: 7, at: 5)
-        #expect(ids.next() == a && a == "5-7-1")
+        #expect(ids.next() == a && a == "000000005-0000000000007-0001")
+        // Same time: ids sort in log order, then in order within the entry.
+        ids.begin(position: 36, at: 5)
+        let later = ids.next(), later2 = ids.next()
+        #expect(a < later && later < later2)
     }
 }

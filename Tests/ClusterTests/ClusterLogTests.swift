@@ -98,8 +98,12 @@ struct ClusterLogTests {
             let mine = seen.filter { $0.origin == "node\(a)" }
             #expect(mine.map(\.position) == returned.withLock { $0["node\(a)"] ?? [] })
             #expect(mine.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<mine.count).map { "node\(a)-\($0)" })
-            #expect(mine.map(\.at) == (0..<mine.count).map { Int64($0) })
+            // Each entry's time is at least the time it was appended with (raised, never lowered,
+            // to keep the log's time from going back).
+            #expect(zip(mine.map(\.at), 0...).allSatisfy { $0.0 >= Int64($0.1) })
         }
+        // Time never goes back along the log.
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0.at <= $0.1.at })
     }
 
     // The wake-up: a listener's socket becomes readable and it is told the last position.
@@ -121,6 +125,10 @@ struct ClusterLogTests {
         }
         #expect(notes.map(\.channel) == [ClusterLog.channel] && notes.map(\.payload) == ["2"])
         #expect(try ClusterLog.read(listener, after: 0).map(\.payload) == [[1, 2, 3], []])
+        // A node whose clock is behind appends after one whose clock is ahead: the log's time holds.
+        _ = try ClusterLog.append(writer, [("ahead", 1_000, [])])
+        _ = try ClusterLog.append(writer, [("behind", 400, []), ("behind", 1_200, [])])
+        #expect(try ClusterLog.read(writer, after: 2).map(\.at) == [1_000, 1_000, 1_200])
     }
 
     // CL-4, CL-5: nodes' heartbeats say who is alive at an injected time; one node leads, and

@@ -128,10 +128,15 @@ struct BlackBoxBackpressureTests {
                 peak = max(peak, residentKiB(pid))
                 usleep(20_000)
             }
-            // Another client is still answered (the flooder gets a bounded share of its loop; the
-            // 5 s allow for the rest of the suite running beside this test on two cores).
+            // Another client is still answered (the flooder gets a bounded share of its loop). The
+            // claim is that it is served, not how fast on a loaded machine: with the rest of the
+            // suite and another build beside it on two cores, the answer once took over 5 s (the
+            // server still working through the flood the kernel had buffered), so 20 s are allowed
+            // and the time is printed.
+            let asked = Date()
             try good.sendText("still here")
-            #expect(try good.readFrame(timeout: 5) == .text("still here"))
+            #expect(try good.readFrame(timeout: 20) == .text("still here"))
+            print("ping flood: another client answered in \(String(format: "%.2f", Date().timeIntervalSince(asked))) s")
             peak = max(peak, residentKiB(pid))
             let growthKiB = peak - before
             print("ping flood (\(payloadBytes)-byte payloads): \(written >> 20) MiB of pings written in \(String(format: "%.1f", seconds)) s, pongs unread; RSS \(before) KiB -> peak \(peak) KiB (+\(growthKiB / 1024) MiB)")
