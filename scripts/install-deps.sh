@@ -10,13 +10,16 @@
 #                                     # certificates, curl (the health check), Chart.js (console)
 #   scripts/install-deps.sh ci        # test + what the checks use: python3-venv, Chromium, chromedriver
 #
-# Works as root (a container) or with sudo.
+# Works as root (a container) or with sudo. `--list MODE` prints the packages instead (.ci/run
+# installs them itself, so its log shows every package).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
 build=(libcurl4-openssl-dev zlib1g-dev libsqlite3-dev libpq-dev pkg-config)
 runtime=(libcurl4 zlib1g libsqlite3-0 libpq5 ca-certificates curl libjs-chart.js)
+list=""
+if [ "${1:-}" = --list ]; then list=1; shift; fi
 case "${1:-}" in
   build) packages=("${build[@]}"); extra=(--no-install-recommends) ;;
   source) packages=("${build[@]}" libjs-chart.js); extra=() ;;
@@ -25,5 +28,6 @@ case "${1:-}" in
   ci) packages=("${build[@]}" python3-venv libjs-chart.js postgresql chromium chromium-driver); extra=() ;;
   *) echo "usage: $0 build|source|test|runtime|ci" >&2; exit 2 ;;
 esac
+if [ -n "$list" ]; then echo "${packages[@]}"; exit 0; fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq "${extra[@]}" "${packages[@]}" >/dev/null
