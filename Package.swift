@@ -43,7 +43,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "Server", "Gateway", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            "Server", "Gateway", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -86,7 +86,7 @@ let package = Package(
                 resources: [.copy("js/roomcast.js"), .copy("js/roomcast.d.ts"), .copy("console")]),
         // Routes, sessions, hubs and wiring: joins the server, the engine and the wire format.
         .target(name: "Gateway", dependencies: [
-            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets",
+            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets", "Cluster",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

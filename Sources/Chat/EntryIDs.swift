@@ -4,7 +4,9 @@
 /// ids (messages, room epochs, anonymous users). Unique because positions are.
 ///
 /// Confined to the thread that applies the log (the engine's), as the domain is.
-public final class EntryIDs {
+public final class EntryIDs: @unchecked Sendable {
+    // Safety: created on one thread and handed to the engine; from then on `begin` and `next`
+    // are called only on the engine's thread (applying an entry), never concurrently.
     private var at: Int64 = 0
     private var position: Int64 = 0
     private var counter = 0

@@ -376,6 +376,9 @@ public enum Limits {
     public static let maxBeforeSendConnections = 256
     /// Commands of one connection held behind messages waiting for verdicts; past it 42901.
     public static let maxHeldPerSession = 64
+    /// Cluster mode: changes of one node waiting for their log entry to come back applied; past
+    /// it 42901 (PostgreSQL is slower than the node's callers).
+    public static let maxClusterWaiting = 100_000
     /// How long past its app's timeout the engine waits for a verdict before it judges the
     /// message as if the hook had failed (a transfer that never ends cannot hold a connection).
     public static let beforeSendVerdictSlackMilliseconds = 2000

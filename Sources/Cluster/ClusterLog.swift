@@ -3,12 +3,30 @@
 public struct LogEntry: Equatable, Sendable {
     public var position: Int64
     public var origin: String
+    /// The appending node run's sequence number for the entry (0: none).
+    public var seq: Int64
     public var at: Int64
     public var payload: [UInt8]
 
-    public init(position: Int64, origin: String, at: Int64, payload: [UInt8]) {
+    public init(position: Int64, origin: String, seq: Int64 = 0, at: Int64, payload: [UInt8]) {
         self.position = position
         self.origin = origin
+        self.seq = seq
+        self.at = at
+        self.payload = payload
+    }
+}
+
+/// An entry to append: `seq` > 0 is unique per `origin` (the log refuses a second one).
+public struct LogAppend: Sendable {
+    public var origin: String
+    public var seq: Int64
+    public var at: Int64
+    public var payload: [UInt8]
+
+    public init(origin: String, seq: Int64 = 0, at: Int64, payload: [UInt8]) {
+        self.origin = origin
+        self.seq = seq
         self.at = at
         self.payload = payload
     }
@@ -27,43 +45,61 @@ public enum ClusterLog {
 
     /// Appends `entries` (origin, at, payload) in one transaction; returns their positions.
     public static func append(_ db: PGConnection, _ entries: [(origin: String, at: Int64, payload: [UInt8])]) throws(PGError) -> [Int64] {
+        try append(db, entries.map { LogAppend(origin: $0.origin, at: $0.at, payload: $0.payload) })
+    }
+
+    /// Appends `entries` in one transaction; returns their positions.
+    public static func append(_ db: PGConnection, _ entries: [LogAppend]) throws(PGError) -> [Int64] {
+        guard !entries.isEmpty else { return [] }
+        return try db.transaction { () throws(PGError) -> [Int64] in try appendInTransaction(db, entries) }
+    }
+
+    /// Appends inside the caller's transaction (which then commits or rolls back with it).
+    public static func appendInTransaction(_ db: PGConnection, _ entries: [LogAppend]) throws(PGError) -> [Int64] {
         guard !entries.isEmpty else { return [] }
         precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
-        return try db.transaction { () throws(PGError) -> [Int64] in
-            try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
-            let tail = try db.query("SELECT position, at FROM roomcast_log ORDER BY position DESC LIMIT 1").rows.first
-            let last = tail.flatMap { $0[0] }.flatMap { Int64($0) } ?? 0
-            // Time never goes back along the log, whatever the appending nodes' clocks say.
-            var at = tail.flatMap { $0[1] }.flatMap { Int64($0) } ?? Int64.min
-            var sql = "INSERT INTO roomcast_log (position, origin, at, payload) VALUES "
-            var parameters: [String?] = []
-            parameters.reserveCapacity(entries.count * 4)
-            for (i, e) in entries.enumerated() {
-                let p = parameters.count
-                at = max(at, e.at)
-                sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4)::bytea)"
-                parameters += [String(last + 1 + Int64(i)), e.origin, String(at), byteaHex(e.payload)]
-            }
-            try db.query(sql, parameters)
-            let positions = (1...Int64(entries.count)).map { last + $0 }
-            try db.query("SELECT pg_notify($1, $2)", [channel, String(positions.last!)])
-            return positions
+        try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
+        let tail = try db.query("SELECT position, at FROM roomcast_log ORDER BY position DESC LIMIT 1").rows.first
+        let last = tail.flatMap { $0[0] }.flatMap { Int64($0) } ?? 0
+        // Time never goes back along the log, whatever the appending nodes' clocks say.
+        var at = tail.flatMap { $0[1] }.flatMap { Int64($0) } ?? Int64.min
+        var sql = "INSERT INTO roomcast_log (position, origin, seq, at, payload) VALUES "
+        var parameters: [String?] = []
+        parameters.reserveCapacity(entries.count * 5)
+        for (i, e) in entries.enumerated() {
+            let p = parameters.count
+            at = max(at, e.at)
+            sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4), $\(p + 5)::bytea)"
+            parameters += [String(last + 1 + Int64(i)), e.origin, String(e.seq), String(at), byteaHex(e.payload)]
         }
+        try db.query(sql, parameters)
+        let positions = (1...Int64(entries.count)).map { last + $0 }
+        try db.query("SELECT pg_notify($1, $2)", [channel, String(positions.last!)])
+        return positions
+    }
+
+    /// Which of `seqs` the node run `origin` has in the log (after a connection was lost during
+    /// an append, whose COMMIT may or may not have happened).
+    public static func present(_ db: PGConnection, origin: String, seqs: [Int64]) throws(PGError) -> Set<Int64> {
+        guard !seqs.isEmpty else { return [] }
+        let rows = try db.query("SELECT seq FROM roomcast_log WHERE origin = $1 AND seq >= $2 AND seq <= $3",
+                                [origin, String(seqs.min()!), String(seqs.max()!)])
+        return Set(rows.rows.compactMap { $0[0].flatMap { Int64($0) } })
     }
 
     /// Entries after `position`, in order, at most `limit`.
     public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000) throws(PGError) -> [LogEntry] {
-        let rows = try db.query("SELECT position, origin, at, payload FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2",
+        let rows = try db.query("SELECT position, origin, at, payload, seq FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2",
                                 [String(position), String(limit)])
         var entries: [LogEntry] = []
         entries.reserveCapacity(rows.count)
         for r in rows.rows {
             // A row that does not read back is an error, never skipped: skipping would lose an entry.
-            guard r.count == 4, let p = r[0].flatMap({ Int64($0) }), let origin = r[1], let at = r[2].flatMap({ Int64($0) }),
-                  let payload = r[3].flatMap(byteaDecode) else {
+            guard r.count == 5, let p = r[0].flatMap({ Int64($0) }), let origin = r[1], let at = r[2].flatMap({ Int64($0) }),
+                  let payload = r[3].flatMap(byteaDecode), let seq = r[4].flatMap({ Int64($0) }) else {
                 throw PGError(sqlState: "XX001", message: "log entry after position \(entries.last?.position ?? position) does not read back")
             }
-            entries.append(LogEntry(position: p, origin: origin, at: at, payload: payload))
+            entries.append(LogEntry(position: p, origin: origin, seq: seq, at: at, payload: payload))
         }
         return entries
     }
@@ -120,6 +156,7 @@ public enum ClusterLog {
 public enum ClusterNodes {
     public struct Node: Equatable, Sendable {
         public var id: String
+        public var incarnation: Int64 = 0
         public var urls: [String]
         public var startedAt: Int64
         public var heartbeatAt: Int64
@@ -150,12 +187,13 @@ public enum ClusterNodes {
         try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1", [id])
     }
 
-    private static func nodes(_ db: PGConnection, _ condition: String, _ parameters: [String?]) throws(PGError) -> [Node] {
-        try db.query("SELECT node_id, urls, started_at, heartbeat_at, applied FROM roomcast_nodes \(condition) ORDER BY node_id", parameters).rows
+    static func nodes(_ db: PGConnection, _ condition: String, _ parameters: [String?]) throws(PGError) -> [Node] {
+        try db.query("SELECT node_id, urls, started_at, heartbeat_at, applied, incarnation FROM roomcast_nodes \(condition) ORDER BY node_id",
+                     parameters).rows
             .compactMap { r in
                 guard let id = r[0], let urls = r[1], let s = r[2].flatMap({ Int64($0) }), let h = r[3].flatMap({ Int64($0) }),
-                      let a = r[4].flatMap({ Int64($0) }) else { return nil }
-                return Node(id: id, urls: urls.split(separator: "\n").map(String.init), startedAt: s, heartbeatAt: h, applied: a)
+                      let a = r[4].flatMap({ Int64($0) }), let i = r[5].flatMap({ Int64($0) }) else { return nil }
+                return Node(id: id, incarnation: i, urls: urls.split(separator: "\n").map(String.init), startedAt: s, heartbeatAt: h, applied: a)
             }
     }
 

@@ -31,6 +31,17 @@ public enum ClusterSchema {
             applied bigint NOT NULL DEFAULT 0
         )
         """,
+    ], [
+        // Each append of a node run carries its sequence number: after a connection lost during
+        // COMMIT the node looks for its own (origin, seq) to learn whether the append happened.
+        "ALTER TABLE roomcast_log ADD COLUMN seq bigint NOT NULL DEFAULT 0",
+        "CREATE UNIQUE INDEX roomcast_log_origin_seq ON roomcast_log (origin, seq) WHERE seq > 0",
+        // Every start of a node takes an incarnation; its sessions' ids carry it (20 bits).
+        "CREATE SEQUENCE roomcast_incarnation MINVALUE 1 MAXVALUE 1048575 CYCLE",
+        "ALTER TABLE roomcast_nodes ADD COLUMN incarnation bigint NOT NULL DEFAULT 0",
+        // The cluster's identity: the stream name resume positions carry (BX-1), the same on
+        // every node.
+        "CREATE TABLE roomcast_cluster (single boolean PRIMARY KEY DEFAULT true CHECK (single), id text NOT NULL)",
     ]]
 
     public static var version: Int { migrations.count }
@@ -52,5 +63,14 @@ public enum ClusterSchema {
             }
         }
         return version - current
+    }
+
+    /// The cluster's identity, made by the first node that asks.
+    public static func clusterID(_ db: PGConnection, orCreate make: () -> String) throws(PGError) -> String {
+        try db.query("INSERT INTO roomcast_cluster (id) VALUES ($1) ON CONFLICT (single) DO NOTHING", [make()])
+        guard let id = try db.query("SELECT id FROM roomcast_cluster").scalar else {
+            throw PGError(sqlState: "XX000", message: "the cluster has no identity")
+        }
+        return id
     }
 }

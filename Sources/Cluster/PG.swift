@@ -45,8 +45,14 @@ public final class PGConnection {
     private let conn: OpaquePointer
 
     /// Connects with a libpq connection string or `postgres://` URI.
-    public init(_ conninfo: String) throws(PGError) {
-        guard let c = PQconnectdb(conninfo) else { throw PGError(sqlState: "", message: "libpq could not allocate a connection") }
+    /// `defaults`: libpq connection keywords applied unless `conninfo` sets them itself.
+    public init(_ conninfo: String, defaults: [(String, String)] = []) throws(PGError) {
+        let keywords = defaults.map(\.0) + ["dbname"]
+        let values = defaults.map(\.1) + [conninfo]
+        let made: OpaquePointer? = withCStrings(keywords + [nil]) { k in
+            withCStrings(values + [nil]) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let c = made else { throw PGError(sqlState: "", message: "libpq could not allocate a connection") }
         guard PQstatus(c) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(c)).trimmingTrailingNewlines()
             PQfinish(c)

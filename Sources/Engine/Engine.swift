@@ -43,6 +43,53 @@ public enum ReplyTo: Sendable {
     case none
 }
 
+/// Cluster mode (CLUSTER.md): where the engine appends the records it wants applied. The
+/// engine's own entries come back, like everyone's, through `Engine.apply(entries:)`.
+public protocol ReplicatedLog: AnyObject, Sendable {
+    /// The log can be appended to now (PostgreSQL reachable): while false, changes are refused.
+    var isWritable: Bool { get }
+    /// This node appends the cluster's time-driven records (it holds the leader lock).
+    var isLeader: Bool { get }
+    /// Appends an encoded `LogRecord` under this node's sequence number `seq`. If it is known
+    /// not to be in the log, or cannot be known, the log calls `Engine.appendFailed` for it.
+    func append(_ payload: [UInt8], seq: UInt64)
+}
+
+/// One entry of the shared log as the engine applies it.
+public struct ReplicatedEntry: Sendable {
+    public var position: Int64
+    public var origin: String
+    public var seq: UInt64
+    public var at: Int64
+    public var payload: [UInt8]
+
+    public init(position: Int64, origin: String, seq: UInt64, at: Int64, payload: [UInt8]) {
+        self.position = position
+        self.origin = origin
+        self.seq = seq
+        self.at = at
+        self.payload = payload
+    }
+}
+
+/// What a cluster node's engine is given.
+public struct ClusterRole: Sendable {
+    public let log: ReplicatedLog
+    /// This node run's name in the log's `origin` column.
+    public let origin: String
+    /// This node run's incarnation: its sessions' ids carry it.
+    public let incarnation: UInt64
+    /// The ids the domain makes while applying an entry (its `makeID`).
+    public let ids: EntryIDs
+
+    public init(log: ReplicatedLog, origin: String, incarnation: UInt64, ids: EntryIDs) {
+        self.log = log
+        self.origin = origin
+        self.incarnation = incarnation
+        self.ids = ids
+    }
+}
+
 /// The engine: one thread that owns the chat domain (like Redis's main thread). Commands arrive
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
@@ -60,6 +107,23 @@ public final class Engine: @unchecked Sendable {
     /// PX-4: judges room messages of apps with a before-send hook before they are applied.
     private let beforeSend: BeforeSendService?
     private var thread: PosixThread?
+    /// Called on the store thread once an app's settings change is durable (the REST layer's
+    /// registry follows the domain, on every node of a cluster).
+    private let onAppSettings: @Sendable (String, AppSettings) -> Void
+
+    /// Cluster mode: nil on a single node. The domain changes only by applying log entries, in
+    /// order; this node's own entries are answered when they are applied.
+    private let cluster: ClusterRole?
+    /// Callers waiting for their entry, by this node's sequence number.
+    private var waiting: [UInt64: ReplyTo] = [:]
+    private var nextSeq: UInt64 = 0
+    /// The last position applied (read by other threads for heartbeats and /readyz).
+    private let appliedPosition = Atomic<Int64>(0)
+    /// The leader's tick record on its way through the log (one at a time).
+    private var tickSeq: UInt64?
+    private var lastTickAppended: Int64 = 0
+    /// How often the leader appends a tick when nothing is due (history pruning, bucket sweeps).
+    static let idleTickMilliseconds: Int64 = 10_000
 
     /// PX-4: commands held while a before-send hook judges a message, per issuing session (the
     /// app server's messages under a key of their own each), so that a session's commands are
@@ -113,8 +177,11 @@ public final class Engine: @unchecked Sendable {
     public init(domain: ChatDomain, store: Store, publisher: Publisher, webhooks: WebhookService?, beforeSend: BeforeSendService? = nil,
                 clock: @escaping @Sendable () -> Int64,
                 retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:],
-                reload: @escaping @Sendable () throws -> ChatDomain, logger: Logger) throws {
+                reload: @escaping @Sendable () throws -> ChatDomain, cluster: ClusterRole? = nil,
+                onAppSettings: @escaping @Sendable (String, AppSettings) -> Void = { _, _ in }, logger: Logger) throws {
         self.reload = reload
+        self.cluster = cluster
+        self.onAppSettings = onAppSettings
         self.beforeSend = beforeSend
         self.domain = domain
         self.store = store
@@ -134,7 +201,11 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             loop.scheduleRepeating(every: interval) { [self] in
                 guard store.isWritable else { return }
-                process(domain.tick(now: clock()), replyTo: .none)
+                if cluster != nil {
+                    appendTickIfDue()
+                } else {
+                    process(domain.tick(now: clock()), replyTo: .none)
+                }
                 trimIfDue()
             }
         }
@@ -146,7 +217,11 @@ public final class Engine: @unchecked Sendable {
     public func tick() {
         loop.execute { [self] in
             guard store.isWritable else { return }
-            process(domain.tick(now: clock()), replyTo: .none)
+            if cluster != nil {
+                appendTickIfDue()
+            } else {
+                process(domain.tick(now: clock()), replyTo: .none)
+            }
             trimIfDue()
         }
     }
@@ -181,16 +256,138 @@ public final class Engine: @unchecked Sendable {
         thread = nil
     }
 
+    /// Changes can be made now: the store can write and, in a cluster, the log can be appended.
+    private var isWritable: Bool { store.isWritable && cluster?.log.isWritable != false }
+
     /// Applies a command (from any thread).
     public func submit(_ command: Command, replyTo: ReplyTo) {
         loop.execute { [self] in
-            // Read-only (a commit failed and the disk has not recovered): refuse before applying.
-            guard store.isWritable else {
-                Self.refuse(replyTo, publisher: publisher)
+            // Read-only (a commit failed and the disk has not recovered, or the cluster's log is
+            // unreachable): refuse before applying.
+            guard isWritable else {
+                refuse(replyTo)
                 return
             }
             if beforeSend != nil, admitThroughHook(command, replyTo: replyTo) { return }
+            perform(command, replyTo: replyTo)
+        }
+    }
+
+    /// Applies a command now, or in a cluster appends it to the log (applied when it comes back).
+    private func perform(_ command: Command, replyTo: ReplyTo) {
+        if cluster != nil {
+            append(.command(command), replyTo: replyTo)
+        } else {
             process(domain.apply(command, now: clock()), replyTo: replyTo)
+        }
+    }
+
+    // MARK: Cluster mode (CLUSTER.md)
+
+    /// Appends a record; `replyTo` is answered when this node applies it (or when the append fails).
+    @discardableResult
+    private func append(_ record: LogRecord, replyTo: ReplyTo) -> UInt64? {
+        guard let cluster else { return nil }
+        guard waiting.count < Limits.maxClusterWaiting else {
+            process(.failure(ChatError(.rateLimited, "the node has \(Limits.maxClusterWaiting) changes waiting for the cluster's log; try again",
+                                       field: nil)), replyTo: replyTo)
+            return nil
+        }
+        let payload: [UInt8]
+        do {
+            payload = try LogRecord.encode(record)
+        } catch {
+            logger.error("a command could not be encoded for the cluster's log", metadata: ["error": "\(error)"])
+            process(.failure(ChatError(.storageUnavailable, "the change could not be encoded for the cluster's log; nothing changed", field: nil)), replyTo: replyTo)
+            return nil
+        }
+        nextSeq += 1
+        waiting[nextSeq] = replyTo
+        cluster.log.append(payload, seq: nextSeq)
+        return nextSeq
+    }
+
+    /// The log could not take these records (or cannot say whether it did): their callers are
+    /// told nothing is known to have changed (from any thread).
+    public func appendFailed(_ seqs: [UInt64], ambiguous: Bool) {
+        loop.execute { [self] in
+            for seq in seqs {
+                if seq == tickSeq { tickSeq = nil }
+                guard let replyTo = waiting.removeValue(forKey: seq) else { continue }
+                Self.refuse(replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
+            }
+        }
+    }
+
+    /// The leader appends a tick when something is due (or now and then for pruning).
+    private func appendTickIfDue() {
+        guard let cluster, cluster.log.isLeader, cluster.log.isWritable, tickSeq == nil else { return }
+        let now = clock()
+        guard (domain.nextDeadline ?? .max) <= now || now - lastTickAppended >= Self.idleTickMilliseconds else { return }
+        lastTickAppended = now
+        tickSeq = append(.tick, replyTo: .none)
+    }
+
+    /// Appends `ensureApp` for each app this node was given that the cluster does not know yet.
+    public func ensureApps(_ keys: [String]) {
+        loop.execute { [self] in
+            for key in keys.sorted() where !domain.hasApp(key) { append(.ensureApp(key), replyTo: .none) }
+        }
+    }
+
+    /// The last log position this node has applied (any thread).
+    public var applied: Int64 { appliedPosition.load(ordering: .relaxed) }
+
+    /// Applies entries of the shared log in position order (from the log's reader thread): the
+    /// same change on every node, with the entry's time and ids derived from its position. This
+    /// node's own entries answer their callers.
+    public func apply(entries: [ReplicatedEntry]) {
+        loop.execute { [self] in
+            guard let cluster else { return }
+            for e in entries {
+                let last = appliedPosition.load(ordering: .relaxed)
+                if e.position <= last { continue }
+                guard e.position == last + 1 else {
+                    logger.critical("the cluster's log skipped from \(last) to \(e.position); stopping")
+                    exit(75)
+                }
+                appliedPosition.store(e.position, ordering: .relaxed)
+                let own = e.origin == cluster.origin
+                var replyTo = ReplyTo.none
+                if own {
+                    replyTo = waiting.removeValue(forKey: e.seq) ?? .none
+                    if e.seq == tickSeq { tickSeq = nil }
+                }
+                cluster.ids.begin(position: e.position, at: e.at)
+                let record: LogRecord
+                do {
+                    record = try LogRecord.decode(e.payload)
+                } catch {
+                    // Every node fails alike on the same bytes: skipping keeps them in agreement.
+                    logger.error("a log entry could not be decoded; skipped", metadata: ["position": "\(e.position)", "error": "\(error)"])
+                    process(.failure(ChatError(.storageUnavailable, "the change could not be decoded from the cluster's log; nothing changed", field: nil)), replyTo: replyTo, now: e.at,
+                            stageWebhooks: false)
+                    continue
+                }
+                switch record {
+                case .command(let command):
+                    process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                case .tick:
+                    process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                case .endSessions(let incarnation):
+                    if incarnation == cluster.incarnation {
+                        logger.critical("the cluster declared this node dead (its heartbeats stopped) and ended its sessions; stopping to rejoin")
+                        exit(75)
+                    }
+                    for sid in domain.sessions(ofIncarnation: incarnation) {
+                        process(domain.apply(.disconnect(sid), now: e.at), replyTo: .none, now: e.at, stageWebhooks: own)
+                    }
+                case .ensureApp(let key):
+                    if !domain.hasApp(key) {
+                        process(domain.apply(.configureApp(app: key, AppSettings()), now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                    }
+                }
+            }
         }
     }
 
@@ -275,8 +472,8 @@ public final class Engine: @unchecked Sendable {
     }
 
     private func release(_ h: Held) {
-        guard store.isWritable else {
-            Self.refuse(h.replyTo, publisher: publisher)
+        guard isWritable else {
+            refuse(h.replyTo)
             return
         }
         var command = h.command
@@ -315,18 +512,25 @@ public final class Engine: @unchecked Sendable {
                 logger.debug("before-send hook failed; the app fails open", metadata: ["why": "\(why)"])
             }
         }
-        process(domain.apply(command, now: clock()), replyTo: h.replyTo)
+        perform(command, replyTo: h.replyTo)
     }
 
     static let storageError = ChatError(.storageUnavailable, "the server cannot save changes now (storage unavailable); nothing changed; try again later")
+    static let clusterError = ChatError(.storageUnavailable, "the cluster's log (PostgreSQL) cannot be reached; nothing changed; try again later")
+    static let ambiguousError = ChatError(.storageUnavailable,
+                                          "the connection to the cluster's log (PostgreSQL) was lost while saving: the change may have been made; check before retrying")
 
     /// Answers a command that was not (or could not be made) durable.
-    private static func refuse(_ replyTo: ReplyTo, publisher: Publisher) {
+    private static func refuse(_ replyTo: ReplyTo, publisher: Publisher, error: ChatError = storageError) {
         switch replyTo {
-        case .callback(let callback), .keeping(_, then: let callback): callback(.failure(storageError))
-        case .session(let sid, let encode): publisher.deliver([.reply(sid, frame: Frames.text(encode(.failure(storageError))))])
+        case .callback(let callback), .keeping(_, then: let callback): callback(.failure(error))
+        case .session(let sid, let encode): publisher.deliver([.reply(sid, frame: Frames.text(encode(.failure(error))))])
         case .none: break
         }
+    }
+
+    private func refuse(_ replyTo: ReplyTo) {
+        Self.refuse(replyTo, publisher: publisher, error: store.isWritable ? Self.clusterError : Self.storageError)
     }
 
     /// A commit failed: nothing of it (or after it) is on disk, so the in-memory state is
@@ -334,6 +538,12 @@ public final class Engine: @unchecked Sendable {
     /// Called by the store (any thread).
     public func storeFailed() {
         loop.execute { [self] in
+            if cluster != nil {
+                // The replica cannot go back to a durable state of its own: the node restarts
+                // and replays the cluster's log.
+                logger.critical("a commit to this node's replica failed; stopping to rebuild it from the cluster's log")
+                exit(75)
+            }
             do {
                 domain = try reload()
                 streams = [:]
@@ -388,12 +598,17 @@ public final class Engine: @unchecked Sendable {
     }
 
     private func process(_ out: Outcome, replyTo: ReplyTo) {
+        process(out, replyTo: replyTo, now: clock(), stageWebhooks: true)
+    }
+
+    /// `now`: the time of the change (a log entry's in a cluster). `stageWebhooks`: false on the
+    /// nodes of a cluster that did not append the entry (its origin sends them).
+    private func process(_ out: Outcome, replyTo: ReplyTo, now: Int64, stageWebhooks: Bool) {
         var items: [Published] = []
         items.reserveCapacity(out.effects.count + 1)
         var touched: [RoomKey] = []
         var kept: [StoredRoomEvent] = []
         var joinedAt: [String: Int64] = [:]
-        let now = clock()
         for effect in out.effects {
             switch effect {
             case .deliver(let event, let audience):
@@ -449,7 +664,7 @@ public final class Engine: @unchecked Sendable {
         let published = items
         // Webhook messages are written in the same transaction as the change (the outbox, WH-4)
         // and handed to the delivery thread once it is durable.
-        let staged = webhooks?.stage(out.webhooks)
+        let staged = stageWebhooks ? webhooks?.stage(out.webhooks) : nil
         let webhooks = self.webhooks
         var extra: (@Sendable (Store.Transaction) throws -> Void)?
         let outbox = staged.map(WebhookService.persist)
@@ -468,7 +683,12 @@ public final class Engine: @unchecked Sendable {
                 try answer?(tx)
             }
         }
+        var settingsChanged: [(String, AppSettings)] = []
+        for case .putApp(let key, let settings) in out.mutations { settingsChanged.append((key, settings)) }
+        let changed = settingsChanged
+        let onAppSettings = self.onAppSettings
         store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
+            for (key, settings) in changed { onAppSettings(key, settings) }
             publisher.enqueue(published)
             if let staged { webhooks?.enqueue(staged) }
             switch replyTo {

@@ -47,6 +47,9 @@ public struct GatewayConfiguration: Sendable {
     public var assetsDirectory: String?
     /// The console's charting library (Debian's libjs-chart.js); nil or missing: no charts.
     public var chartJSPath: String? = "/usr/share/javascript/chart.js/chart.min.js"
+    /// Cluster mode (CL-1, CLUSTER.md): the shared log in PostgreSQL; nil runs one node on its
+    /// SQLite file.
+    public var cluster: ClusterConfiguration?
 
     public init() {}
 }
@@ -109,9 +112,13 @@ final class GatewayCore: Sendable {
     /// happened.
     private let restored: [Published]
     private let restoredTimes: [Int64]
+    /// Cluster mode: the link to the shared log (nil on a single node).
+    let cluster: ClusterLink?
 
-    init(configuration: GatewayConfiguration, store: Store, publicURLs: [String], logger: Logger, clock: @escaping @Sendable () -> Int64) throws {
+    init(configuration: GatewayConfiguration, store: Store, publicURLs: [String], logger: Logger, clock: @escaping @Sendable () -> Int64,
+         cluster: ClusterLink? = nil) throws {
         self.store = store
+        self.cluster = cluster
         let hubs = HubTable()
         self.hubs = hubs
         // Apps: the configured ones, or a development app made once on first start.
@@ -135,11 +142,13 @@ final class GatewayCore: Sendable {
                                          settings: settings))
         }
 
-        // The domain, restored from the store.
+        // The domain, restored from the store; in a cluster, made only by applying the log, with
+        // ids derived from its entries.
         let ids = IDGenerator(clock: clock)
-        let domain = ChatDomain(makeID: { ids.next() })
+        let entryIDs = EntryIDs()
+        let domain = ChatDomain(makeID: cluster == nil ? { ids.next() } : { entryIDs.next() })
         domain.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
-        try store.restore(into: domain, now: now)
+        if cluster == nil { try store.restore(into: domain, now: now) }
 
         // Webhooks: endpoints from the command line, then the service (started with the store).
         let apps = registry
@@ -172,7 +181,17 @@ final class GatewayCore: Sendable {
                                 fresh.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
                                 try store.restore(into: fresh, now: clock())
                                 return fresh
-                            }, logger: logger)
+                            },
+                            cluster: cluster.map { ClusterRole(log: $0, origin: $0.origin, incarnation: UInt64($0.incarnation), ids: entryIDs) },
+                            onAppSettings: { key, settings in
+                                // The REST layer's view of an app follows the domain (on every node).
+                                guard var entry = registry.app(key) else { return }
+                                entry.allowedOrigins = settings.allowedOrigins
+                                entry.restCallsPerSecond = settings.restCallsPerSecond
+                                entry.clientMessagesPerSecond = settings.clientMessagesPerSecond
+                                registry.set(entry)
+                            },
+                            logger: logger)
         // A failed commit (e.g. a full disk) reloads the durable state instead of stopping.
         let engine = self.engine
         store.onFailure = { engine.storeFailed() }
@@ -183,7 +202,7 @@ final class GatewayCore: Sendable {
                                  webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock))
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
-                              stream: try store.streamID(orCreate: { randomHex(8) }))
+                              stream: try cluster?.clusterID ?? store.streamID(orCreate: { randomHex(8) }))
 
         let ready = self.ready
         var routes = Router.Builder()
@@ -200,7 +219,46 @@ final class GatewayCore: Sendable {
             w.field("code", ChatErrorCode.storageUnavailable.rawValue)
             w.field("message", "a commit failed (e.g. the disk is full): changes are refused until the server can save again")
         })
-        routes.add(.GET, "/readyz", sync: { [store] _ in !ready.isReady ? notReady : store.isWritable ? readyResponse : readOnly })
+        if let cluster {
+            // CL-5: membership and how far this node has applied the log.
+            let engine = self.engine
+            let unreachable = Response.json(.serviceUnavailable, JSONWriter.object { w in
+                w.field("status", "read-only: the cluster's log (PostgreSQL) cannot be reached")
+                w.field("code", ChatErrorCode.storageUnavailable.rawValue)
+                w.field("message", "changes are refused until the node reaches PostgreSQL again; reads and connections continue")
+            })
+            routes.add(.GET, "/readyz", sync: { [store] _ in
+                guard ready.isReady else { return notReady }
+                guard store.isWritable else { return readOnly }
+                guard cluster.isWritable else { return unreachable }
+                let (members, head) = cluster.snapshot
+                let applied = engine.applied
+                return Response.json(.ok, JSONWriter.object { w in
+                    w.field("status", "ready")
+                    w.key("cluster")
+                    w.beginObject()
+                    w.field("node", cluster.configuration.nodeID)
+                    w.field("incarnation", cluster.incarnation)
+                    w.field("leader", cluster.isLeader)
+                    w.field("applied", applied)
+                    w.field("head", max(head, applied))
+                    w.field("lag", max(0, head - applied))
+                    w.key("members")
+                    w.beginArray()
+                    for m in members {
+                        w.beginObject()
+                        w.field("node", m.id)
+                        w.field("urls", m.urls)
+                        w.field("applied", m.applied)
+                        w.endObject()
+                    }
+                    w.endArray()
+                    w.endObject()
+                })
+            })
+        } else {
+            routes.add(.GET, "/readyz", sync: { [store] _ in !ready.isReady ? notReady : store.isWritable ? readyResponse : readOnly })
+        }
         let spec = Response.json(.ok, Array(OpenAPIDocument.json.utf8))
         routes.add(.GET, "/openapi.json", sync: { _ in spec })
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))
@@ -226,7 +284,7 @@ final class GatewayCore: Sendable {
     /// This loop's hub; call on the loop's thread before it serves.
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
-        let hub = Hub(loopIndex: index, loop: loop, resumeWindow: window, clock: context.clock, counters: metrics.fanout)
+        let hub = Hub(loopIndex: index, incarnation: cluster.map { UInt64($0.incarnation) } ?? 0, loop: loop, resumeWindow: window, clock: context.clock, counters: metrics.fanout)
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub
@@ -271,8 +329,18 @@ public final class Gateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
-        let core = try GatewayCore(configuration: configuration, store: store, publicURLs: configuration.publicURLs, logger: logger, clock: clock)
+        let store: Store
+        var link: ClusterLink?
+        if let cluster = configuration.cluster {
+            // The node's replica of the shared log lives in memory: it is rebuilt from the log at
+            // every start (CLUSTER.md), PostgreSQL is what is durable.
+            store = try Store(inMemory: logger)
+            link = try ClusterLink(configuration: cluster, logger: logger)
+        } else {
+            store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
+        }
+        let core = try GatewayCore(configuration: configuration, store: store, publicURLs: configuration.publicURLs, logger: logger, clock: clock,
+                                   cluster: link)
         self.core = core
         let hubs = core.hubs
         let connects = ConnectLimiter(perSecond: configuration.connectsPerIPPerSecond)
@@ -306,12 +374,47 @@ public final class Gateway: Sendable {
         try webhooks.start()
         core.beforeSend.start()
         core.engine.start()
+        if let link = core.cluster {
+            let lookup = core.context.publicURLs
+            link.start(engine: core.engine, onMembers: { urls in if !urls.isEmpty { lookup.set(urls) } })
+        }
         try server.start()
         if configuration.publicURLs.isEmpty {
             core.context.publicURLs.set([Self.derivedURL(server.configuration, port: server.port, logger: logger)])
         }
+        if let link = core.cluster {
+            let own = core.context.publicURLs.value
+            try catchUp(link)
+            // CL-5: announced (and so handed out by the address lookup) once it can serve.
+            link.setOwnURLs(own)
+        }
         core.ready.set(true)
         logger.info("gateway ready", metadata: ["apps": "\(core.context.apps.all.map(\.key))", "data": "\(configuration.dataDirectory)"])
+    }
+
+    /// A cluster node serves once it has applied the log as it was at start and the apps it was
+    /// given exist in the cluster.
+    private func catchUp(_ link: ClusterLink) throws {
+        let engine = core.engine
+        let deadline = wallClockMilliseconds() + 300_000
+        func wait(_ what: String, until done: () -> Bool) throws {
+            while !done() {
+                guard wallClockMilliseconds() < deadline else { throw GatewayError(.unavailable, "cluster: gave up waiting for \(what)") }
+                usleep(5_000)
+            }
+        }
+        try wait("the log to be applied") { engine.applied >= link.headAtStart }
+        let keys = configuration.apps.map(\.key)
+        engine.ensureApps(keys)
+        for key in keys {
+            try wait("app \(key)") {
+                let found = Mutex<Bool?>(nil)
+                engine.query(.appSettings(app: key)) { result in found.withLock { if case .success = result { $0 = true } else { $0 = false } } }
+                while found.withLock({ $0 }) == nil { usleep(1_000) }
+                return found.withLock { $0 } == true
+            }
+        }
+        logger.info("cluster: caught up", metadata: ["node": "\(link.configuration.nodeID)", "applied": "\(engine.applied)"])
     }
 
     /// The URL clients reach this server at when no `--public-url` is given: the bound port (not
@@ -337,6 +440,7 @@ public final class Gateway: Sendable {
         core.ready.set(false)
         server.shutdown()
         core.beforeSend.stop()
+        core.cluster?.stop()
         core.engine.stop()
         webhooks.stop()
         store.stop()

@@ -11,6 +11,8 @@ import Synchronization
 /// deliveries never disagree.
 final class Hub {
     let loopIndex: Int
+    /// The node run's incarnation (0 on a single node), in every session id it makes.
+    let incarnation: UInt64
     let loop: EventLoop
     let resumeWindow: ResumeWindow
     /// Connections that have not finished `connect` yet (for the connect timeout).
@@ -35,8 +37,9 @@ final class Hub {
         var list: [ClientSession] = []
     }
 
-    init(loopIndex: Int, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
+    init(loopIndex: Int, incarnation: UInt64 = 0, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
          counters: FanoutCounters = FanoutCounters()) {
+        self.incarnation = incarnation
         self.counters = counters
         self.loopIndex = loopIndex
         self.loop = loop
@@ -44,10 +47,11 @@ final class Hub {
         self.clock = clock
     }
 
-    /// A session id unique across loops: the loop index in the top bits.
+    /// A session id unique across loops and, in a cluster, across nodes and their runs: the
+    /// node run's incarnation and the loop index in the top bits.
     func makeSessionID() -> SessionID {
         defer { nextSession += 1 }
-        return SessionID(UInt64(loopIndex) << 48 | nextSession)
+        return SessionID.make(incarnation: incarnation, loop: loopIndex, counter: nextSession)
     }
 
     func register(_ s: ClientSession) {

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Engine
+import Foundation
 import Gateway
 import HTTP1
 import Logging
@@ -146,6 +148,15 @@ struct RoomcastCommand: ParsableCommand {
             help: "Apps whose webhook endpoints may reach loopback, private and link-local addresses (allowPrivateNetwork), comma-separated or repeated; * for every app. Others are refused with 403 [ROOMCAST_WEBHOOK_ALLOW_PRIVATE].")
     var webhookAllowPrivate: [String] = environment("ROOMCAST_WEBHOOK_ALLOW_PRIVATE").map { [$0] } ?? []
 
+    @Option(help: "Join a cluster whose shared log is this PostgreSQL database (postgres://USER@HOST:PORT/DB or a libpq connection string); every node needs the same --app list. Without it, one node on its SQLite file [ROOMCAST_CLUSTER].")
+    var cluster: String = environment("ROOMCAST_CLUSTER") ?? ""
+
+    @Option(help: "This node's name in the cluster; default: the one stored in the data directory's node-id file, made from the host name on first start [ROOMCAST_NODE_ID].")
+    var nodeId: String = environment("ROOMCAST_NODE_ID") ?? ""
+
+    @Option(help: "Seconds without a node's heartbeat before the cluster ends its sessions [ROOMCAST_NODE_TIMEOUT].")
+    var nodeTimeout: Int = environment("ROOMCAST_NODE_TIMEOUT").flatMap(Int.init) ?? 10
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
@@ -155,6 +166,13 @@ struct RoomcastCommand: ParsableCommand {
                           ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout),
                           ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds)] {
             guard v > 0 else { throw ValidationError("\(name) must be positive") }
+        }
+        guard (2...3600).contains(nodeTimeout) else { throw ValidationError("--node-timeout must be 2 to 3600 seconds") }
+        if !nodeId.isEmpty, nodeId.utf8.count > 64 || nodeId.contains(where: { $0.isWhitespace || $0 == "#" }) {
+            throw ValidationError("--node-id: at most 64 bytes, without spaces or '#'")
+        }
+        if !cluster.isEmpty, apps.isEmpty {
+            throw ValidationError("--cluster needs --app KEY:SECRET (the same list on every node): a cluster makes no development app")
         }
         guard tokenGrace >= 0 else { throw ValidationError("--token-grace must not be negative") }
         guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
@@ -207,7 +225,28 @@ struct RoomcastCommand: ParsableCommand {
         g.webhooks.maxInFlight = webhookConcurrency
         g.webhooks.maxInFlightPerEndpoint = min(32, webhookConcurrency)
         g.webhooks.privateNetworkApps = parsedWebhookAllowPrivate()
+        if !cluster.isEmpty {
+            var c = ClusterConfiguration(url: cluster, nodeID: try resolvedNodeID())
+            c.nodeTimeoutMilliseconds = Int64(nodeTimeout) * 1000
+            g.cluster = c
+        }
         return g
+    }
+
+    /// `--node-id`, or the one kept in the data directory (made once from the host name and a
+    /// random part, so it is stable across restarts and unique on a shared host).
+    func resolvedNodeID() throws -> String {
+        if !nodeId.isEmpty { return nodeId }
+        let file = dataDir + "/node-id"
+        if let kept = try? String(contentsOfFile: file, encoding: .utf8) {
+            let id = kept.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !id.isEmpty { return id }
+        }
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
+        let id = String(host.filter { !$0.isWhitespace && $0 != "#" }.prefix(48)) + "-" + randomHex(3)
+        try (id + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return id
     }
 
     /// `APP URL [format=...] [events=a,b] [secret=...] [allow-private]`.

@@ -1,0 +1,67 @@
+/// Membership as the running nodes keep it (CL-4, CL-5): on PostgreSQL's clock, never a node's.
+extension ClusterNodes {
+    /// PostgreSQL's clock in milliseconds.
+    public static func serverTime(_ db: PGConnection) throws(PGError) -> Int64 {
+        Int64(try db.query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint").scalar ?? "") ?? 0
+    }
+
+    /// A node run joins: it takes a new incarnation and records its first heartbeat. If the
+    /// node's previous run is still listed, the entry `endPrevious(itsIncarnation)` is appended in
+    /// the same transaction, so the sessions that run left behind end exactly once, before the
+    /// new run serves anyone.
+    public static func register(_ db: PGConnection, id: String, urls: [String], origin: String,
+                                endPrevious: (Int64) -> [UInt8]) throws(PGError) -> Int64 {
+        try db.transaction { () throws(PGError) -> Int64 in
+            let previous = try db.query("SELECT incarnation FROM roomcast_nodes WHERE node_id = $1 FOR UPDATE", [id]).scalar.flatMap { Int64($0) }
+            let incarnation = Int64(try db.query("SELECT nextval('roomcast_incarnation')").scalar ?? "") ?? 0
+            guard incarnation > 0 else { throw PGError(sqlState: "XX000", message: "no incarnation was given out") }
+            let now = try serverTime(db)
+            try db.query("""
+                INSERT INTO roomcast_nodes (node_id, urls, started_at, heartbeat_at, applied, incarnation) VALUES ($1, $2, $3, $3, 0, $4)
+                ON CONFLICT (node_id) DO UPDATE SET urls = EXCLUDED.urls, started_at = EXCLUDED.started_at,
+                    heartbeat_at = EXCLUDED.heartbeat_at, applied = 0, incarnation = EXCLUDED.incarnation
+                """, [id, urls.joined(separator: "\n"), String(now), String(incarnation)])
+            if let previous, previous > 0 {
+                _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: now, payload: endPrevious(previous))])
+            }
+            return incarnation
+        }
+    }
+
+    /// This node run's heartbeat with its URLs and applied position; false if the run is no
+    /// longer listed (the cluster declared it dead).
+    public static func beat(_ db: PGConnection, id: String, incarnation: Int64, urls: [String], applied: Int64) throws(PGError) -> Bool {
+        let r = try db.query("""
+            UPDATE roomcast_nodes SET heartbeat_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, urls = $3, applied = $4
+            WHERE node_id = $1 AND incarnation = $2
+            """, [id, String(incarnation), urls.joined(separator: "\n"), String(applied)])
+        return r.command == "UPDATE 1"
+    }
+
+    /// Nodes whose heartbeat is at most `timeout` ms old on PostgreSQL's clock.
+    public static func live(_ db: PGConnection, timeout: Int64) throws(PGError) -> [Node] {
+        try live(db, now: try serverTime(db), timeout: timeout)
+    }
+
+    /// The leader's round: each node whose heartbeat is older than `timeout` is removed and, in
+    /// the same transaction, `endSessions(incarnation)` is appended, so its sessions end exactly
+    /// once; a node that beat in between is left alone. Returns the nodes ended.
+    public static func endDead(_ db: PGConnection, timeout: Int64, origin: String,
+                               endSessions: (Int64) -> [UInt8]) throws(PGError) -> [Node] {
+        let now = try serverTime(db)
+        var ended: [Node] = []
+        for node in try dead(db, now: now, timeout: timeout) {
+            let gone = try db.transaction { () throws(PGError) -> Bool in
+                let r = try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1 AND incarnation = $2 AND heartbeat_at = $3",
+                                     [node.id, String(node.incarnation), String(node.heartbeatAt)])
+                guard r.command == "DELETE 1" else { return false }
+                if node.incarnation > 0 {
+                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: now, payload: endSessions(node.incarnation))])
+                }
+                return true
+            }
+            if gone { ended.append(node) }
+        }
+        return ended
+    }
+}
