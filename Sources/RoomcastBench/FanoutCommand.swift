@@ -28,7 +28,16 @@ struct FanoutCommand: ParsableCommand {
     var target: Target = .roomcast
 
     @Option(help: "Server port on 127.0.0.1.")
-    var port: UInt16
+    var port: UInt16?
+
+    @Option(help: "Server ports on 127.0.0.1, comma-separated (nodes of a cluster): subscribers and publisher connections are spread over them round-robin; roomcast is prepared on each in turn.")
+    var ports: String?
+
+    /// `--ports`, else `--port`.
+    var targetPorts: [UInt16] {
+        if let ports { return ports.split(separator: ",").compactMap { UInt16(String($0.filter { $0 != " " })) } }
+        return port.map { [$0] } ?? []
+    }
 
     @Option(help: "Subscribers (WebSocket connections) in the room.")
     var subscribers = 1000
@@ -71,6 +80,10 @@ struct FanoutCommand: ParsableCommand {
 
     func validate() throws {
         guard subscribers > 0 else { throw ValidationError("--subscribers must be positive") }
+        guard (port == nil) != (ports == nil), !targetPorts.isEmpty,
+              ports.map({ $0.split(separator: ",").count == targetPorts.count }) ?? true else {
+            throw ValidationError("give --port or --ports (comma-separated port numbers)")
+        }
         guard rate >= 0, duration > 0, messages > 0, publishers > 0, pipeline > 0, clientLoops > 0 else {
             throw ValidationError("--rate, --duration, --messages, --publishers, --pipeline and --client-loops must be positive")
         }
@@ -78,8 +91,10 @@ struct FanoutCommand: ParsableCommand {
 
     func run() throws {
         _ = raiseDescriptorLimit()
-        let address = Socket.Address(host: "127.0.0.1", port: port)
-        if target == .roomcast { try prepareRoomcast(address) }
+        let addresses = targetPorts.map { Socket.Address(host: "127.0.0.1", port: $0) }
+        // On each node in turn: a node answers once it has applied its own entry, so every
+        // node then has the settings and the room (the cluster's log is one order).
+        if target == .roomcast { for address in addresses { try prepareRoomcast(address) } }
 
         // Subscribers, spread over the client loops.
         var loops: [EventLoop] = []
@@ -89,7 +104,7 @@ struct FanoutCommand: ParsableCommand {
         for i in 0..<clientLoops {
             let loop = try EventLoop(name: "fanout-sub-\(i)")
             let share = subscribers / clientLoops + (i < subscribers % clientLoops ? 1 : 0)
-            let runner = SubscriberRunner(loop: loop, address: address, target: target, first: i * (subscribers / clientLoops + 1),
+            let runner = SubscriberRunner(loop: loop, addresses: addresses, target: target, first: i * (subscribers / clientLoops + 1),
                                           count: share, concurrency: max(1, concurrency / clientLoops), room: room,
                                           appKey: appKey, appSecret: appSecret)
             loops.append(loop)
@@ -111,7 +126,7 @@ struct FanoutCommand: ParsableCommand {
         // Publish.
         let total = rate > 0 ? Int((rate * duration).rounded()) : messages
         let pubLoop = try EventLoop(name: "fanout-pub")
-        let publisher = Publisher(loop: pubLoop, address: address, target: target, room: room, appKey: appKey, appSecret: appSecret,
+        let publisher = Publisher(loop: pubLoop, addresses: addresses, target: target, room: room, appKey: appKey, appSecret: appSecret,
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
         let publishStart = Instant.now()
@@ -150,6 +165,11 @@ struct FanoutCommand: ParsableCommand {
             + "published_per_s=\(Int(publishSeconds > 0 ? Double(publisher.accepted) / publishSeconds : 0)) "
             + "rate=\(rate > 0 ? String(Int(rate)) : "max")")
         if let e = publisher.firstError { print("fanout: first publish error: \(e)") }
+        if addresses.count > 1 {
+            let byPort = publisher.acceptedByPort.map { "\($0.port):\($0.accepted)" }.joined(separator: ",")
+            let subs = addresses.map { a in "\(a.port):\(runners.reduce(0) { $0 + $1.readyCount(port: a.port) })" }.joined(separator: ",")
+            print("fanout: published_by_port=\(byPort) subscribers_by_port=\(subs)")
+        }
         print("fanout: delivered=\(delivered)/\(expected) (\(fixed(expected > 0 ? Double(delivered) * 100 / Double(expected) : 0, 2))%) "
             + "subscribers_lost=\(lost) elapsed=\(fixed(elapsed, 3)) s delivered_per_s=\(Int(perSecond))")
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
@@ -207,7 +227,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     // Safety: the non-atomic state is touched on `loop` only; the main thread reads the atomics,
     // and reads `histogram`/`lastDelivery` only after the loop thread has been joined.
     let loop: EventLoop
-    let address: Socket.Address
+    /// Subscriber `id` connects to `addresses[id % addresses.count]`.
+    let addresses: [Socket.Address]
     let target: FanoutCommand.Target
     let first: Int
     let count: Int
@@ -231,14 +252,18 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     var lostCount: Int { lost.load(ordering: .relaxed) }
     var delivered: UInt64 { deliveredCount.load(ordering: .relaxed) }
     var firstFailure: String? { failure.withLock { $0 } }
+    /// Subscribers on `port` (read after the loop thread has been joined).
+    func readyCount(port: UInt16) -> Int {
+        clients.indices.filter { clients[$0].tag == Self.subscribed && addresses[(first + $0) % addresses.count].port == port }.count
+    }
 
     // Connection states kept in `tag`.
     private static let connecting = 0, authenticating = 1, joining = 2, subscribed = 3, dead = 4
 
-    init(loop: EventLoop, address: Socket.Address, target: FanoutCommand.Target, first: Int, count: Int, concurrency: Int,
+    init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, first: Int, count: Int, concurrency: Int,
          room: String, appKey: String, appSecret: String) {
         self.loop = loop
-        self.address = address
+        self.addresses = addresses
         self.target = target
         self.first = first
         self.count = count
@@ -251,6 +276,7 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     func startMore() {
         let path = target == .roomcast ? "/ws" : "/sub?id=\(room)"
         while started < count && inFlight < concurrency {
+            let address = addresses[(first + started) % addresses.count]
             let c = WSClientConnection(loop: loop, id: first + started, host: "127.0.0.1", port: address.port, path: path)
             c.delegate = self
             clients.append(c)
@@ -380,7 +406,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
 final class Publisher: @unchecked Sendable {
     // Safety: touched on `loop` only, except the atomics the main thread polls.
     let loop: EventLoop
-    let address: Socket.Address
+    /// Connection `i` goes to `addresses[i % addresses.count]`.
+    let addresses: [Socket.Address]
     let target: FanoutCommand.Target
     let room: String
     let appKey: String
@@ -401,11 +428,15 @@ final class Publisher: @unchecked Sendable {
     var errors: Int { errorCount.load(ordering: .relaxed) }
     var finished: Bool { done.load(ordering: .relaxed) }
     var firstError: String? { error.withLock { $0 } }
+    /// Accepted publishes per server port (read after the loop thread has been joined).
+    var acceptedByPort: [(port: UInt16, accepted: Int)] {
+        addresses.map { a in (a.port, connections.filter { $0.port == a.port }.reduce(0) { $0 + $1.accepted }) }
+    }
 
-    init(loop: EventLoop, address: Socket.Address, target: FanoutCommand.Target, room: String, appKey: String, appSecret: String,
+    init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, room: String, appKey: String, appSecret: String,
          total: Int, rate: Double, connections: Int, pipeline: Int) {
         self.loop = loop
-        self.address = address
+        self.addresses = addresses
         self.target = target
         self.room = room
         self.appKey = appKey
@@ -418,9 +449,9 @@ final class Publisher: @unchecked Sendable {
 
     func start() {
         startedAt = Instant.now()
-        for c in connections {
+        for (i, c) in connections.enumerated() {
             c.publisher = self
-            c.open(address)
+            c.open(addresses[i % addresses.count])
         }
         pump()
         if rate > 0 { loop.scheduleRepeating(every: .milliseconds(1)) { [self] in pump() } }
@@ -455,9 +486,10 @@ final class Publisher: @unchecked Sendable {
         }
     }
 
-    func answered(status: Int, detail: String) {
+    func answered(_ connection: PublisherConnection, status: Int, detail: String) {
         answered += 1
         if (200..<300).contains(status) {
+            connection.accepted += 1
             acceptedCount.add(1, ordering: .relaxed)
         } else {
             errorCount.add(1, ordering: .relaxed)
@@ -483,6 +515,9 @@ final class PublisherConnection: EventHandler {
     private(set) var inFlight = 0
     private(set) var isOpen = false
     private var connected = false
+    /// The server port it was opened to, and the publishes it got accepted.
+    private(set) var port: UInt16 = 0
+    var accepted = 0
 
     init(loop: EventLoop, publisher: Publisher?) {
         self.loop = loop
@@ -490,6 +525,7 @@ final class PublisherConnection: EventHandler {
     }
 
     func open(_ address: Socket.Address) {
+        port = address.port
         do {
             let (fd, done) = try Socket.connect(to: address)
             self.fd = fd
@@ -554,7 +590,7 @@ final class PublisherConnection: EventHandler {
             let body = String(decoding: inbound[(end + 4)..<(end + 4 + length)], as: UTF8.self)
             inbound.removeFirst(end + 4 + length)
             inFlight -= 1
-            publisher?.answered(status: status, detail: String(body.prefix(200)))
+            publisher?.answered(self, status: status, detail: String(body.prefix(200)))
         }
     }
 

@@ -9,7 +9,9 @@ import Glibc
 
 /// Three `roomcast` nodes on one PostgreSQL 15 (CLUSTER.md): clients spread over the nodes, REST
 /// calls sent to another node than the clients, and the cluster behaving as one server.
-final class TestCluster {
+final class TestCluster: @unchecked Sendable {
+    // Safety: `nodes` is changed by one thread at a time (the test's, or a killer thread while the
+    // test thread only waits for load generators that copied the ports they need beforehand).
     let pg: PostgresServer
     let url: String
     var nodes: [GatewayProcess?] = []
@@ -147,6 +149,213 @@ struct ClusterGatewayTests {
             #expect(texts == ["from-rest", "hello", "missed0", "missed1", "missed2"])
             _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "to-erin"]))
             #expect(try late.waitFor("room.message").obj("data").obj("message").str("content") == "to-erin")
+        }
+    }
+
+    static func members(_ c: TestCluster, node: Int, room: String = "r") throws -> [String] {
+        let r = try c[node].rest().call("GET", "/v1/rooms/\(room)/members?limit=100")
+        return ((r.json["members"] as? [[String: Any]]) ?? []).compactMap { $0.str("userId") }.sorted()
+    }
+
+    // CL-4: a killed node's sessions leave their rooms, with the usual events to the members on
+    // other nodes, within the failure timeout; a restarted node ends its previous run's sessions
+    // at once.
+    @Test func aKilledNodesSessionsLeaveTheirRooms() async throws {
+        try await offPool { () throws in
+            let c = try TestCluster(database: "failure")
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try c[0].client("alice"), bob = try c[1].client("bob"), carol = try c[2].client("carol")
+            for client in [alice, bob, carol] { _ = try client.expectOK(try client.command("room.join", ["roomId": "r"])) }
+            #expect(try Self.members(c, node: 0) == ["alice", "bob", "carol"])
+            _ = alice.drain(for: 0.3)
+
+            // Node 1 dies: within the timeout (3 s) plus a membership round and a new leader's
+            // grace, bob leaves on every node and alice is told.
+            let killed = Date()
+            c.kill(1)
+            let left = try alice.waitFor("room.memberChanged", timeout: 15) { e in
+                ((e.obj("data")["members"] as? [[String: Any]]) ?? []).contains { $0.str("userId") == "bob" && $0.str("action") == "quit" }
+            }
+            let took = Date().timeIntervalSince(killed)
+            #expect(took >= Double(c.timeout) - 1.5, "bob left before the node timeout: \(took) s")
+            #expect(took < Double(c.timeout) + 8, "bob left after \(took) s")
+            _ = left
+            #expect(try Self.members(c, node: 2) == ["alice", "carol"])
+            #expect(try Self.members(c, node: 0) == ["alice", "carol"])
+
+            // Node 2 is killed and started again at once: its new run ends carol's session itself,
+            // long before the timeout would have.
+            c.kill(2)
+            let restarted = Date()
+            try c.restart(2)
+            _ = try alice.waitFor("room.memberChanged", timeout: 10) { e in
+                ((e.obj("data")["members"] as? [[String: Any]]) ?? []).contains { $0.str("userId") == "carol" && $0.str("action") == "quit" }
+            }
+            #expect(try Self.members(c, node: 2) == ["alice"])
+            #expect(Date().timeIntervalSince(restarted) < Double(c.timeout) + 8)
+            // The cluster lists the live nodes only.
+            var nodes: [String] = []
+            for _ in 0..<100 {
+                nodes = ((try c.readyz(0).json["cluster"] as? [String: Any])?["members"] as? [[String: Any]] ?? []).compactMap { $0.str("node") }
+                if nodes == ["n0", "n2"] { break }
+                usleep(100_000)
+            }
+            #expect(nodes == ["n0", "n2"])
+        }
+    }
+
+    // CL-3: PostgreSQL down: writes get 503 50301 with Retry-After, reads and WebSockets stay up,
+    // and the nodes reconnect by themselves.
+    @Test func postgresDownRefusesWritesAndTheNodesReconnect() async throws {
+        try await offPool { () throws in
+            let c = try TestCluster(database: "outage")
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try c[0].client("alice"), bob = try c[1].client("bob")
+            for client in [alice, bob] { _ = try client.expectOK(try client.command("room.join", ["roomId": "r"])) }
+
+            try c.pg.stop()
+            // The first write may be the one that finds the connection gone; either way 503 50301.
+            for node in [0, 1, 0] {
+                let r = try c[node].rest().call("POST", "/v1/rooms/r/messages", ["content": "during", "fromUserId": "admin"])
+                #expect(r.status == 503 && r.json["code"] as? Int == 50301, "\(r.status) \(r.text)")
+                #expect(r.header("Retry-After") != nil)
+            }
+            let refused = try alice.command("room.send", ["roomId": "r", "content": "ws-during"])
+            #expect(refused.obj("error").int("code") == 50301)
+            // Reads and connections continue from each node's replica.
+            #expect(try Self.members(c, node: 1) == ["alice", "bob"])
+            #expect(try c[0].rest().call("GET", "/v1/rooms/r/messages?limit=5").status == 200)
+            #expect(try c.readyz(0).status == 503)
+
+            try c.pg.start()
+            var status = 0
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                status = (try? c[0].rest().call("POST", "/v1/rooms/r/messages", ["content": "after", "fromUserId": "admin"]))?.status ?? 0
+                if status == 201 { break }
+                usleep(200_000)
+            }
+            #expect(status == 201)
+            #expect(try bob.waitFor("room.message", timeout: 10).obj("data").obj("message").str("content") == "after")
+            // Nothing written while it was down exists.
+            let texts = ((try c[1].rest().call("GET", "/v1/rooms/r/messages?limit=10").json["messages"] as? [[String: Any]]) ?? [])
+                .compactMap { $0.str("content") }
+            #expect(texts == ["after"])
+            for i in 0..<3 { try c.waitReady(i, timeout: 20) }
+            #expect(alice.closeCode == nil && bob.closeCode == nil)
+        }
+    }
+
+    /// Writers send numbered messages to the given nodes until told to stop; returns the numbers
+    /// acknowledged with 201.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(true)
+        var isSet: Bool { value.load(ordering: .relaxed) }
+        func clear() { value.store(false, ordering: .relaxed) }
+    }
+
+    /// Rooms per writer and messages per room of `writeLoad` (history pages hold 100).
+    static let roomsPerWriter = 10, perRoom = 100
+
+    static func room(_ phase: String, _ w: Int, _ i: Int) -> String { "\(phase)-\(w)-\(i / perRoom)" }
+
+    /// Writers send numbered messages to the given nodes until told to stop (at most
+    /// `roomsPerWriter * perRoom` each); returns the messages acknowledged with 201.
+    static func writeLoad(_ c: TestCluster, phase: String, nodes: [Int], writers: Int, while running: Flag) -> [String] {
+        let acked = Mutex<[String]>([])
+        let ports = nodes.map { c[$0].port }
+        let app = c[0].appKey, secret = c[0].secret
+        let group = DispatchGroup()
+        for w in 0..<writers {
+            DispatchQueue.global().async(group: group) {
+                var i = 0
+                while running.isSet && i < roomsPerWriter * perRoom {
+                    let content = "\(phase)-\(w)-\(i)"
+                    let rest = RESTClient(port: ports[(w + i) % ports.count], appKey: app, secret: secret)
+                    if let r = try? rest.call("POST", "/v1/rooms/\(room(phase, w, i))/messages", ["content": content, "fromUserId": "admin"]),
+                       r.status == 201 {
+                        acked.withLock { $0.append(content) }
+                    }
+                    i += 1
+                    usleep(2_000)
+                }
+            }
+        }
+        group.wait()
+        return acked.withLock { $0 }
+    }
+
+    static func createRooms(_ c: TestCluster, phase: String, writers: Int) throws {
+        for w in 0..<writers {
+            for r in 0..<roomsPerWriter {
+                #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": room(phase, w, r * perRoom)]).status == 201)
+            }
+        }
+    }
+
+    static func stored(_ c: TestCluster, node: Int, phases: [String], writers: Int) throws -> Set<String> {
+        var all = Set<String>()
+        for phase in phases {
+            for w in 0..<writers {
+                for r in 0..<roomsPerWriter {
+                    let page = try c[node].rest().call("GET", "/v1/rooms/\(room(phase, w, r * perRoom))/messages?limit=\(perRoom)")
+                    #expect(page.status == 200)
+                    all.formUnion(((page.json["messages"] as? [[String: Any]]) ?? []).compactMap { $0.str("content") })
+                }
+            }
+        }
+        return all
+    }
+
+    // CL-3: kill -9 of a node under write load, then kill -9 of PostgreSQL under write load:
+    // every acknowledged message is in the history of every live node.
+    @Test func killsUnderWriteLoadLoseNoAcknowledgedChange() async throws {
+        try await offPool { () throws in
+            let c = try TestCluster(database: "kills")
+            let writers = 6
+            try Self.createRooms(c, phase: "a", writers: writers)
+            try Self.createRooms(c, phase: "b", writers: writers)
+
+            // A node dies mid-load (the writers send to all three).
+            let running = Flag()
+            let killer = Thread {
+                usleep(1_200_000)
+                c.kill(2)
+                usleep(1_200_000)
+                running.clear()
+            }
+            killer.start()
+            let first = Self.writeLoad(c, phase: "a", nodes: [0, 1, 2], writers: writers, while: running)
+            #expect(first.count > 50, "only \(first.count) writes acknowledged")
+
+            // PostgreSQL dies mid-load and comes back.
+            let again = Flag()
+            let crasher = Thread {
+                usleep(1_000_000)
+                c.pg.kill9()
+                usleep(500_000)
+                try? c.pg.start()
+                usleep(3_000_000)
+                again.clear()
+            }
+            crasher.start()
+            let second = Self.writeLoad(c, phase: "b", nodes: [0, 1], writers: writers, while: again)
+            #expect(second.count > 50, "only \(second.count) writes acknowledged")
+
+            let acked = Set(first + second)
+            for node in [0, 1] {
+                // Wait until the node has applied everything (its lag is 0).
+                for _ in 0..<100 {
+                    if let cl = try? c.readyz(node).json["cluster"] as? [String: Any], cl.int("lag") == 0 { break }
+                    usleep(100_000)
+                }
+                let lost = acked.subtracting(try Self.stored(c, node: node, phases: ["a", "b"], writers: writers))
+                #expect(lost.count == 0, "node \(node) lost \(lost.count) of \(acked.count) acknowledged, e.g. \(lost.sorted().prefix(5))")
+            }
+            try c.restart(2)
+            let stored = try Self.stored(c, node: 2, phases: ["a", "b"], writers: writers)
+            #expect(acked.subtracting(stored).count == 0)
+            #expect(try Self.stored(c, node: 0, phases: ["a", "b"], writers: writers) == stored)
         }
     }
 }
