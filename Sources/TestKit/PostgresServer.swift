@@ -62,6 +62,11 @@ public final class PostgresServer: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory + "/data/postmaster.pid")
     }
 
+    /// Creates a database owned by the test user.
+    public func createDatabase(_ name: String) throws {
+        try run("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, name])
+    }
+
     private func run(_ tool: String, _ arguments: [String]) throws {
         if asPostgres {
             try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", bin + "/" + tool] + arguments)

@@ -7,62 +7,6 @@ import TestKit
 import Glibc
 #endif
 
-/// Three `roomcast` nodes on one PostgreSQL 15 (CLUSTER.md): clients spread over the nodes, REST
-/// calls sent to another node than the clients, and the cluster behaving as one server.
-final class TestCluster: @unchecked Sendable {
-    // Safety: `nodes` is changed by one thread at a time (the test's, or a killer thread while the
-    // test thread only waits for load generators that copied the ports they need beforehand).
-    let pg: PostgresServer
-    let url: String
-    var nodes: [GatewayProcess?] = []
-    let timeout: Int
-
-    init(nodes count: Int = 3, nodeTimeout: Int = 3, database: String) throws {
-        pg = try PostgresServer()
-        let admin = try PGConnection(pg.url())
-        try admin.query("CREATE DATABASE " + admin.quotedIdentifier(database))
-        url = pg.url(database)
-        timeout = nodeTimeout
-        // CL-1: each node migrates (once for the cluster) and registers; they catch up together.
-        nodes = try (0..<count).map { i in try Self.start(i, url: url, timeout: nodeTimeout) }
-        for i in 0..<count { try waitReady(i) }
-    }
-
-    func start(_ i: Int) throws -> GatewayProcess { try Self.start(i, url: url, timeout: timeout) }
-
-    static func start(_ i: Int, url: String, timeout: Int) throws -> GatewayProcess {
-        try GatewayProcess(extra: ["--cluster", url, "--node-id", "n\(i)", "--node-timeout", "\(timeout)", "--event-loops", "1",
-                                   "--presence-grace", "0"])
-    }
-
-    func restart(_ i: Int) throws {
-        nodes[i] = try start(i)
-        try waitReady(i)
-    }
-
-    subscript(_ i: Int) -> GatewayProcess { nodes[i]! }
-
-    func kill(_ i: Int) {
-        nodes[i]?.stop()
-        nodes[i] = nil
-    }
-
-    /// The node's /readyz as JSON once it answers 200.
-    @discardableResult
-    func waitReady(_ i: Int, timeout: Double = 60) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let r = try? self[i].rest().call("GET", "/readyz"), r.status == 200 { return r.json }
-            usleep(50_000)
-        }
-        throw TestKitError.timeout("node \(i) not ready:\n\(self[i].process.log)")
-    }
-
-    func readyz(_ i: Int) throws -> RESTClient.Response { try self[i].rest().call("GET", "/readyz") }
-
-    deinit { for n in nodes { n?.stop() } }
-}
-
 @Suite("Cluster of three nodes on PostgreSQL", .serialized)
 struct ClusterGatewayTests {
     static func contents(_ events: [[String: Any]]) -> [String] {

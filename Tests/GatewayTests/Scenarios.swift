@@ -11,6 +11,9 @@ protocol ScenarioClient: AnyObject {
     func waitFor(_ name: String, timeout: Double, where match: ([String: Any]) -> Bool) throws -> [String: Any]
     func drain(for seconds: Double) -> [[String: Any]]
     func eventNames(within seconds: Double) -> [String]
+    /// CS-3: the statuses the connect-time sync delivered, and its cursor.
+    var syncedStatuses: [[String: Any]] { get }
+    var conversationCursor: Int64 { get }
 }
 
 extension ScenarioClient {
@@ -25,11 +28,22 @@ extension ScenarioClient {
 protocol ScenarioGateway {
     associatedtype Client: ScenarioClient
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response
-    func connectClient(_ user: String) throws -> Client
+    /// A connected client of `user` on `device` (nil: the default device), synced from `cursor`.
+    func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> Client
 }
 
 extension ScenarioGateway {
     func restCall(_ method: String, _ path: String) throws -> RESTClient.Response { try restCall(method, path, nil) }
+    func connectClient(_ user: String, device: String? = nil, cursor: Int64? = nil) throws -> Client {
+        try connectClient(user, device: device, cursor: cursor)
+    }
+    /// Signed REST calls, written as the tests write them (`rest.call(...)`).
+    var api: ScenarioREST<Self> { ScenarioREST(gateway: self) }
+}
+
+struct ScenarioREST<G: ScenarioGateway> {
+    let gateway: G
+    func call(_ method: String, _ path: String, _ body: Any? = nil) throws -> RESTClient.Response { try gateway.restCall(method, path, body) }
 }
 
 extension ProtocolClient: ScenarioClient {
@@ -42,15 +56,16 @@ extension SessionClient: ScenarioClient {
 
 extension GatewayProcess: ScenarioGateway {
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response { try rest().call(method, path, body) }
-    func connectClient(_ user: String) throws -> ProtocolClient { try client(user) }
+    func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> ProtocolClient { try client(user, device: device, cursor: cursor) }
 }
 
 extension InProcessGateway: ScenarioGateway {
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response { try rest().call(method, path, body) }
-    func connectClient(_ user: String) throws -> SessionClient { try client(user) }
+    func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> SessionClient { try client(user, device: device, cursor: cursor) }
 }
 
-/// Scenarios run both in-process (ScenarioTests) and against the binary (SmokeTests).
+/// Scenarios run in-process (ScenarioTests, GroupsAndConversationsTests), against the binary
+/// (SmokeTests) and against a cluster of three nodes (ClusterScenarioTests).
 enum Scenarios {
     static func join<C: ScenarioClient>(_ c: C, _ room: String, _ extra: [String: Any] = [:]) throws -> [String: Any] {
         var args: [String: Any] = ["roomId": room]
@@ -121,5 +136,224 @@ enum Scenarios {
         #expect(try alice.waitFor("room.status").obj("data").str("status") == "destroyed")
         #expect(try dave.waitFor("room.status").obj("data").str("destroyType") == "manual")
         #expect(carol.eventNames().isEmpty)
+    }
+
+    static func infos(_ e: [String: Any]) -> [[String: Any]] { e.obj("data")["infoList"] as? [[String: Any]] ?? [] }
+
+    /// NIM-2, NIM-6, NIM-9, NIM-12, NIM-15, NIM-16: roles, the queue and kicks.
+    static func nimRolesQueueAndKicks<G: ScenarioGateway>(_ g: G) throws {
+        let rest = g.api
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "nim", "creator": "owner"]).status == 201)
+        let owner = try g.connectClient("owner"), guest = try g.connectClient("guest"), viewer = try g.connectClient("viewer"), outsider = try g.connectClient("outsider")
+        _ = try Scenarios.join(owner, "nim")
+        _ = try Scenarios.join(guest, "nim", ["ext": "{\"vip\":true}", "notifyExt": "hello"])
+        // NIM-2/NIM-9: the enter notification carries notifyExt and the member's ext.
+        let enter = try owner.waitFor("room.notification") { $0.obj("data").int("eventType") == 301 }
+        #expect(enter.obj("data").str("notifyExt") == "hello")
+        #expect(enter.obj("data").obj("source").str("ext") == "{\"vip\":true}")
+        _ = try Scenarios.join(viewer, "nim")
+        _ = [owner, guest, viewer].map { $0.drain(for: 0.2) }
+
+        // NIM-12: a role change over REST notifies the room (307) and changes the type.
+        let role = try rest.call("PUT", "/v1/rooms/nim/members/guest/role", ["role": "manager", "notifyExt": "promoted"])
+        #expect(role.status == 200)
+        #expect((role.json["members"] as? [[String: Any]])?.first?.str("type") == "manager")
+        for c in [owner, guest, viewer] {
+            let n = try c.waitFor("room.notification")
+            #expect(n.obj("data").int("eventType") == 307)
+            #expect(n.obj("data").str("notifyExt") == "promoted")
+        }
+        #expect(try rest.call("PUT", "/v1/rooms/nim/members/guest/role", ["role": "admin"]).json.str("field") == "role")
+
+        // NIM-16: a transient element goes when its owner leaves: one 320 for the others.
+        _ = try viewer.expectOK(try viewer.send("queue.offer", ["roomId": "nim", "key": "mic", "value": "viewer", "transient": true]))
+        #expect(try owner.waitFor("room.notification").obj("data").obj("ext").str("changeType") == "offer")
+        _ = owner.drain(for: 0.2)
+        _ = guest.drain(for: 0.2)
+        _ = try viewer.expectOK(try viewer.send("room.leave", ["roomId": "nim"]))
+        let clear = try owner.waitFor("room.notification") { $0.obj("data").int("eventType") == 320 }
+        #expect(clear.obj("data").obj("ext").str("changeType") == "partialClear")
+        #expect(clear.obj("data").obj("ext").obj("elements").str("mic") == "viewer")
+        #expect(try rest.call("GET", "/v1/rooms/nim/queue").json["elements"] as? [Any] != nil)
+
+        // NIM-15: the new manager kicks from the client; NIM-6 reason 2 with the ext.
+        _ = try Scenarios.join(viewer, "nim")
+        _ = [owner, guest, viewer].map { $0.drain(for: 0.2) }
+        _ = try guest.expectOK(try guest.send("manage.kick", ["roomId": "nim", "userId": "viewer", "notifyExt": "bye"]))
+        let kicked = try viewer.waitFor("room.kicked")
+        #expect(kicked.obj("data").int("reason") == 2)
+        #expect(kicked.obj("data").str("ext") == "bye")
+        #expect(try owner.waitFor("room.notification").obj("data").int("eventType") == 313)
+        // A manager may not act on the creator.
+        #expect(try guest.send("manage.kick", ["roomId": "nim", "userId": "owner"]).obj("error").int("code") == 40301)
+        #expect(outsider.eventNames().isEmpty)
+    }
+
+    /// ZIM-1, ZIM-2, ZIM-4, ZIM-5, ZIM-6: create, join, switch and leave all.
+    static func zimCreateJoinSwitchAndLeaveAll<G: ScenarioGateway>(_ g: G) throws {
+        // ZIM users may be in several rooms; RC-4's default is one room per user.
+        #expect(try g.restCall("PATCH", "/v1/settings", ["multipleRoomsPerUser": true]).status == 200)
+        let alice = try g.connectClient("alice"), bob = try g.connectClient("bob"), carol = try g.connectClient("carol"), eve = try g.connectClient("eve")
+        _ = try Scenarios.join(alice, "z1", ["mode": "create", "room": ["name": "One", "destroy": ["policy": "whenEmpty", "seconds": 60]]])
+        // ZIM-1: creating again fails; ZIM-2: joining a missing room fails.
+        #expect(try bob.send("room.join", ["roomId": "z1", "mode": "create"]).obj("error").int("code") == 40901)
+        #expect(try bob.send("room.join", ["roomId": "missing"]).obj("error").int("code") == 23410)
+        _ = try Scenarios.join(bob, "z1")
+        _ = try Scenarios.join(carol, "z2", ["mode": "enter"])
+        _ = try Scenarios.join(eve, "other", ["mode": "enter"])
+        _ = [alice, bob, carol, eve].map { $0.drain(for: 0.2) }
+
+        // ZIM-5: alice switches z1 → z2.
+        let switched = try alice.send("room.switch", ["from": "z1", "to": ["roomId": "z2"], "createIfMissing": false])
+        _ = try alice.expectOK(switched)
+        let states = alice.drain(for: 0.3).filter { $0.str("ev") == "room.status" }
+            .map { "\($0.str("roomId") ?? ""):\($0.obj("data").str("zimState") ?? ""):\($0.obj("data").str("zimEvent") ?? "")" }
+        #expect(states == ["z2:connecting:activeSwitch", "z2:connected:success", "z1:disconnected:success"])
+        #expect(try bob.waitFor("room.memberChanged").obj("data")["members"].map { ($0 as? [[String: Any]])?.first?.str("action") } == "quit")
+        #expect(try carol.waitFor("room.memberChanged").obj("data")["members"].map { ($0 as? [[String: Any]])?.first?.str("action") } == "join")
+        #expect(eve.eventNames().isEmpty)
+
+        // A switch to a missing room without creation fails with the seed's states.
+        let failed = try alice.send("room.switch", ["from": "z2", "to": ["roomId": "nowhere"]])
+        #expect(failed.obj("error").int("code") == 23410)
+        let failStates = alice.drain(for: 0.3).map { $0.obj("data").str("zimEvent") ?? "" }
+        #expect(failStates == ["activeSwitch", "switchFailed"])
+
+        // ZIM-6: leave all rooms of this connection only.
+        _ = try Scenarios.join(alice, "z3", ["mode": "enter"])
+        let left = try alice.expectOK(try alice.send("room.leaveAll", [:]))
+        #expect(Set(left["roomIds"] as? [String] ?? []) == ["z2", "z3"])
+    }
+
+    /// UG-1..UG-6: ultra-group channel changes reach exactly the seed's audiences.
+    static func ultraGroupChannels<G: ScenarioGateway>(_ g: G) throws {
+        let rest = g.api
+        #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "name": "Guild", "creator": "alice"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/members", ["userIds": ["bob", "carol"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "c1", "type": "public"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "p1", "type": 1]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels/c1/private-members", ["userIds": ["alice"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["bob", "carol"]]).status == 200)
+        let phone = try g.connectClient("alice", device: "phone"), tablet = try g.connectClient("alice", device: "tablet")
+        let bob = try g.connectClient("bob"), carol = try g.connectClient("carol"), dave = try g.connectClient("dave")
+
+        // UG-2: public → private: alice (on the list, both devices) 2; bob and carol 6; dave nothing.
+        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": "private"]).json.obj("channel").str("type") == "private")
+        for c in [phone, tablet] {
+            let e = try c.waitFor("group.channelTypeChanged")
+            #expect(Scenarios.infos(e).map { $0.int("changeType") } == [2] && Scenarios.infos(e).first?.str("channelId") == "c1")
+        }
+        for c in [bob, carol] { #expect(Scenarios.infos(try c.waitFor("group.channelTypeChanged")).first?.int("changeType") == 6) }
+        #expect(dave.eventNames(within: 0.3).isEmpty)
+        // One array event per recipient per call (UG-5).
+        for c in [phone, tablet, bob, carol] { #expect(!c.eventNames(within: 0).contains("group.channelTypeChanged")) }
+
+        // UG-2: private → public: only the private list (alice), type 3.
+        #expect(try rest.call("PATCH", "/v1/groups/g1/channels/c1", ["type": 0]).status == 200)
+        for c in [phone, tablet] { #expect(Scenarios.infos(try c.waitFor("group.channelTypeChanged")).first?.int("changeType") == 3) }
+        for c in [bob, carol, dave] { #expect(c.eventNames(within: 0.3).isEmpty) }
+
+        // UG-1: the default channel never turns private; a stranger fails the whole add (24406).
+        let defaultPrivate = try rest.call("PATCH", "/v1/groups/g1/channels/RCDefault", ["type": "private"])
+        #expect(defaultPrivate.status == 400 && defaultPrivate.json.str("field") == "type")
+        let stranger = try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": ["alice", "dave"]])
+        #expect(stranger.status == 403 && stranger.json.int("code") == 24406 && stranger.json.str("field") == "userIds")
+        let tooMany = try rest.call("POST", "/v1/groups/g1/channels/p1/private-members", ["userIds": (0..<21).map { "u\($0)" }])
+        #expect(tooMany.status == 400 && tooMany.json.str("field") == "userIds")
+        #expect(try rest.call("GET", "/v1/groups/g1/channels/p1/private-members").json["userIds"] as? [String] == ["bob", "carol"])
+
+        // UG-4: taking bob off a private list tells bob only, about himself.
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1/private-members?userIds=bob").status == 200)
+        let kicked = try bob.waitFor("group.channelUserKicked")
+        #expect(Scenarios.infos(kicked).map { $0.str("userId") } == ["bob"] && Scenarios.infos(kicked).first?.str("channelId") == "p1")
+        for c in [phone, tablet, carol, dave] { #expect(c.eventNames(within: 0.3).isEmpty) }
+        // From a public channel's list: nobody hears.
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1/private-members?userIds=alice").status == 200)
+        for c in [phone, tablet, bob, carol, dave] { #expect(c.eventNames(within: 0.3).isEmpty) }
+
+        // UG-6: paged channels, and what each user can see.
+        let page = try rest.call("GET", "/v1/groups/g1/channels?page=2&pageSize=2").json
+        #expect((page["channels"] as? [[String: Any]])?.compactMap { $0.str("channelId") } == ["p1"] && page.int("total") == 3)
+        let bobSees = try bob.expectOK(try bob.send("group.channels", ["groupId": "g1"]))
+        #expect((bobSees["channels"] as? [[String: Any]])?.compactMap { $0.str("channelId") } == ["RCDefault", "c1"])
+        let carolSees = try rest.call("GET", "/v1/groups/g1/users/carol/channels").json
+        #expect((carolSees["channels"] as? [[String: Any]])?.compactMap { $0.str("channelId") } == ["RCDefault", "c1", "p1"])
+        #expect(try dave.send("group.channels", ["groupId": "g1"]).obj("error").int("code") == 24406)
+
+        // UG-3: deleting the private channel tells its list (carol) only; the public one, every
+        // group member (alice's two devices too).
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/p1").status == 200)
+        #expect(Scenarios.infos(try carol.waitFor("group.channelDisbanded")).first?.str("channelId") == "p1")
+        for c in [phone, tablet, bob, dave] { #expect(c.eventNames(within: 0.3).isEmpty) }
+        #expect(try rest.call("DELETE", "/v1/groups/g1/channels/c1").status == 200)
+        for c in [carol, bob, phone, tablet] { #expect(Scenarios.infos(try c.waitFor("group.channelDisbanded")).first?.str("channelId") == "c1") }
+        #expect(dave.eventNames(within: 0.3).isEmpty)
+        for c in [phone, tablet, bob, carol] { #expect(c.eventNames(within: 0).isEmpty) }
+    }
+
+    /// CS-1..CS-4: conversation status reaches every device of the user and syncs on connect.
+    static func conversationStatuses<G: ScenarioGateway>(_ g: G) throws {
+        let rest = g.api
+        let phone = try g.connectClient("alice", device: "phone"), tablet = try g.connectClient("alice", device: "tablet"), bob = try g.connectClient("bob")
+        #expect(phone.syncedStatuses.isEmpty && phone.conversationCursor == 0)
+
+        // CS-1/CS-2: a server change reaches both of alice's devices as one array; bob nothing.
+        let set = try rest.call("PUT", "/v1/users/alice/conversations/1/bob", ["pinned": true, "notificationLevel": 5])
+        #expect(set.status == 200 && set.json.obj("status").int("version") == 1)
+        for c in [phone, tablet] {
+            let list = Scenarios.infos(try c.waitFor("conversation.statusChanged"))
+            #expect(list.map { $0.int("conversationStatusType") } == [1, 2])
+            #expect(list.map { $0.int("conversationStatusValue") } == [0, 1])
+            #expect(list.first?.int("notificationLevel") == 5 && list.first?.str("targetId") == "bob")
+        }
+        #expect(bob.eventNames(within: 0.3).isEmpty)
+        let bad = try rest.call("PUT", "/v1/users/alice/conversations/1/bob", ["notificationLevel": 3])
+        #expect(bad.status == 400 && bad.json.str("field") == "notificationLevel")
+        let badType = try rest.call("PUT", "/v1/users/alice/conversations/2/bob", ["pinned": true])
+        #expect(badType.status == 400 && badType.json.str("field") == "conversationType")
+
+        // CS-2 from a device: the other device hears it, the changing one gets the answer only.
+        let ok = try phone.expectOK(try phone.send("conversation.set", ["conversationType": 3, "targetId": "team", "pinned": true]))
+        #expect(ok.obj("status").int("version") == 2)
+        #expect(Scenarios.infos(try tablet.waitFor("conversation.statusChanged")).first?.str("targetId") == "team")
+        #expect(phone.eventNames(within: 0.3).isEmpty)
+        #expect(bob.eventNames(within: 0).isEmpty)
+
+        // CS-4: defaults and the effective level.
+        #expect(try rest.call("POST", "/v1/groups", ["groupId": "g1", "creator": "alice"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g1/channels", ["channelId": "c1"]).status == 201)
+        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 1]).status == 200)
+        #expect(try rest.call("PUT", "/v1/groups/g1/notification-level", ["notificationLevel": 2, "channelId": "c1"]).status == 200)
+        let viaChannel = try phone.expectOK(try phone.send("conversation.get", ["conversationType": 10, "targetId": "g1", "channelId": "c1"]))
+        #expect(viaChannel.obj("status").int("effectiveLevel") == 2 && viaChannel.obj("status").str("levelSource") == "channelDefault")
+        #expect(try rest.call("PUT", "/v1/users/alice/conversation-types/10", ["notificationLevel": 4]).status == 200)
+        let viaType = try rest.call("GET", "/v1/users/alice/conversations/10/g1?channelId=c1").json.obj("status")
+        #expect(viaType.int("effectiveLevel") == 4 && viaType.str("levelSource") == "conversationType")
+        #expect(try rest.call("GET", "/v1/users/bob/conversations/10/g1?channelId=c1").json.obj("status").int("effectiveLevel") == 2)
+        #expect(try rest.call("PUT", "/v1/users/alice/conversations/10/g1", ["channelId": "c1", "notificationLevel": -1]).status == 200)
+        _ = [phone, tablet].map { $0.drain(for: 0.3) }
+
+        // CS-3: a device that never synced gets every status, then statusSynced with the cursor.
+        let laptop = try g.connectClient("alice", device: "laptop")
+        #expect(laptop.conversationCursor == 3)
+        #expect(Set(laptop.syncedStatuses.compactMap { $0.str("targetId") }) == ["bob", "team", "g1"])
+        #expect(laptop.syncedStatuses.count == 6)
+        // From a cursor: only what changed after it.
+        let resumed = try g.connectClient("alice", device: "laptop", cursor: 2)
+        #expect(resumed.syncedStatuses.compactMap { $0.str("targetId") } == ["g1", "g1"] && resumed.conversationCursor == 3)
+        let current = try g.connectClient("alice", device: "laptop", cursor: 3)
+        #expect(current.syncedStatuses.isEmpty && current.conversationCursor == 3)
+        #expect(try bob.send("connect", ["token": "x"]).obj("error").int("code") != nil)
+
+        // What the REST API reads back (DeliveryTests reads the same after kill -9).
+        let status = try rest.call("GET", "/v1/users/alice/conversations/1/bob").json.obj("status")
+        #expect(status["pinned"] as? Bool == true && status.int("notificationLevel") == 5 && status.int("version") == 1)
+        #expect(try rest.call("GET", "/v1/users/alice/conversation-types/10").json.int("notificationLevel") == 4)
+        #expect(try rest.call("GET", "/v1/groups/g1/notification-level?channelId=c1").json.int("notificationLevel") == 2)
+        // A device that synced up to version 1 gets the two statuses changed since (team, g1).
+        let again = try g.connectClient("alice", device: "phone", cursor: 1)
+        #expect(again.syncedStatuses.count == 4 && again.conversationCursor == 3)
+        // The next change continues the version sequence.
+        #expect(try rest.call("PUT", "/v1/users/alice/conversations/6/system", ["pinned": true]).json.obj("status").int("version") == 4)
     }
 }
