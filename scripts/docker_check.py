@@ -82,9 +82,28 @@ for name, svc in services.items():
             problems.append(f"compose.yaml {name}: port {mapping} does not reach ROOMCAST_PORT {port}")
     if exposed and port not in exposed[-1].split():
         problems.append(f"compose.yaml {name}: ROOMCAST_PORT {port} is not the image's EXPOSE {exposed[-1]}")
-    for k, v in senv.items():
-        m = re.fullmatch(r"\$\{(\w+):-(.*)\}", str(v))
-        env[k] = m.group(2) if m else str(v)
+    # The single node is what is started here; the cluster's nodes are checked for their settings.
+    if name == "roomcast":
+        for k, v in senv.items():
+            m = re.fullmatch(r"\$\{(\w+):-(.*)\}", str(v))
+            env[k] = m.group(2) if m else str(v)
+
+# The cluster profile (CL-1): PostgreSQL 15 and nodes that each join it under their own id.
+cluster_nodes = {n: s for n, s in services.items() if "cluster" in s.get("profiles", []) and s.get("image", "").startswith("roomcast")}
+if not any("cluster" in s.get("profiles", []) and str(s.get("image", "")).startswith("postgres:15") for s in services.values()):
+    problems.append("compose.yaml: the cluster profile has no postgres:15 service")
+if len(cluster_nodes) < 3:
+    problems.append(f"compose.yaml: the cluster profile has {len(cluster_nodes)} roomcast nodes, not three")
+node_ids = []
+for name, svc in cluster_nodes.items():
+    senv = svc.get("environment", {})
+    if not str(senv.get("ROOMCAST_CLUSTER", "")).startswith("postgres://"):
+        problems.append(f"compose.yaml {name}: ROOMCAST_CLUSTER must be the postgres:// URL of the cluster's database")
+    node_ids.append(senv.get("ROOMCAST_NODE_ID"))
+    if "ROOMCAST_APPS" not in senv:
+        problems.append(f"compose.yaml {name}: a cluster node needs ROOMCAST_APPS")
+if len(set(node_ids)) != len(node_ids) or None in node_ids:
+    problems.append(f"compose.yaml: cluster nodes need distinct ROOMCAST_NODE_IDs, got {node_ids}")
 
 # Libraries the binary links directly: each from a package the runtime stage installs (or the base image's).
 deps = open(deps_path).read()

@@ -72,9 +72,12 @@ final class GatewayContext: Sendable {
     let hubs: HubTable
     /// PX-2: answers of requests sent with an Idempotency-Key.
     let idempotency: Idempotency
+    /// This node is one of a cluster (CL-1).
+    let inCluster: Bool
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
          publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable, idempotency: Idempotency) {
+        self.inCluster = configuration.cluster != nil
         self.hubs = hubs
         self.idempotency = idempotency
         self.engine = engine

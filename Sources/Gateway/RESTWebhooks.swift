@@ -70,6 +70,11 @@ extension RESTAPI {
     func registerWebhooks(_ r: inout Router.Builder) {
         let hooks = context.webhooks
         let clock = context.clock
+        // A cluster node's endpoints are the ones every node is started with (--webhook): an
+        // endpoint made through one node would exist on that node only.
+        let inCluster = context.inCluster
+        let clusterRefusal = Self.error(GatewayError(.notOnClusterNodes,
+            "in a cluster, webhook endpoints are configured with --webhook (ROOMCAST_WEBHOOKS) on every node; they cannot be changed through one node"))
         @Sendable func reply(_ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) -> WebhookService.Completion<WebhookEndpoint> {
             { result in
                 switch result {
@@ -81,6 +86,7 @@ extension RESTAPI {
         }
 
         r.add(.POST, "/v1/webhooks", signed { req, caller, writer in
+            if inCluster { return writer.send(clusterRefusal) }
             let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
@@ -108,6 +114,7 @@ extension RESTAPI {
             writer.send(.json(.ok, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: clock())))
         })
         r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
+            if inCluster { return writer.send(clusterRefusal) }
             let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
@@ -117,6 +124,7 @@ extension RESTAPI {
             }
         })
         r.add(.DELETE, "/v1/webhooks/{id}", signed { req, caller, writer in
+            if inCluster { return writer.send(clusterRefusal) }
             let app = caller.app
             hooks.deleteEndpoint(app: app, id: Self.param(req, "id")) { result in
                 switch result {
@@ -126,6 +134,7 @@ extension RESTAPI {
             }
         })
         r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, caller, writer in
+            if inCluster { return writer.send(clusterRefusal) }
             let app = caller.app
             hooks.rotateSecret(app: app, id: Self.param(req, "id"), completion: reply(writer, withSecret: true))
         })
@@ -151,6 +160,7 @@ extension RESTAPI {
             }
         })
         r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, caller, writer in
+            if inCluster { return writer.send(clusterRefusal) }
             let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookReplayRequest.self, from: req.body)

@@ -12,22 +12,25 @@ public final class TestCluster: @unchecked Sendable {
     public let url: String
     public var nodes: [GatewayProcess?] = []
     public let timeout: Int
+    /// Options every node gets besides the cluster's own.
+    public let extra: [String]
 
-    public init(nodes count: Int = 3, nodeTimeout: Int = 3, database: String) throws {
+    public init(nodes count: Int = 3, nodeTimeout: Int = 3, database: String, extra: [String] = []) throws {
         pg = try PostgresServer()
         try pg.createDatabase(database)
         url = pg.url(database)
         timeout = nodeTimeout
+        self.extra = extra
         // CL-1: each node migrates (once for the cluster) and registers; they catch up together.
-        nodes = try (0..<count).map { i in try Self.start(i, url: url, timeout: nodeTimeout) }
+        nodes = try (0..<count).map { i in try Self.start(i, url: url, timeout: nodeTimeout, extra: extra) }
         for i in 0..<count { try waitReady(i) }
     }
 
-    public func start(_ i: Int) throws -> GatewayProcess { try Self.start(i, url: url, timeout: timeout) }
+    public func start(_ i: Int) throws -> GatewayProcess { try Self.start(i, url: url, timeout: timeout, extra: extra) }
 
-    public static func start(_ i: Int, url: String, timeout: Int) throws -> GatewayProcess {
+    public static func start(_ i: Int, url: String, timeout: Int, extra: [String] = []) throws -> GatewayProcess {
         try GatewayProcess(extra: ["--cluster", url, "--node-id", "n\(i)", "--node-timeout", "\(timeout)", "--event-loops", "1",
-                                   "--presence-grace", "0"])
+                                   "--presence-grace", "0"] + extra)
     }
 
     public func restart(_ i: Int) throws {

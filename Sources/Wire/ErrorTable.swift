@@ -46,6 +46,9 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
     case idempotencyKeyInFlight = 40900
     /// A transfer coding the server does not implement, or a CONNECT request.
     case unsupportedCoding = 50100
+    /// The call changes what only one node would hold, and this node is one of a cluster (webhook
+    /// endpoints are configured on every node's command line instead).
+    case notOnClusterNodes = 50101
     /// The server is starting or draining.
     case unavailable = 50300
     /// An HTTP version other than 1.0 and 1.1.
@@ -82,6 +85,7 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .unsupportedCoding: return "unsupported transfer coding, or CONNECT"
         case .unavailable: return "the server is starting or shutting down"
         case .versionNotSupported: return "HTTP version not supported"
+        case .notOnClusterNodes: return "not available on a cluster node: configure it on every node's command line"
         }
     }
 

@@ -302,4 +302,45 @@ struct ClusterGatewayTests {
             #expect(try Self.stored(c, node: 0, phases: ["a", "b"], writers: writers) == stored)
         }
     }
+
+    // CL-6: with an endpoint configured on every node, each message is delivered once by the
+    // cluster, not once per node (duplicates by webhook-id and by content: 0); endpoints cannot be
+    // changed through one node.
+    @Test func eachWebhookMessageIsDeliveredOnceByTheCluster() async throws {
+        try await offPool { () throws in
+            let receiver = try HTTPReceiver()
+            defer { receiver.stop() }
+            let c = try TestCluster(database: "webhooks", extra: [
+                "--webhook", "testapp \(receiver.url()) allow-private events=message.sent",
+                "--webhook-allow-private", "testapp",
+            ])
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try c[1].client("alice")
+            _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+            var sent: [String] = []
+            for i in 0..<30 {
+                let content = "m\(i)"
+                #expect(try c[i % 3].rest().call("POST", "/v1/rooms/r/messages", ["content": content, "fromUserId": "admin"]).status == 201)
+                sent.append(content)
+            }
+            for i in 0..<10 {
+                _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "ws\(i)"]))
+                sent.append("ws\(i)")
+            }
+            func contents() -> [String] {
+                receiver.requests.compactMap { r in
+                    ((r.json as? [String: Any])?["data"] as? [String: Any]).flatMap { ($0["details"] as? [String: Any])?["content"] as? String }
+                }
+            }
+            let deadline = Date().addingTimeInterval(15)
+            while contents().count < sent.count && Date() < deadline { usleep(50_000) }
+            usleep(1_000_000) // a duplicate from another node would arrive by now
+            #expect(contents().sorted() == sent.sorted())
+            let ids = receiver.requests.compactMap { $0.header("webhook-id") }
+            #expect(ids.count == sent.count && Set(ids).count == ids.count)
+
+            let refused = try c[2].rest().call("POST", "/v1/webhooks", ["url": receiver.url(), "allowPrivateNetwork": true])
+            #expect(refused.status == 501 && refused.json.int("code") == 50101)
+        }
+    }
 }
