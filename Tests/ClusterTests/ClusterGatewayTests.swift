@@ -13,7 +13,7 @@ struct ClusterGatewayTests {
         events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
     }
 
-    // CL-1, CL-2, BX-1, CL-5: one chat across three nodes.
+    // BX-5, CL-1, CL-2, BX-1, CL-5: one chat across three nodes.
     @Test func threeNodesServeOneChat() async throws {
         try await offPool { () throws in
             let c = try TestCluster(database: "chat")
