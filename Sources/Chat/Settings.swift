@@ -379,6 +379,9 @@ public enum Limits {
     /// Cluster mode: changes of one node waiting for their log entry to come back applied; past
     /// it 42901 (PostgreSQL is slower than the node's callers).
     public static let maxClusterWaiting = 100_000
+    /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
+    /// log and replays) in its in-memory replica.
+    public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000
     /// How long past its app's timeout the engine waits for a verdict before it judges the
     /// message as if the hook had failed (a transfer that never ends cannot hold a connection).
     public static let beforeSendVerdictSlackMilliseconds = 2000

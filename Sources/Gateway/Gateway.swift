@@ -155,7 +155,12 @@ final class GatewayCore: Sendable {
 
         // Webhooks: endpoints from the command line, then the service (started with the store).
         let apps = registry
-        webhooks = WebhookService(store: store, configuration: configuration.webhooks, logger: logger, clock: clock,
+        var webhookConfiguration = configuration.webhooks
+        if cluster != nil {
+            // The replica is in memory: delivered and dead messages are kept an hour, not a week.
+            webhookConfiguration.retentionMs = min(webhookConfiguration.retentionMs, Limits.clusterWebhookRetentionMilliseconds)
+        }
+        webhooks = WebhookService(store: store, configuration: webhookConfiguration, logger: logger, clock: clock,
                                   random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.secret($0) })
         for (app, spec) in configuration.webhookEndpoints {
             guard registry.app(app) != nil else { throw ChatError(.unknownApp, "--webhook names unknown app \(app)", field: "app") }
