@@ -73,6 +73,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     /// PX-4: the app's before-send hook did not judge the message in time (or answered nonsense)
     /// and the app fails closed; nobody received it; try again.
     case moderationUnavailable = 50302
+    /// Cluster mode: the connection to PostgreSQL was lost while the change was being saved; it may
+    /// or may not have been made. Check (read it back) before trying again.
+    case outcomeUnknown = 50303
 
     /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
     /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
@@ -95,7 +98,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomNotFound, .notFound: return 404
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
-        case .storageUnavailable, .moderationUnavailable: return 503
+        case .storageUnavailable, .moderationUnavailable, .outcomeUnknown: return 503
         case .rateLimited: return 429
         }
     }
@@ -113,7 +116,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomExists, .alreadyExists: return 417
         case .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
         case .limitExceeded, .roomLimitReached: return 419
-        case .storageUnavailable, .moderationUnavailable: return 500
+        case .storageUnavailable, .moderationUnavailable, .outcomeUnknown: return 500
         case .rateLimited: return 416
         }
     }
@@ -140,6 +143,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .rateLimited: return "a rate limit was reached; nothing changed; try again after Retry-After"
         case .messageRejected: return "the app's before-send hook dropped the message; nobody received it"
         case .moderationUnavailable: return "the app's before-send hook did not judge the message in time and the app fails closed; nobody received it; try again"
+        case .outcomeUnknown: return "the connection to the cluster's database was lost while saving: the change may or may not have been made; check before trying again"
         }
     }
 }

@@ -2,6 +2,10 @@
 /// what the leader or a starting node appends for the whole cluster. Applying a record depends
 /// only on the domain's state and the entry (its time and position), never on the node.
 public enum LogRecord: Codable, Equatable, Sendable {
+    /// The version of the records' encoding this build writes and reads; a cluster whose log was
+    /// written by a newer one refuses this node (it could not apply every entry).
+    public static let format = 1
+
     /// A change a client or app server asked for.
     case command(Command)
     /// Time-driven work (expiries, destroy policies, presence grace) up to the entry's time;

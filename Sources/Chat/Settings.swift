@@ -379,6 +379,7 @@ public enum Limits {
     /// Cluster mode: changes of one node waiting for their log entry to come back applied; past
     /// it 42901 (PostgreSQL is slower than the node's callers).
     public static let maxClusterWaiting = 100_000
+    public static let maxClusterWaitingBytes = 64 * 1_048_576
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000

@@ -80,11 +80,24 @@ public enum ClusterLog {
 
     /// Which of `seqs` the node run `origin` has in the log (after a connection was lost during
     /// an append, whose COMMIT may or may not have happened).
+    /// It first takes the append lock: an append whose COMMIT is still under way (its backend
+    /// has not noticed the lost connection yet) holds it, so the answer is final.
     public static func present(_ db: PGConnection, origin: String, seqs: [Int64]) throws(PGError) -> Set<Int64> {
         guard !seqs.isEmpty else { return [] }
-        let rows = try db.query("SELECT seq FROM roomcast_log WHERE origin = $1 AND seq >= $2 AND seq <= $3",
-                                [origin, String(seqs.min()!), String(seqs.max()!)])
-        return Set(rows.rows.compactMap { $0[0].flatMap { Int64($0) } })
+        return try db.transaction { () throws(PGError) -> Set<Int64> in
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
+            let rows = try db.query("SELECT seq FROM roomcast_log WHERE origin = $1 AND seq >= $2 AND seq <= $3",
+                                    [origin, String(seqs.min()!), String(seqs.max()!)])
+            return Set(rows.rows.compactMap { $0[0].flatMap { Int64($0) } })
+        }
+    }
+
+    /// The origin and sequence number of the entry at `position`, if there is one (a node checks,
+    /// after reconnecting, that the log it applied is still the database's).
+    public static func entryKey(_ db: PGConnection, at position: Int64) throws(PGError) -> (origin: String, seq: Int64)? {
+        guard let row = try db.query("SELECT origin, seq FROM roomcast_log WHERE position = $1", [String(position)]).rows.first,
+              let origin = row[0], let seq = row[1].flatMap({ Int64($0) }) else { return nil }
+        return (origin, seq)
     }
 
     /// Entries after `position`, in order, at most `limit`.

@@ -46,11 +46,11 @@ extension ClusterNodes {
     /// The leader's round: each node whose heartbeat is older than `timeout` is removed and, in
     /// the same transaction, `endSessions(incarnation)` is appended, so its sessions end exactly
     /// once; a node that beat in between is left alone. Returns the nodes ended.
-    public static func endDead(_ db: PGConnection, timeout: Int64, origin: String,
+    public static func endDead(_ db: PGConnection, timeout: Int64, origin: String, except: String,
                                endSessions: (Int64) -> [UInt8]) throws(PGError) -> [Node] {
         let now = try serverTime(db)
         var ended: [Node] = []
-        for node in try dead(db, now: now, timeout: timeout) {
+        for node in try dead(db, now: now, timeout: timeout) where node.id != except {
             let gone = try db.transaction { () throws(PGError) -> Bool in
                 let r = try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1 AND incarnation = $2 AND heartbeat_at = $3",
                                      [node.id, String(node.incarnation), String(node.heartbeatAt)])

@@ -37,11 +37,20 @@ public enum ClusterSchema {
         "ALTER TABLE roomcast_log ADD COLUMN seq bigint NOT NULL DEFAULT 0",
         "CREATE UNIQUE INDEX roomcast_log_origin_seq ON roomcast_log (origin, seq) WHERE seq > 0",
         // Every start of a node takes an incarnation; its sessions' ids carry it (20 bits).
-        "CREATE SEQUENCE roomcast_incarnation MINVALUE 1 MAXVALUE 1048575 CYCLE",
+        // No CYCLE: a wrapped incarnation could be a live node's (its sessions would end).
+        "CREATE SEQUENCE roomcast_incarnation MINVALUE 1 MAXVALUE 1048575",
         "ALTER TABLE roomcast_nodes ADD COLUMN incarnation bigint NOT NULL DEFAULT 0",
         // The cluster's identity: the stream name resume positions carry (BX-1), the same on
         // every node.
-        "CREATE TABLE roomcast_cluster (single boolean PRIMARY KEY DEFAULT true CHECK (single), id text NOT NULL)",
+        // and the settings every node must apply the log with (the first node's, kept).
+        """
+        CREATE TABLE roomcast_cluster (
+            single boolean PRIMARY KEY DEFAULT true CHECK (single),
+            id text NOT NULL,
+            presence_grace_ms bigint NOT NULL,
+            log_format integer NOT NULL
+        )
+        """,
     ]]
 
     public static var version: Int { migrations.count }
@@ -65,12 +74,26 @@ public enum ClusterSchema {
         return version - current
     }
 
-    /// The cluster's identity, made by the first node that asks.
-    public static func clusterID(_ db: PGConnection, orCreate make: () -> String) throws(PGError) -> String {
-        try db.query("INSERT INTO roomcast_cluster (id) VALUES ($1) ON CONFLICT (single) DO NOTHING", [make()])
-        guard let id = try db.query("SELECT id FROM roomcast_cluster").scalar else {
-            throw PGError(sqlState: "XX000", message: "the cluster has no identity")
+    /// What every node applies the log with, set by the first node that starts.
+    public struct ClusterSettings: Equatable, Sendable {
+        public var id: String
+        public var presenceGraceMilliseconds: Int64
+        public var logFormat: Int
+        public init(id: String, presenceGraceMilliseconds: Int64, logFormat: Int) {
+            self.id = id
+            self.presenceGraceMilliseconds = presenceGraceMilliseconds
+            self.logFormat = logFormat
         }
-        return id
+    }
+
+    /// The cluster's settings: `proposed` if this is the first node, else the first node's.
+    public static func settings(_ db: PGConnection, proposing proposed: ClusterSettings) throws(PGError) -> ClusterSettings {
+        try db.query("INSERT INTO roomcast_cluster (id, presence_grace_ms, log_format) VALUES ($1, $2, $3) ON CONFLICT (single) DO NOTHING",
+                     [proposed.id, String(proposed.presenceGraceMilliseconds), String(proposed.logFormat)])
+        guard let row = try db.query("SELECT id, presence_grace_ms, log_format FROM roomcast_cluster").rows.first,
+              let id = row[0], let grace = row[1].flatMap({ Int64($0) }), let format = row[2].flatMap({ Int($0) }) else {
+            throw PGError(sqlState: "XX000", message: "the cluster has no settings row")
+        }
+        return ClusterSettings(id: id, presenceGraceMilliseconds: grace, logFormat: format)
     }
 }

@@ -11,6 +11,9 @@ public struct PGError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The connection was unusable when the error was raised (libpq's status, not a guess from
     /// the code): reconnect before retrying.
     public let connectionLost: Bool
+    /// Raised by a transaction's COMMIT: if the connection was lost, the transaction may or may
+    /// not have committed. An error raised before COMMIT was sent leaves nothing committed.
+    public internal(set) var duringCommit = false
 
     public init(sqlState: String, message: String, connectionLost: Bool = false) {
         self.sqlState = sqlState
@@ -118,7 +121,14 @@ public final class PGConnection {
         try query("BEGIN ISOLATION LEVEL READ COMMITTED")
         do throws(PGError) {
             let value = try body()
-            let done = try query("COMMIT")
+            let done: PGRows
+            do {
+                done = try query("COMMIT")
+            } catch {
+                var e = error
+                e.duringCommit = true
+                throw e
+            }
             guard done.command == "COMMIT" else {
                 throw PGError(sqlState: "40000", message: "the transaction was rolled back (\(done.command))")
             }

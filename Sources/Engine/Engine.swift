@@ -114,8 +114,18 @@ public final class Engine: @unchecked Sendable {
     /// Cluster mode: nil on a single node. The domain changes only by applying log entries, in
     /// order; this node's own entries are answered when they are applied.
     private let cluster: ClusterRole?
-    /// Callers waiting for their entry, by this node's sequence number.
-    private var waiting: [UInt64: ReplyTo] = [:]
+    /// Callers waiting for their entry, by this node's sequence number, and the bytes of those
+    /// entries (bounded by `Limits.maxClusterWaiting` and `Limits.maxClusterWaitingBytes`).
+    private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int)] = [:]
+    private var waitingBytes = 0
+    /// Disconnects of this node's sessions on their way to the log, and those that could not be
+    /// appended (PostgreSQL unreachable): appended again once the log takes writes, so a closed
+    /// connection never stays a session on the other nodes.
+    private var waitingDisconnects: [UInt64: SessionID] = [:]
+    private var owedDisconnects: Set<SessionID> = []
+    /// Node runs whose sessions were ended (`endSessions`): their commands are refused when
+    /// applied, on every node alike, so a session a dead run made after its end cannot appear.
+    private var endedIncarnations: Set<UInt64> = []
     private var nextSeq: UInt64 = 0
     /// The last position applied (read by other threads for heartbeats and /readyz).
     private let appliedPosition = Atomic<Int64>(0)
@@ -202,6 +212,7 @@ public final class Engine: @unchecked Sendable {
             loop.scheduleRepeating(every: interval) { [self] in
                 guard store.isWritable else { return }
                 if cluster != nil {
+                    appendOwedDisconnects()
                     appendTickIfDue()
                 } else {
                     process(domain.tick(now: clock()), replyTo: .none)
@@ -265,6 +276,7 @@ public final class Engine: @unchecked Sendable {
             // Read-only (a commit failed and the disk has not recovered, or the cluster's log is
             // unreachable): refuse before applying.
             guard isWritable else {
+                owe(command)
                 refuse(replyTo)
                 return
             }
@@ -288,11 +300,6 @@ public final class Engine: @unchecked Sendable {
     @discardableResult
     private func append(_ record: LogRecord, replyTo: ReplyTo) -> UInt64? {
         guard let cluster else { return nil }
-        guard waiting.count < Limits.maxClusterWaiting else {
-            process(.failure(ChatError(.rateLimited, "the node has \(Limits.maxClusterWaiting) changes waiting for the cluster's log; try again",
-                                       field: nil)), replyTo: replyTo)
-            return nil
-        }
         let payload: [UInt8]
         do {
             payload = try LogRecord.encode(record)
@@ -301,10 +308,40 @@ public final class Engine: @unchecked Sendable {
             process(.failure(ChatError(.storageUnavailable, "the change could not be encoded for the cluster's log; nothing changed", field: nil)), replyTo: replyTo)
             return nil
         }
+        var disconnecting: SessionID?
+        if case .command(.disconnect(let sid)) = record { disconnecting = sid }
+        // A disconnect is always taken (at most one per session of this node): it must reach the log.
+        guard disconnecting != nil
+            || (waiting.count < Limits.maxClusterWaiting && waitingBytes + payload.count <= Limits.maxClusterWaitingBytes) else {
+            process(.failure(ChatError(.rateLimited, "the node has too many changes waiting for the cluster's log (at most \(Limits.maxClusterWaiting), \(Limits.maxClusterWaitingBytes) bytes); try again",
+                                       field: nil)), replyTo: replyTo)
+            return nil
+        }
         nextSeq += 1
-        waiting[nextSeq] = replyTo
+        waiting[nextSeq] = (replyTo, payload.count)
+        waitingBytes += payload.count
+        if let disconnecting { waitingDisconnects[nextSeq] = disconnecting }
         cluster.log.append(payload, seq: nextSeq)
         return nextSeq
+    }
+
+    /// The caller of an entry of this node: it is no longer waiting.
+    private func takeWaiting(_ seq: UInt64) -> ReplyTo? {
+        guard let w = waiting.removeValue(forKey: seq) else { return nil }
+        waitingBytes -= w.bytes
+        return w.replyTo
+    }
+
+    /// A disconnect that cannot be appended now is owed to the log.
+    private func owe(_ command: Command) {
+        if cluster != nil, case .disconnect(let sid) = command { owedDisconnects.insert(sid) }
+    }
+
+    private func appendOwedDisconnects() {
+        guard let cluster, cluster.log.isWritable, !owedDisconnects.isEmpty else { return }
+        let owed = owedDisconnects.sorted()
+        owedDisconnects = []
+        for sid in owed { append(.command(.disconnect(sid)), replyTo: .none) }
     }
 
     /// The log could not take these records (or cannot say whether it did): their callers are
@@ -313,7 +350,9 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             for seq in seqs {
                 if seq == tickSeq { tickSeq = nil }
-                guard let replyTo = waiting.removeValue(forKey: seq) else { continue }
+                // Appended again later (a second disconnect of a session changes nothing).
+                if let sid = waitingDisconnects.removeValue(forKey: seq) { owedDisconnects.insert(sid) }
+                guard let replyTo = takeWaiting(seq) else { continue }
                 Self.refuse(replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
             }
         }
@@ -355,7 +394,8 @@ public final class Engine: @unchecked Sendable {
                 let own = e.origin == cluster.origin
                 var replyTo = ReplyTo.none
                 if own {
-                    replyTo = waiting.removeValue(forKey: e.seq) ?? .none
+                    replyTo = takeWaiting(e.seq) ?? .none
+                    waitingDisconnects[e.seq] = nil
                     if e.seq == tickSeq { tickSeq = nil }
                 }
                 cluster.ids.begin(position: e.position, at: e.at)
@@ -363,18 +403,24 @@ public final class Engine: @unchecked Sendable {
                 do {
                     record = try LogRecord.decode(e.payload)
                 } catch {
-                    // Every node fails alike on the same bytes: skipping keeps them in agreement.
-                    logger.error("a log entry could not be decoded; skipped", metadata: ["position": "\(e.position)", "error": "\(error)"])
-                    process(.failure(ChatError(.storageUnavailable, "the change could not be decoded from the cluster's log; nothing changed", field: nil)), replyTo: replyTo, now: e.at,
-                            stageWebhooks: false)
-                    continue
+                    // Skipping would let this node differ from those that can read it (a newer
+                    // version wrote it): stop instead, and let the operator upgrade this node.
+                    logger.critical("a log entry cannot be decoded (written by a newer roomcast?); stopping",
+                                    metadata: ["position": "\(e.position)", "error": "\(error)"])
+                    exit(75)
                 }
                 switch record {
                 case .command(let command):
+                    if let sid = ChatDomain.issuingSession(command), endedIncarnations.contains(sid.incarnation) {
+                        process(.failure(ChatError(.unknownSession, "the session's node run was ended by the cluster; reconnect", field: nil)),
+                                replyTo: replyTo, now: e.at, stageWebhooks: false)
+                        continue
+                    }
                     process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
                 case .tick:
                     process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
                 case .endSessions(let incarnation):
+                    endedIncarnations.insert(incarnation)
                     if incarnation == cluster.incarnation {
                         logger.critical("the cluster declared this node dead (its heartbeats stopped) and ended its sessions; stopping to rejoin")
                         exit(75)
@@ -473,6 +519,7 @@ public final class Engine: @unchecked Sendable {
 
     private func release(_ h: Held) {
         guard isWritable else {
+            owe(h.command)
             refuse(h.replyTo)
             return
         }
@@ -517,7 +564,7 @@ public final class Engine: @unchecked Sendable {
 
     static let storageError = ChatError(.storageUnavailable, "the server cannot save changes now (storage unavailable); nothing changed; try again later")
     static let clusterError = ChatError(.storageUnavailable, "the cluster's log (PostgreSQL) cannot be reached; nothing changed; try again later")
-    static let ambiguousError = ChatError(.storageUnavailable,
+    static let ambiguousError = ChatError(.outcomeUnknown,
                                           "the connection to the cluster's log (PostgreSQL) was lost while saving: the change may have been made; check before retrying")
 
     /// Answers a command that was not (or could not be made) durable.

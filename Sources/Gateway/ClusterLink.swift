@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Reactor
 import Synchronization
+import Wire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,17 +32,19 @@ public struct ClusterConfiguration: Sendable {
 /// URLs). Every connection reconnects by itself; while the appender cannot reach PostgreSQL,
 /// `isWritable` is false and the engine refuses changes with 50301 (CL-3).
 final class ClusterLink: ReplicatedLog, @unchecked Sendable {
-    // Safety: `engine`, `ownURLs` setter and the threads are set once in `start` before any thread
-    // runs; every other mutable state is an `Atomic` or a `Mutex`; each PostgreSQL connection is
-    // used only by the thread that made it.
+    // Safety: `engine`, `onMembers` and `threads` are set in `start` before any of the threads
+    // runs (and `threads` read again only by `stop`, on the owner's thread); every other mutable
+    // state is an `Atomic` or a `Mutex`; each PostgreSQL connection is used only by the thread
+    // that made it.
     let configuration: ClusterConfiguration
     let incarnation: Int64
     /// This run's name in the log's `origin` column.
     let origin: String
     /// The last position in the log at start: the node is ready once it has applied it.
     let headAtStart: Int64
-    /// The cluster's identity: the resume stream every node hands out (BX-1).
-    let clusterID: String
+    /// The cluster's identity (the resume stream every node hands out, BX-1) and the settings
+    /// every node applies the log with.
+    let settings: ClusterSchema.ClusterSettings
     private let logger: Logger
     private let writable = Atomic<Bool>(true)
     private let leading = Atomic<Bool>(false)
@@ -56,9 +59,10 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
 
     /// Bytes of records one append may carry (and `ClusterLog.maxBatch` records).
     static let maxBatchBytes = 4 << 20
-    /// How long a node that became leader waits before ending other nodes: after PostgreSQL
-    /// comes back, every node has this long to beat again.
-    static let leaderGraceMilliseconds: Int64 = 3_000
+    /// Heartbeat interval. A leader whose own rounds are further apart than three of these (a
+    /// PostgreSQL outage, a stall) observes afresh: it ends a node only after watching it for a
+    /// whole node timeout, so nodes reconnecting after an outage are not taken for dead.
+    static let beatMilliseconds = 1_000
 
     /// libpq defaults (a URL may override them): a dead server or path is noticed in seconds,
     /// not after the kernel's keepalive time.
@@ -69,18 +73,38 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
 
     static func connect(_ url: String) throws(PGError) -> PGConnection {
         let db = try PGConnection(url, defaults: connectionDefaults)
-        // A node cut off mid-append cannot hold the append lock (or a transaction) for long.
-        try db.query("SET idle_in_transaction_session_timeout = '10s'")
-        try db.query("SET lock_timeout = '10s'")
+        try limit(db)
         return db
     }
 
-    /// Connects, migrates the schema (once for the cluster) and registers this node run.
-    init(configuration: ClusterConfiguration, logger: Logger) throws {
+    /// A node cut off mid-append cannot hold the append lock, a transaction or (as leader) the
+    /// leader lock for long: the server drops a silent client after its own keepalives, and no
+    /// statement or lock wait lasts more than seconds.
+    static func limit(_ db: PGConnection) throws(PGError) {
+        for setting in ["idle_in_transaction_session_timeout = '10s'", "lock_timeout = '10s'", "statement_timeout = '15s'",
+                        "tcp_keepalives_idle = 5", "tcp_keepalives_interval = 2", "tcp_keepalives_count = 3", "tcp_user_timeout = 10000"] {
+            try db.query("SET " + setting)
+        }
+    }
+
+    /// Connects, migrates the schema (once for the cluster), reads the cluster's settings (this
+    /// node's `presenceGraceMilliseconds` if it is the first) and registers this node run.
+    init(configuration: ClusterConfiguration, presenceGraceMilliseconds: Int64, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        let db = try Self.connect(configuration.url)
+        let db = try PGConnection(configuration.url, defaults: Self.connectionDefaults)
+        // Migrating may wait for another node's migration: no lock or statement limit yet.
         try ClusterSchema.migrate(db)
+        try Self.limit(db)
+        settings = try ClusterSchema.settings(db, proposing: .init(id: randomHex(8), presenceGraceMilliseconds: presenceGraceMilliseconds,
+                                                                  logFormat: LogRecord.format))
+        guard settings.logFormat <= LogRecord.format else {
+            throw GatewayError(.unavailable, "the cluster's log format is \(settings.logFormat); this roomcast writes \(LogRecord.format): upgrade it")
+        }
+        if settings.presenceGraceMilliseconds != presenceGraceMilliseconds {
+            logger.warning("cluster: --presence-grace differs from the cluster's; the cluster's applies",
+                           metadata: ["cluster": "\(settings.presenceGraceMilliseconds / 1000) s"])
+        }
         // The origin names the run; the incarnation is only known from the registration, so
         // the run is named after the node and a fresh random part, and the registration's
         // previous-run entry is appended under it.
@@ -90,7 +114,6 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         })
         origin = run
         headAtStart = try ClusterLog.head(db)
-        clusterID = try ClusterSchema.clusterID(db, orCreate: { randomHex(8) })
     }
 
     var isWritable: Bool { writable.load(ordering: .relaxed) }
@@ -117,12 +140,27 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         ]
     }
 
+    /// Stops the threads, then leaves the cluster: this run's row goes and its sessions end on
+    /// every node at once (its clients were closed with 1001 and reconnect elsewhere).
     func stop() {
         running.store(false, ordering: .relaxed)
         wake.signal()
         for _ in 0..<2 { pause.signal() }
         for t in threads { t.join() }
         threads = []
+        do {
+            let db = try Self.connect(configuration.url)
+            try db.transaction { () throws(PGError) in
+                let gone = try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1 AND incarnation = $2",
+                                        [configuration.nodeID, String(incarnation)])
+                if gone.command == "DELETE 1" {
+                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: wallClockMilliseconds(),
+                                                                          payload: (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)))) ?? [])])
+                }
+            }
+        } catch {
+            logger.warning("cluster: could not leave the cluster cleanly; the node timeout will end this run's sessions", metadata: ["error": "\(error)"])
+        }
     }
 
     private func sleep(milliseconds: Int) {
@@ -153,13 +191,23 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 do {
                     _ = try ClusterLog.append(conn, batch.map { LogAppend(origin: origin, seq: Int64($0.seq), at: now, payload: $0.payload) })
                 } catch {
-                    guard error.isConnectionLost || !conn.isConnected else {
+                    // Failed before COMMIT was sent (or refused by PostgreSQL): nothing of the
+                    // batch is in the log.
+                    guard error.duringCommit && (error.isConnectionLost || !conn.isConnected) else {
+                        if error.isConnectionLost || !conn.isConnected {
+                            db = nil
+                            writable.store(false, ordering: .relaxed)
+                            logger.warning("cluster: the connection to the log was lost", metadata: ["error": "\(error)"])
+                            engine.appendFailed(seqs, ambiguous: false)
+                            failQueued(engine)
+                            break
+                        }
                         // Refused by PostgreSQL (rolled back): nothing of the batch is in the log.
                         logger.error("cluster: an append was refused", metadata: ["error": "\(error)"])
                         engine.appendFailed(seqs, ambiguous: false)
                         continue
                     }
-                    // Lost during the append: the COMMIT may or may not have happened. What is
+                    // Lost during COMMIT: it may or may not have happened. What is
                     // in the log is applied and answered by the reader; the rest is refused.
                     db = nil
                     logger.warning("cluster: the connection to the log was lost", metadata: ["error": "\(error)"])
@@ -207,11 +255,22 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         guard let engine else { return }
         var db: PGConnection?
         var last = engine.applied
+        var lastKey: (origin: String, seq: Int64)?
         while running.load(ordering: .relaxed) {
             if db == nil {
                 do {
                     let conn = try Self.connect(configuration.url)
                     try ClusterLog.listen(conn)
+                    // The log this node applied must still be the database's (not a failover to
+                    // a standby that lacks the last entries, nor a restored backup).
+                    if let lastKey {
+                        let found = try ClusterLog.entryKey(conn, at: last)
+                        guard let found, found.origin == lastKey.origin, found.seq == lastKey.seq else {
+                            logger.critical("cluster: the log no longer has the entry this node applied last (failover or restore?); stopping",
+                                            metadata: ["position": "\(last)"])
+                            exit(75)
+                        }
+                    }
                     db = conn
                 } catch {
                     sleep(milliseconds: 500)
@@ -227,6 +286,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                         ReplicatedEntry(position: $0.position, origin: $0.origin, seq: UInt64(max(0, $0.seq)), at: $0.at, payload: $0.payload)
                     })
                     last = end
+                    lastKey = entries.last.map { ($0.origin, $0.seq) }
                     state.withLock { $0.head = max($0.head, end) }
                     continue
                 }
@@ -249,7 +309,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     private func membershipLoop() {
         guard let engine else { return }
         var db: PGConnection?
-        var leaderSince: Int64 = 0
+        var observingSince: Int64 = 0
+        var lastRound: Int64 = 0
         while running.load(ordering: .relaxed) {
             if db == nil {
                 db = try? Self.connect(configuration.url)
@@ -265,11 +326,14 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     let now = try ClusterNodes.serverTime(conn)
                     if !isLeader, try ClusterNodes.tryLead(conn) {
                         leading.store(true, ordering: .relaxed)
-                        leaderSince = now
+                        observingSince = now
                         logger.info("cluster: this node leads (time and failure entries)")
                     }
-                    if isLeader && now - leaderSince >= Self.leaderGraceMilliseconds {
-                        let ended = try ClusterNodes.endDead(conn, timeout: configuration.nodeTimeoutMilliseconds, origin: origin) { incarnation in
+                    if now - lastRound > 3 * Int64(Self.beatMilliseconds) { observingSince = now }
+                    lastRound = now
+                    if isLeader && now - observingSince >= configuration.nodeTimeoutMilliseconds {
+                        let ended = try ClusterNodes.endDead(conn, timeout: configuration.nodeTimeoutMilliseconds, origin: origin,
+                                                             except: configuration.nodeID) { incarnation in
                             (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)))) ?? []
                         }
                         for node in ended {
@@ -289,7 +353,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     leading.store(false, ordering: .relaxed)
                 }
             }
-            sleep(milliseconds: 1_000)
+            sleep(milliseconds: Self.beatMilliseconds)
         }
     }
 }

@@ -61,8 +61,10 @@ final class GatewayContext: Sendable {
     let authenticator: RequestAuthenticator
     let clock: @Sendable () -> Int64
     /// NIM-3 address lookup: the WebSocket URLs handed out (derived from the bound port at start
-    /// when none are configured).
+    /// when none are configured; in a cluster, the live nodes').
     let publicURLs: PublicURLs
+    /// This node's own WebSocket URLs (in a cluster, one node's among the lookup's).
+    let nodeURLs = PublicURLs([])
     let tokenGraceMilliseconds: Int64
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
@@ -150,7 +152,8 @@ final class GatewayCore: Sendable {
         let ids = IDGenerator(clock: clock)
         let entryIDs = EntryIDs()
         let domain = ChatDomain(makeID: cluster == nil ? { ids.next() } : { entryIDs.next() })
-        domain.presenceGraceMilliseconds = configuration.presenceGraceSeconds * 1000
+        // In a cluster, the grace is the cluster's (it decides what applying the log does).
+        domain.presenceGraceMilliseconds = cluster?.settings.presenceGraceMilliseconds ?? configuration.presenceGraceSeconds * 1000
         if cluster == nil { try store.restore(into: domain, now: now) }
 
         // Webhooks: endpoints from the command line, then the service (started with the store).
@@ -210,7 +213,7 @@ final class GatewayCore: Sendable {
                                  webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock))
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
-                              stream: try cluster?.clusterID ?? store.streamID(orCreate: { randomHex(8) }))
+                              stream: try cluster?.settings.id ?? store.streamID(orCreate: { randomHex(8) }))
 
         let ready = self.ready
         var routes = Router.Builder()
@@ -343,7 +346,7 @@ public final class Gateway: Sendable {
             // The node's replica of the shared log lives in memory: it is rebuilt from the log at
             // every start (CLUSTER.md), PostgreSQL is what is durable.
             store = try Store(inMemory: logger)
-            link = try ClusterLink(configuration: cluster, logger: logger)
+            link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger)
         } else {
             store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
         }
@@ -382,16 +385,13 @@ public final class Gateway: Sendable {
         try webhooks.start()
         core.beforeSend.start()
         core.engine.start()
+        try server.start()
+        let own = configuration.publicURLs.isEmpty ? [Self.derivedURL(server.configuration, port: server.port, logger: logger)] : configuration.publicURLs
+        core.context.nodeURLs.set(own)
+        core.context.publicURLs.set(own)
         if let link = core.cluster {
             let lookup = core.context.publicURLs
             link.start(engine: core.engine, onMembers: { urls in if !urls.isEmpty { lookup.set(urls) } })
-        }
-        try server.start()
-        if configuration.publicURLs.isEmpty {
-            core.context.publicURLs.set([Self.derivedURL(server.configuration, port: server.port, logger: logger)])
-        }
-        if let link = core.cluster {
-            let own = core.context.publicURLs.value
             try catchUp(link)
             // CL-5: announced (and so handed out by the address lookup) once it can serve.
             link.setOwnURLs(own)
@@ -413,9 +413,14 @@ public final class Gateway: Sendable {
         }
         try wait("the log to be applied") { engine.applied >= link.headAtStart }
         let keys = configuration.apps.map(\.key)
-        engine.ensureApps(keys)
+        var asked: Int64 = 0
         for key in keys {
             try wait("app \(key)") {
+                // Asked again now and then: an append refused while PostgreSQL was away is not retried.
+                if wallClockMilliseconds() - asked > 2_000 {
+                    asked = wallClockMilliseconds()
+                    engine.ensureApps(keys)
+                }
                 let found = Mutex<Bool?>(nil)
                 engine.query(.appSettings(app: key)) { result in found.withLock { if case .success = result { $0 = true } else { $0 = false } } }
                 while found.withLock({ $0 }) == nil { usleep(1_000) }

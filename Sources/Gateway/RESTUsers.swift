@@ -9,7 +9,7 @@ import Wire
 extension RESTAPI {
     func registerUsers(_ r: inout Router.Builder) {
         let hubs = context.hubs
-        let node = context.publicURLs
+        let node = context.nodeURLs
 
         r.add(.GET, "/v1/users/{userId}/connections", signed { req, caller, writer in
             do throws(ChatError) {

@@ -167,7 +167,7 @@ struct RoomcastCommand: ParsableCommand {
                           ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds)] {
             guard v > 0 else { throw ValidationError("\(name) must be positive") }
         }
-        guard (2...3600).contains(nodeTimeout) else { throw ValidationError("--node-timeout must be 2 to 3600 seconds") }
+        guard (5...3600).contains(nodeTimeout) else { throw ValidationError("--node-timeout must be 5 to 3600 seconds") }
         if !nodeId.isEmpty, nodeId.utf8.count > 64 || nodeId.contains(where: { $0.isWhitespace || $0 == "#" }) {
             throw ValidationError("--node-id: at most 64 bytes, without spaces or '#'")
         }

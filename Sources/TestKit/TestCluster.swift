@@ -15,7 +15,7 @@ public final class TestCluster: @unchecked Sendable {
     /// Options every node gets besides the cluster's own.
     public let extra: [String]
 
-    public init(nodes count: Int = 3, nodeTimeout: Int = 3, database: String, extra: [String] = []) throws {
+    public init(nodes count: Int = 3, nodeTimeout: Int = 10, database: String, extra: [String] = []) throws {
         pg = try PostgresServer()
         try pg.createDatabase(database)
         url = pg.url(database)
@@ -59,5 +59,23 @@ public final class TestCluster: @unchecked Sendable {
     public func readyz(_ i: Int) throws -> RESTClient.Response { try self[i].rest().call("GET", "/readyz") }
 
     deinit { for n in nodes { n?.stop() } }
-}
 
+    /// The position node `i` has applied, from its /readyz.
+    public func applied(_ i: Int) throws -> Int {
+        ((try readyz(i).json["cluster"] as? [String: Any])?["applied"] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// Waits until every running node has applied what any of them had applied when called: a
+    /// read on any node then sees every change acknowledged before.
+    public func settle(timeout: Double = 10) throws {
+        let running = nodes.indices.filter { nodes[$0] != nil }
+        let target = try running.map { try applied($0) }.max() ?? 0
+        let deadline = Date().addingTimeInterval(timeout)
+        for i in running {
+            while try applied(i) < target {
+                guard Date() < deadline else { throw TestKitError.timeout("node \(i) did not reach position \(target)") }
+                usleep(5_000)
+            }
+        }
+    }
+}

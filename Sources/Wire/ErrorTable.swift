@@ -190,7 +190,7 @@ public enum ErrorTable {
     /// The `Retry-After` (seconds) a refusal with this code carries on every surface, if any.
     public static func retryAfter(_ code: ChatErrorCode) -> Int? {
         switch code {
-        case .storageUnavailable: return retryAfterSeconds
+        case .storageUnavailable, .outcomeUnknown: return retryAfterSeconds
         case .rateLimited, .moderationUnavailable: return Limits.rateLimitRetryAfterSeconds
         default: return nil
         }

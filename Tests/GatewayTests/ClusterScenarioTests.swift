@@ -13,8 +13,13 @@ final class ClusterGateway: ScenarioGateway {
         cluster = try TestCluster(database: database)
     }
 
+    /// A change is acknowledged by node 0 once node 0 has applied it; the scenarios then read
+    /// through the clients' nodes, so the call returns once every node has applied it (what a
+    /// client that saw the change's event on its node would find there).
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response {
-        try cluster[0].rest().call(method, path, body)
+        let r = try cluster[0].rest().call(method, path, body)
+        if method != "GET" { try cluster.settle() }
+        return r
     }
 
     func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> ProtocolClient {
