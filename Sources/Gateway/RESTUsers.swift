@@ -78,7 +78,13 @@ extension RESTAPI {
             }
         })
 
+        let inCluster = context.inCluster
         r.add(.DELETE, "/v1/users/{userId}/connections", signed { req, caller, writer in
+            // A node reaches its own connections only: refused rather than done on one node of many.
+            if inCluster {
+                return writer.send(Self.error(GatewayError(.notOnClusterNodes,
+                    "in a cluster, a node can disconnect only its own connections; this call is not available on cluster nodes yet")))
+            }
             do throws(ChatError) {
                 let user = try Self.user(req)
                 let q = Self.query(req)

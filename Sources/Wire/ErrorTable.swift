@@ -46,8 +46,9 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
     case idempotencyKeyInFlight = 40900
     /// A transfer coding the server does not implement, or a CONNECT request.
     case unsupportedCoding = 50100
-    /// The call changes what only one node would hold, and this node is one of a cluster (webhook
-    /// endpoints are configured on every node's command line instead).
+    /// The call would change what only this node holds, and this node is one of a cluster (webhook
+    /// endpoints are configured on every node's command line instead; a user's connections on
+    /// other nodes are out of its reach).
     case notOnClusterNodes = 50101
     /// The server is starting or draining.
     case unavailable = 50300
@@ -85,7 +86,7 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .unsupportedCoding: return "unsupported transfer coding, or CONNECT"
         case .unavailable: return "the server is starting or shutting down"
         case .versionNotSupported: return "HTTP version not supported"
-        case .notOnClusterNodes: return "not available on a cluster node: configure it on every node's command line"
+        case .notOnClusterNodes: return "not available on a cluster node (webhook endpoints: configure them on every node's command line)"
         }
     }
 

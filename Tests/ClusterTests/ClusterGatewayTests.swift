@@ -359,6 +359,10 @@ struct ClusterGatewayTests {
 
             let refused = try c[2].rest().call("POST", "/v1/webhooks", ["url": receiver.url(), "allowPrivateNetwork": true])
             #expect(refused.status == 501 && refused.json.int("code") == 50101)
+            // So is disconnecting a user's connections, which a node reaches only on itself.
+            let kick = try c[2].rest().call("DELETE", "/v1/users/alice/connections")
+            #expect(kick.status == 501 && kick.json.int("code") == 50101)
+            #expect(alice.closeCode == nil)
         }
     }
 }
