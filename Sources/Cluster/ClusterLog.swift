@@ -17,14 +17,16 @@ public struct LogEntry: Equatable, Sendable {
     }
 }
 
-/// An entry to append: `seq` > 0 is unique per `origin` (the log refuses a second one).
+/// An entry to append: `seq` > 0 is unique per `origin` (the log refuses a second one). `at`
+/// nil takes PostgreSQL's clock (what nodes append with: one clock for the cluster); tests give
+/// times of their own.
 public struct LogAppend: Sendable {
     public var origin: String
     public var seq: Int64
-    public var at: Int64
+    public var at: Int64?
     public var payload: [UInt8]
 
-    public init(origin: String, seq: Int64 = 0, at: Int64, payload: [UInt8]) {
+    public init(origin: String, seq: Int64 = 0, at: Int64? = nil, payload: [UInt8]) {
         self.origin = origin
         self.seq = seq
         self.at = at
@@ -60,6 +62,7 @@ public enum ClusterLog {
         precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
         try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
         let tail = try db.query("SELECT position, at FROM roomcast_log ORDER BY position DESC LIMIT 1").rows.first
+        let serverNow = entries.contains { $0.at == nil } ? try ClusterNodes.serverTime(db) : 0
         let last = tail.flatMap { $0[0] }.flatMap { Int64($0) } ?? 0
         // Time never goes back along the log, whatever the appending nodes' clocks say.
         var at = tail.flatMap { $0[1] }.flatMap { Int64($0) } ?? Int64.min
@@ -68,7 +71,7 @@ public enum ClusterLog {
         parameters.reserveCapacity(entries.count * 5)
         for (i, e) in entries.enumerated() {
             let p = parameters.count
-            at = max(at, e.at)
+            at = max(at, e.at ?? serverNow)
             sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4), $\(p + 5)::bytea)"
             parameters += [String(last + 1 + Int64(i)), e.origin, String(e.seq), String(at), byteaHex(e.payload)]
         }

@@ -22,7 +22,7 @@ extension ClusterNodes {
                     heartbeat_at = EXCLUDED.heartbeat_at, applied = 0, incarnation = EXCLUDED.incarnation
                 """, [id, urls.joined(separator: "\n"), String(now), String(incarnation)])
             if let previous, previous > 0 {
-                _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: now, payload: endPrevious(previous))])
+                _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, payload: endPrevious(previous))])
             }
             return incarnation
         }
@@ -56,7 +56,7 @@ extension ClusterNodes {
                                      [node.id, String(node.incarnation), String(node.heartbeatAt)])
                 guard r.command == "DELETE 1" else { return false }
                 if node.incarnation > 0 {
-                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: now, payload: endSessions(node.incarnation))])
+                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, payload: endSessions(node.incarnation))])
                 }
                 return true
             }

@@ -50,6 +50,9 @@ public protocol ReplicatedLog: AnyObject, Sendable {
     var isWritable: Bool { get }
     /// This node appends the cluster's time-driven records (it holds the leader lock).
     var isLeader: Bool { get }
+    /// The log's clock (PostgreSQL's) minus this node's, in milliseconds: the leader compares
+    /// the domain's deadlines, which are in log time, with its clock plus this.
+    var clockOffsetMilliseconds: Int64 { get }
     /// Appends an encoded `LogRecord` under this node's sequence number `seq`. If it is known
     /// not to be in the log, or cannot be known, the log calls `Engine.appendFailed` for it.
     func append(_ payload: [UInt8], seq: UInt64)
@@ -361,7 +364,7 @@ public final class Engine: @unchecked Sendable {
     /// The leader appends a tick when something is due (or now and then for pruning).
     private func appendTickIfDue() {
         guard let cluster, cluster.log.isLeader, cluster.log.isWritable, tickSeq == nil else { return }
-        let now = clock()
+        let now = clock() + cluster.log.clockOffsetMilliseconds
         guard (domain.nextDeadline ?? .max) <= now || now - lastTickAppended >= Self.idleTickMilliseconds else { return }
         lastTickAppended = now
         tickSeq = append(.tick, replyTo: .none)

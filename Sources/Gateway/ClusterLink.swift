@@ -48,6 +48,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     private let logger: Logger
     private let writable = Atomic<Bool>(true)
     private let leading = Atomic<Bool>(false)
+    private let offset = Atomic<Int64>(0)
     private let running = Atomic<Bool>(true)
     private let queue = Mutex<[(seq: UInt64, payload: [UInt8])]>([])
     private let wake = DispatchSemaphore(value: 0)
@@ -118,6 +119,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
 
     var isWritable: Bool { writable.load(ordering: .relaxed) }
     var isLeader: Bool { leading.load(ordering: .relaxed) }
+    /// PostgreSQL's clock minus this node's, as last measured (the log's time is PostgreSQL's).
+    var clockOffsetMilliseconds: Int64 { offset.load(ordering: .relaxed) }
 
     func append(_ payload: [UInt8], seq: UInt64) {
         queue.withLock { $0.append((seq, payload)) }
@@ -154,7 +157,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 let gone = try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1 AND incarnation = $2",
                                         [configuration.nodeID, String(incarnation)])
                 if gone.command == "DELETE 1" {
-                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, at: wallClockMilliseconds(),
+                    _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin,
                                                                           payload: (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)))) ?? [])])
                 }
             }
@@ -186,10 +189,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             while running.load(ordering: .relaxed), let conn = db {
                 let batch = takeBatch()
                 if batch.isEmpty { break }
-                let now = wallClockMilliseconds()
                 let seqs = batch.map(\.seq)
                 do {
-                    _ = try ClusterLog.append(conn, batch.map { LogAppend(origin: origin, seq: Int64($0.seq), at: now, payload: $0.payload) })
+                    _ = try ClusterLog.append(conn, batch.map { LogAppend(origin: origin, seq: Int64($0.seq), payload: $0.payload) })
                 } catch {
                     // Failed before COMMIT was sent (or refused by PostgreSQL): nothing of the
                     // batch is in the log.
@@ -324,6 +326,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                         exit(75)
                     }
                     let now = try ClusterNodes.serverTime(conn)
+                    offset.store(now - wallClockMilliseconds(), ordering: .relaxed)
                     if !isLeader, try ClusterNodes.tryLead(conn) {
                         leading.store(true, ordering: .relaxed)
                         observingSince = now
