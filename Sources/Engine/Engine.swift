@@ -129,6 +129,11 @@ public final class Engine: @unchecked Sendable {
     /// Node runs whose sessions were ended (`endSessions`): their commands are refused when
     /// applied, on every node alike, so a session a dead run made after its end cannot appear.
     private var endedIncarnations: Set<UInt64> = []
+    /// PX-4 in a cluster: entries of a session on their way through the log. A message of such a
+    /// session is checked for the hook only once they are applied (a `room.join` pipelined before
+    /// a `room.send` must be in the replica when the send is checked, as on one node).
+    private var inFlight: [SessionID: Int] = [:]
+    private var inFlightSessions: [UInt64: SessionID] = [:]
     private var nextSeq: UInt64 = 0
     /// The last position applied (read by other threads for heartbeats and /readyz).
     private let appliedPosition = Atomic<Int64>(0)
@@ -324,6 +329,10 @@ public final class Engine: @unchecked Sendable {
         waiting[nextSeq] = (replyTo, payload.count)
         waitingBytes += payload.count
         if let disconnecting { waitingDisconnects[nextSeq] = disconnecting }
+        if beforeSend != nil, case .command(let command) = record, let sid = ChatDomain.issuingSession(command) {
+            inFlight[sid, default: 0] += 1
+            inFlightSessions[nextSeq] = sid
+        }
         cluster.log.append(payload, seq: nextSeq)
         return nextSeq
     }
@@ -355,10 +364,19 @@ public final class Engine: @unchecked Sendable {
                 if seq == tickSeq { tickSeq = nil }
                 // Appended again later (a second disconnect of a session changes nothing).
                 if let sid = waitingDisconnects.removeValue(forKey: seq) { owedDisconnects.insert(sid) }
+                landed(seq)
                 guard let replyTo = takeWaiting(seq) else { continue }
                 Self.refuse(replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
             }
         }
+    }
+
+    /// An entry of this node was applied or will not be: a session's messages held behind it may
+    /// now be checked and judged.
+    private func landed(_ seq: UInt64) {
+        guard let sid = inFlightSessions.removeValue(forKey: seq), let n = inFlight[sid] else { return }
+        inFlight[sid] = n > 1 ? n - 1 : nil
+        if n == 1, held[.session(sid)] != nil { drain(.session(sid)) }
     }
 
     /// The leader appends a tick when something is due (or now and then for pruning).
@@ -401,6 +419,8 @@ public final class Engine: @unchecked Sendable {
                     waitingDisconnects[e.seq] = nil
                     if e.seq == tickSeq { tickSeq = nil }
                 }
+                // Messages held behind this entry are checked once it is applied.
+                defer { if own { landed(e.seq) } }
                 cluster.ids.begin(position: e.position, at: e.at)
                 let record: LogRecord
                 do {
@@ -446,7 +466,7 @@ public final class Engine: @unchecked Sendable {
     /// held before it; false: apply it now.
     private func admitThroughHook(_ command: Command, replyTo: ReplyTo) -> Bool {
         let session = ChatDomain.issuingSession(command)
-        let queued = session.map { held[.session($0)] != nil } ?? false
+        let queued = session.map { held[.session($0)] != nil || inFlight[$0] != nil } ?? false
         var hook: BeforeSendSettings?
         if case .sendMessage(let app, _, let sender, _, _) = command, let settings = domain.appSettings(app)?.beforeSend {
             if case .session = sender { hook = settings } else if !settings.bypassServerMessages { hook = settings }
@@ -511,13 +531,19 @@ public final class Engine: @unchecked Sendable {
         while let first = held[key]?.first {
             if let hook = first.hook, first.verdict == nil {
                 if first.asked { return }
-                if ask(key, ticket: first.ticket, hook: hook, command: first.command, holdOnRefusal: false) { return }
+                if ask(key, ticket: first.ticket, hook: hook, command: first.command, holdOnRefusal: entriesInFlight(key)) { return }
                 continue
             }
             held[key]!.removeFirst()
             if held[key]!.isEmpty { held[key] = nil }
             release(first)
         }
+    }
+
+    /// The session behind `key` has entries on their way through the cluster's log.
+    private func entriesInFlight(_ key: HoldKey) -> Bool {
+        if case .session(let sid) = key { return inFlight[sid] != nil }
+        return false
     }
 
     private func release(_ h: Held) {

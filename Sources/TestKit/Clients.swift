@@ -170,6 +170,11 @@ public final class WSClient {
 
     public func sendText(_ s: String) throws { try send(.text, Array(s.utf8)) }
 
+    /// Several text messages in one write (pipelined: the server reads them together).
+    public func sendTexts(_ texts: [String]) throws {
+        try tcp.send(texts.flatMap { WebSocketFrameEncoder.frame(opcode: .text, payload: Array($0.utf8), fin: true, maskKey: UInt32.random(in: 0...UInt32.max)) })
+    }
+
     public func close(code: UInt16 = 1000) throws {
         try send(.close, [UInt8(code >> 8), UInt8(code & 0xFF)])
     }

@@ -365,4 +365,25 @@ struct ClusterGatewayTests {
             #expect(alice.closeCode == nil)
         }
     }
+
+    // PX-4 on a cluster: a message pipelined right after a join on the same connection is judged
+    // once the join has come back through the log, and sent, as on one node.
+    @Test func beforeSendHookSeesAPipelinedJoin() async throws {
+        try await offPool { () throws in
+            let hook = try HTTPReceiver()
+            defer { hook.stop() }
+            let c = try TestCluster(database: "hook", extra: ["--webhook-allow-private", "testapp"])
+            #expect(try c[0].rest().call("PATCH", "/v1/settings", ["beforeSend": ["url": hook.url(), "failOpen": false]]).status == 200)
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            try c.settle()
+            let bob = try c[2].client("bob")
+            _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+            let alice = try c[1].client("alice")
+            try alice.ws.sendTexts([#"{"id":701,"op":"room.join","args":{"roomId":"r"}}"#,
+                                    #"{"id":702,"op":"room.send","args":{"roomId":"r","content":"pipelined"}}"#])
+            let got = try bob.waitFor("room.message", timeout: 10)
+            #expect(got.obj("data").obj("message").str("content") == "pipelined")
+            #expect(hook.requests.count == 1)
+        }
+    }
 }
