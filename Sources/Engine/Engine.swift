@@ -141,7 +141,7 @@ public final class Engine: @unchecked Sendable {
     private var tickSeq: UInt64?
     private var lastTickAppended: Int64 = 0
     /// How often the leader appends a tick when nothing is due (history pruning, bucket sweeps).
-    static let idleTickMilliseconds: Int64 = 10_000
+    static let idleTickMilliseconds: Int64 = 60_000
 
     /// PX-4: commands held while a before-send hook judges a message, per issuing session (the
     /// app server's messages under a key of their own each), so that a session's commands are

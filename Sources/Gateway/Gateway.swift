@@ -76,10 +76,14 @@ final class GatewayContext: Sendable {
     let idempotency: Idempotency
     /// This node is one of a cluster (CL-1).
     let inCluster: Bool
+    /// In a cluster, set once the node has applied the log as it was at start: until then signed
+    /// REST calls and WebSocket upgrades are refused with 503 (nil on a single node).
+    let catchingUp: ReadyFlag?
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
          publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable, idempotency: Idempotency) {
         self.inCluster = configuration.cluster != nil
+        self.catchingUp = configuration.cluster != nil ? ReadyFlag() : nil
         self.hubs = hubs
         self.idempotency = idempotency
         self.engine = engine
@@ -358,7 +362,7 @@ public final class Gateway: Sendable {
         server = try HTTPServer(
             configuration: serverConfiguration, router: core.router,
             upgradeHandler: { head, peer, loopIndex in
-                guard let hub = hubs.hub(loopIndex) else {
+                guard let hub = hubs.hub(loopIndex), core.context.catchingUp?.isReady != false else {
                     return .reject(.json(.serviceUnavailable, ErrorTable.body(GatewayError(.unavailable, "starting"))))
                 }
                 guard connects.take(peer.host, now: clock()) else {
@@ -393,6 +397,7 @@ public final class Gateway: Sendable {
             let lookup = core.context.publicURLs
             link.start(engine: core.engine, onMembers: { urls in if !urls.isEmpty { lookup.set(urls) } })
             try catchUp(link)
+            core.context.catchingUp?.set(true)
             // CL-5: announced (and so handed out by the address lookup) once it can serve.
             link.setOwnURLs(own)
         }

@@ -23,7 +23,12 @@ struct RESTAPI: Sendable {
         let apps = context.apps
         let clock = context.clock
         let idempotency = context.idempotency
+        let catchingUp = context.catchingUp
         return { request, writer in
+            // A cluster node that has not applied the log yet would answer from a stale replica.
+            if let catchingUp, !catchingUp.isReady {
+                return writer.send(Self.error(GatewayError(.unavailable, "the node is catching up with the cluster's log; try again shortly")))
+            }
             switch auth.authenticate(request.head, body: request.body) {
             case .failure(let e): writer.send(Self.error(e))
             case .success(let app):
