@@ -64,7 +64,7 @@ final class GatewayContext: Sendable {
     /// when none are configured; in a cluster, the live nodes').
     let publicURLs: PublicURLs
     /// This node's own WebSocket URLs (in a cluster, one node's among the lookup's).
-    let nodeURLs = PublicURLs([])
+    let nodeURLs: PublicURLs
     let tokenGraceMilliseconds: Int64
     let connectTimeoutMilliseconds: Int64
     let defaultTokenTTLSeconds: Int64
@@ -92,6 +92,7 @@ final class GatewayContext: Sendable {
         self.authenticator = authenticator
         self.clock = clock
         self.publicURLs = PublicURLs(publicURLs)
+        self.nodeURLs = PublicURLs(publicURLs)
         self.tokenGraceMilliseconds = configuration.tokenGraceSeconds * 1000
         self.connectTimeoutMilliseconds = configuration.connectTimeoutSeconds * 1000
         self.defaultTokenTTLSeconds = configuration.defaultTokenTTLSeconds
