@@ -1,30 +1,41 @@
 #!/usr/bin/env bash
-# Cluster mode (issue 12, CL-*): one node on its SQLite file against a three-node cluster on one
-# PostgreSQL 15 (fsync on, synchronous_commit on: a durable comparison), in the same run.
+# Cluster mode (issue 12): one node on its SQLite file against a three-node cluster on one
+# PostgreSQL 15 (fsync and synchronous_commit on: a durable comparison), in the same run.
 #
 #   scripts/bench-cluster.sh [subscribers]     (default 10000)
 #
-# 1. Acknowledged REST writes/s: signed POST /v1/rooms/bench/messages from many concurrent
-#    keep-alive connections (BENCH_PUBLISHERS, default 96, each with BENCH_PIPELINE = 4 requests
-#    in flight), as fast as answers come; a write counts once answered 2xx (single node: after
-#    the SQLite commit; cluster: once the node that took it has applied its own log entry). On
-#    the cluster the connections are spread over the three nodes. A short warm-up sizes the run
-#    to about 10 s. 3 subscribers (one per node) check that every node delivers every message.
-#    Targets: cluster >= 10,000 writes/s and >= 0.5x the single node.
+# 1. Acknowledged REST writes/s: signed POST /v1/rooms/bench/messages from BENCH_PUBLISHERS (96)
+#    keep-alive connections with BENCH_PIPELINE (4) requests in flight each, as fast as answers
+#    come; a write counts once answered 2xx (single node: after its SQLite commit; cluster: once
+#    the node that took it has applied its own log entry). On the cluster the connections are
+#    spread round-robin over the three nodes. A 3,000-message warm-up sizes the run to about
+#    BENCH_WRITE_SECONDS (10) s. Three subscribers (one per node) check that every node delivers
+#    every message. Targets: cluster >= 10,000 writes/s and >= 0.5x the single node (its default
+#    durability, normal). The single node is measured once more with --durability full (an fsync
+#    per commit batch, as PostgreSQL's commits here), for a like-for-like durable comparison.
 # 2. Fan-out: N subscribers in one room, 300 messages published as fast as P = 4 and 16 HTTP
-#    publishers get answers (as scripts/bench-fanout.sh); delivered messages/s on one node vs the
-#    subscribers and publishers split over two of the cluster's nodes. Target: >= 0.9x.
-# 3. Apply lag: during the cluster's write run a sampler reads every node's GET /readyz every
-#    50 ms (cluster.lag = head - applied, as the node reports it) and the log's real head from
-#    PostgreSQL (max(position) of roomcast_log) on one psql session; p50/p99/max of both.
+#    publishers get answers (as scripts/bench-fanout.sh); delivered messages/s with everything on
+#    the single node vs subscribers and publishers split over two of the cluster's nodes.
+#    Target: >= 0.9x.
+# 3. Apply lag under the write load: a sampler reads every node's GET /readyz every 50 ms
+#    (cluster.lag = head - applied in entries, as the node reports it) and, on one psql session,
+#    the log's real head in PostgreSQL (max(position) of roomcast_log); p50/p99/max of both. The
+#    same query counts the sessions waiting for an advisory lock (the nodes' append lock).
 #
-# The single node gets two event loops; each cluster node one (BENCH_NODE_LOOPS), so the three
-# nodes' loops do not outnumber the cores three to one. Everything (PostgreSQL, the nodes, the
-# load generator roomcast-bench with two client loops) shares the machine's cores; 127.0.0.1
-# only. Every phase runs under `timeout`, a watchdog ends the whole script after 8 minutes, and
-# the exit trap stops exactly the processes this script started (by pid) and its PostgreSQL
-# (pg_ctl stop). Logs stay in the printed work directory.
+# Evidence printed with the figures: CPU seconds by thread kind during each write run (the
+# nodes' threads by name, PostgreSQL's processes), and log entries per append transaction (rows
+# per xmin in roomcast_log).
+#
+# The single node gets two event loops, each cluster node one (BENCH_NODE_LOOPS) so that the
+# three nodes' loops do not outnumber the two cores three to one. PostgreSQL, the nodes and the
+# load generator (roomcast-bench, two client loops) share the machine; 127.0.0.1 only. Every
+# phase runs under `timeout` and the whole script under an 8-minute one; the exit trap stops
+# exactly the processes it started (by pid) and its PostgreSQL (pg_ctl stop). Logs stay in the
+# printed work directory.
 set -euo pipefail
+if [ -z "${BENCH_CLUSTER_BOUNDED:-}" ]; then
+  BENCH_CLUSTER_BOUNDED=1 exec timeout -k 30 480 "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 n=${1:-10000}
 publishers=${BENCH_PUBLISHERS:-96}
@@ -45,14 +56,14 @@ bin=$(swift build -c release --show-bin-path)
 cp "$bin/roomcast" "$bin/roomcast-bench" "$work/bin/"
 bin=$work/bin
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
 app=bench
 secret=bench-secret-0123456789
 echo "bench-cluster: work directory $work"
 
-# --- cleanup: only what this script started ---------------------------------------------------
+# --- Cleanup: only what this script started ------------------------------------------------------
 pids=()
 pg_started=0
-watchdog=
 asroot=$([ "$(id -u)" = 0 ] && echo 1 || echo 0)
 pg() { # tool args...: a PostgreSQL server tool, as the postgres user when root
   local tool=$1; shift
@@ -60,53 +71,61 @@ pg() { # tool args...: a PostgreSQL server tool, as the postgres user when root
 }
 cleanup() {
   trap - EXIT INT TERM
-  [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ "$pg_started" = 1 ]; then pg pg_ctl -D "$work/pg/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true; fi
   rm -rf "$work/pg/data" "$work"/data-* "$work/bin"
 }
 trap cleanup EXIT
-trap 'echo "bench-cluster: interrupted"; exit 130' INT TERM
-( sleep 480; echo "bench-cluster: watchdog: 8 minutes passed, stopping"; kill -TERM $$ ) &
-watchdog=$!
+trap 'echo "bench-cluster: interrupted or out of time; stopping"; exit 130' INT TERM
 
 wait_ready() { # port label: /readyz answers 200 (at most 60 s)
   for _ in $(seq 1 600); do
     curl -sf "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  echo "bench-cluster: $2 (port $1) did not become ready; its log:"; tail -20 "$work/$2.log"; exit 1
+  echo "bench-cluster: $2 (port $1) did not become ready; its log:"
+  tail -20 "$work/$2.log"
+  exit 1
 }
 
-# CPU seconds (user + system) of processes: the given pids and, with pg, every process whose
-# parent is the postmaster (PostgreSQL's backends, WAL writer, ...).
-cpu() { # pid...
+# CPU seconds (user + system) by thread kind into a JSON file: the given pids' threads by name
+# (a trailing number dropped: roomcast-io-0 and -1 are roomcast-io), and every process whose
+# parent is one of them (the postmaster's: PostgreSQL's backends and helpers) as "postgres".
+cpu() { # out pid...
   python3 - "$@" <<'PY'
-import os, sys
+import json, os, re, sys
 tck = os.sysconf("SC_CLK_TCK")
-def stat(pid):
+out, pids = sys.argv[1], set(sys.argv[2:])
+def stat(path):
     try:
-        s = open(f"/proc/{pid}/stat").read()
+        s = open(path).read()
     except OSError:
         return None
     f = s[s.rindex(")") + 2:].split()
-    return int(f[1]), (int(f[11]) + int(f[12])) / tck  # ppid, utime + stime
-total = 0.0
-pids = set(int(p) for p in sys.argv[1:])
+    return s[s.index("(") + 1:s.rindex(")")], f[1], (int(f[11]) + int(f[12])) / tck  # name, ppid, utime + stime
+kinds = {}
 for d in os.listdir("/proc"):
     if not d.isdigit():
         continue
-    st = stat(d)
-    if st and (int(d) in pids or st[0] in pids):
-        total += st[1]
-print(f"{total:.2f}")
+    st = stat(f"/proc/{d}/stat")
+    if st is None:
+        continue
+    if d in pids:
+        for t in os.listdir(f"/proc/{d}/task"):
+            ts = stat(f"/proc/{d}/task/{t}/stat")
+            if ts:
+                k = re.sub(r"[-_]?\d+$", "", ts[0])
+                kinds[k] = kinds.get(k, 0) + ts[2]
+    elif st[1] in pids:
+        kinds["postgres"] = kinds.get("postgres", 0) + st[2]
+json.dump(kinds, open(out, "w"))
 PY
 }
 
 results="$work/results"
 : >"$results"
-# roomcast-bench fanout ports label args...: runs it (bounded), keeps its output, records the figures.
+# roomcast-bench fanout: ports label args... (bounded); keeps its output and records the figures.
 bench() {
   local ports=$1 label=$2; shift 2
   local out
@@ -120,14 +139,29 @@ bench() {
   read -r delivered expected < <(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/\([0-9]*\).*/\1 \2/p') || true
   read -r p50 p99 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\).*/\1 \2/p') || true
   byport=$(echo "$out" | sed -n 's/.*published_by_port=\([0-9:,]*\).*/\1/p')
-  echo "$label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--}" >>"$results"
+  echo "run $label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--}" >>"$results"
 }
-published() { sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-$1.out"; }
 # Messages for a write run of about $target_seconds at the warm-up's rate (5,000 .. 400,000).
-size_run() { python3 -c "import sys; r=int(sys.argv[1] or 0); print(max(5000, min(400000, r * int(sys.argv[2]))))" "$(published "$1")" "$target_seconds"; }
-now() { date +%s.%N; }
+size_run() {
+  python3 -c "import sys; r=int(sys.argv[1] or 0); print(max(5000, min(400000, r * int(sys.argv[2]))))" \
+    "$(sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-$1.out")" "$target_seconds"
+}
+# A write run: warm-up, then the sized run with CPU snapshots around it.
+writes() { # ports label pid...
+  local ports=$1 label=$2; shift 2
+  bench "$ports" "$label-warmup" --subscribers 3 --rate 0 --messages 3000 --publishers "$publishers" --pipeline "$pipeline" --room bench
+  local m t0 t1
+  m=$(size_run "$label-warmup")
+  if [ -n "${before_writes:-}" ]; then $before_writes; fi
+  cpu "$work/cpu-$label-0.json" "$@"
+  t0=$(now)
+  bench "$ports" "$label-writes" --subscribers 3 --rate 0 --messages "$m" --publishers "$publishers" --pipeline "$pipeline" --room bench
+  t1=$(now)
+  cpu "$work/cpu-$label-1.json" "$@"
+  echo "window $label-writes $t0 $t1" >>"$results"
+}
 
-# --- 1. One node on SQLite ----------------------------------------------------------------------
+# --- 1. One node on SQLite --------------------------------------------------------------------
 sp=$(freeport)
 mkdir -p "$work/data-single"
 "$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single" \
@@ -135,36 +169,40 @@ mkdir -p "$work/data-single"
 single=$!
 pids+=("$single")
 wait_ready "$sp" single
-
-bench "$sp" single-warmup --subscribers 3 --rate 0 --messages 3000 --publishers "$publishers" --pipeline "$pipeline" --room bench
-m=$(size_run single-warmup)
-c0=$(cpu "$single")
-t0=$(now)
-bench "$sp" single-writes --subscribers 3 --rate 0 --messages "$m" --publishers "$publishers" --pipeline "$pipeline" --room bench
-t1=$(now)
-c1=$(cpu "$single")
-echo "cpu single-writes $c0 $c1 $t0 $t1" >>"$results"
+writes "$sp" single "$single"
 for p in 4 16; do
   bench "$sp" "single-fanout-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "fan$p"
 done
 kill "$single"
 wait "$single" 2>/dev/null || true
+# The same node with --durability full (SQLite fsyncs every commit batch, as PostgreSQL does
+# every append here): writes only, for a like-for-like durable comparison.
+sp=$(freeport)
+mkdir -p "$work/data-single-full"
+"$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single-full" --durability full \
+  --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/single-full.log" 2>&1 &
+single=$!
+pids+=("$single")
+wait_ready "$sp" single-full
+writes "$sp" single-full "$single"
+kill "$single"
+wait "$single" 2>/dev/null || true
 
-# --- 2. Three nodes on one PostgreSQL 15 --------------------------------------------------------
+# --- 2. Three nodes on one PostgreSQL 15 ------------------------------------------------------
 pgport=$(freeport)
 mkdir -p "$work/pg"
 [ "$asroot" = 1 ] && chown -R postgres "$work/pg"
 pg initdb -D "$work/pg/data" -A trust -U roomcast --no-sync -E UTF8 --locale=C >"$work/pg/initdb.log" 2>&1
-# Durable: fsync and synchronous_commit stay on (the defaults). Slow statements and lock waits
-# are logged, as evidence of where time goes.
+# Durable: fsync and synchronous_commit stay on (the defaults). Statements over 100 ms and lock
+# waits are logged, as evidence of where time goes.
 pg pg_ctl -D "$work/pg/data" -l "$work/pg/log" -w -t 30 \
   -o "-p $pgport -k $work/pg -c listen_addresses=127.0.0.1 -c log_min_duration_statement=100 -c log_lock_waits=on" start >/dev/null
 pg_started=1
 postmaster=$(head -1 "$work/pg/data/postmaster.pid")
-psql -h 127.0.0.1 -p "$pgport" -U roomcast -d postgres -qAt -c "CREATE DATABASE roomcast" >/dev/null
-echo "bench-cluster: PostgreSQL $(psql -h 127.0.0.1 -p "$pgport" -U roomcast -d roomcast -qAt -c 'SHOW server_version') on port $pgport," \
-  "fsync=$(psql -h 127.0.0.1 -p "$pgport" -U roomcast -d roomcast -qAt -c 'SHOW fsync')," \
-  "synchronous_commit=$(psql -h 127.0.0.1 -p "$pgport" -U roomcast -d roomcast -qAt -c 'SHOW synchronous_commit')"
+sql() { psql -h 127.0.0.1 -p "$pgport" -U roomcast -d "${db:-roomcast}" -qAt -F ' ' -c "$1"; }
+db=postgres sql "CREATE DATABASE roomcast" >/dev/null
+echo "bench-cluster: PostgreSQL $(sql 'SHOW server_version') on port $pgport, fsync=$(sql 'SHOW fsync')," \
+  "synchronous_commit=$(sql 'SHOW synchronous_commit'), wal_sync_method=$(sql 'SHOW wal_sync_method')"
 url="postgres://roomcast@127.0.0.1:$pgport/roomcast"
 
 nports=()
@@ -183,17 +221,37 @@ for i in 0 1 2; do wait_ready "${nports[$i]}" "n$((i + 1))"; done
 all=$(IFS=,; echo "${nports[*]}")
 two="${nports[0]},${nports[1]}"
 
-# The lag sampler: every node's /readyz and the log's head in PostgreSQL, every 50 ms, until
-# the stop file appears (or 200 s).
+loghead() { sql "SELECT coalesce(max(position), 0) FROM roomcast_log"; }
+# Waits until every node has applied the log's head (at most 30 s); prints "TIME HEAD" or "never HEAD".
+catch_up() {
+  local head a behind port
+  for _ in $(seq 1 300); do
+    head=$(loghead)
+    behind=0
+    for port in "${nports[@]}"; do
+      a=$(curl -sf "http://127.0.0.1:$port/readyz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cluster"]["applied"])' 2>/dev/null || echo 0)
+      [ "$a" -lt "$head" ] && behind=1
+    done
+    [ "$behind" = 0 ] && { echo "$(now) $head"; return; }
+    sleep 0.1
+  done
+  echo "never $head"
+}
+
+# The lag sampler: the log's head in PostgreSQL, then every node's /readyz, every 50 ms, until
+# the stop file appears (or 300 s).
 python3 - "$work/lag.samples" "$work/lag.stop" "$pgport" "${nports[@]}" <<'PY' &
 import http.client, json, os, subprocess, sys, time
 out, stop, pgport, ports = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 psql = subprocess.Popen(["psql", "-h", "127.0.0.1", "-p", pgport, "-U", "roomcast", "-d", "roomcast", "-qAt"],
                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
 def pghead():
-    psql.stdin.write("SELECT coalesce(max(position), 0) FROM roomcast_log;\n")
+    # The log's head, and the sessions waiting for an advisory lock (the append lock).
+    psql.stdin.write("SELECT coalesce((SELECT max(position) FROM roomcast_log), 0), "
+                     "(SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory');\n")
     psql.stdin.flush()
-    return int(psql.stdout.readline())
+    head, waiting = psql.stdout.readline().strip().split("|")
+    return int(head), int(waiting)
 conns = {p: None for p in ports}
 def readyz(p):
     for _ in range(2):
@@ -202,20 +260,19 @@ def readyz(p):
                 conns[p] = http.client.HTTPConnection("127.0.0.1", int(p), timeout=2)
             conns[p].request("GET", "/readyz")
             r = conns[p].getresponse()
-            body = r.read()
-            return r.status, json.loads(body)
+            return r.status, json.loads(r.read())
         except Exception:
             conns[p] = None
     return 0, {}
-end = time.time() + 200
+end = time.time() + 300
 with open(out, "w") as f:
     while not os.path.exists(stop) and time.time() < end:
         t = time.time()
-        head = pghead()
+        head, waiting = pghead()
         for i, p in enumerate(ports):
             status, j = readyz(p)
             c = j.get("cluster", {})
-            f.write(f"{t:.3f} n{i + 1} {status} {c.get('applied', -1)} {c.get('head', -1)} {c.get('lag', -1)} {head}\n")
+            f.write(f"{t:.3f} n{i + 1} {status} {c.get('applied', -1)} {c.get('head', -1)} {c.get('lag', -1)} {head} {waiting}\n")
         f.flush()
         time.sleep(max(0, 0.05 - (time.time() - t)))
 psql.stdin.close()
@@ -224,102 +281,122 @@ PY
 sampler=$!
 pids+=("$sampler")
 
-bench "$all" cluster-warmup --subscribers 3 --rate 0 --messages 3000 --publishers "$publishers" --pipeline "$pipeline" --room bench
-m=$(size_run cluster-warmup)
-c0=$(cpu "${nodes[@]}" "$postmaster")
-t0=$(now)
-bench "$all" cluster-writes --subscribers 3 --rate 0 --messages "$m" --publishers "$publishers" --pipeline "$pipeline" --room bench
-t1=$(now)
-c1=$(cpu "${nodes[@]}" "$postmaster")
-echo "cpu cluster-writes $c0 $c1 $t0 $t1" >>"$results"
-# Every node catches up with the log (at most 30 s).
-caught=
-for _ in $(seq 1 300); do
-  head=$(psql -h 127.0.0.1 -p "$pgport" -U roomcast -d roomcast -qAt -c "SELECT coalesce(max(position), 0) FROM roomcast_log")
-  behind=0
-  for p in "${nports[@]}"; do
-    a=$(curl -sf "http://127.0.0.1:$p/readyz" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cluster"]["applied"])' 2>/dev/null || echo 0)
-    [ "$a" -lt "$head" ] && behind=1
-  done
-  [ "$behind" = 0 ] && { caught=$(now); break; }
-  sleep 0.1
-done
-echo "caughtup ${caught:-never} $t1 $head" >>"$results"
+mark_head() { catch_up >/dev/null; h0=$(loghead); }
+before_writes=mark_head
+writes "$all" cluster "${nodes[@]}" "$postmaster"
+before_writes=
+t1=$(sed -n 's/^window cluster-writes [0-9.]* \([0-9.]*\)$/\1/p' "$results")
+echo "caughtup $(catch_up) $t1" >>"$results"
+h1=$(loghead)
+# Entries per append transaction during the write run: the rows of one transaction share an xmin.
+echo "batches $(sql "SELECT count(*), count(DISTINCT xmin::text) FROM roomcast_log WHERE position > $h0 AND position <= $h1")" \
+  "$(sql "SELECT count(*) FROM (SELECT 1 FROM roomcast_log WHERE position > $h0 AND position <= $h1 GROUP BY xmin::text HAVING count(*) = 1) x")" \
+  >>"$results"
 for p in 4 16; do
+  catch_up >/dev/null
   bench "$two" "cluster-fanout-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "fan$p"
 done
 touch "$work/lag.stop"
 wait "$sampler" 2>/dev/null || true
-entries=$(psql -h 127.0.0.1 -p "$pgport" -U roomcast -d roomcast -qAt -c "SELECT count(*) FROM roomcast_log")
-echo "entries $entries" >>"$results"
-echo "bench-cluster: node logs (warnings and errors):"
-for i in 1 2 3; do grep -v '^\s*$' "$work/n$i.log" | head -5 | sed "s/^/[n$i] /"; done
-echo "bench-cluster: PostgreSQL slow statements (>= 100 ms) and lock waits: $(grep -cE 'duration:|still waiting' "$work/pg/log" || true)"
-grep -E 'duration:|still waiting' "$work/pg/log" | head -5 | sed 's/^/[pg] /' || true
+echo "entries $(sql "SELECT count(*) FROM roomcast_log")" >>"$results"
 
-python3 - "$results" "$work/lag.samples" "$n" <<'PY'
-import sys
-rows, cpu, extra = {}, {}, {}
-for line in open(sys.argv[1]):
+echo "bench-cluster: the nodes' logs (warning level), first lines:"
+for i in 1 2 3; do { grep -v -e '^\s*$' -e 'listening on' "$work/n$i.log" || true; } | head -5 | sed "s/^/[n$i] /"; done
+echo "bench-cluster: PostgreSQL statements over 100 ms and lock waits: $(grep -cE 'duration:|still waiting' "$work/pg/log" || true)"
+{ grep -E 'duration:|still waiting' "$work/pg/log" || true; } | head -5 | sed 's/^/[pg] /'
+
+python3 - "$results" "$work" "$n" <<'PY'
+import json, sys
+results, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows, windows, extra = {}, {}, {}
+for line in open(results):
     f = line.split()
-    if f[0] == "cpu":
-        cpu[f[1]] = (float(f[3]) - float(f[2]), float(f[5]) - float(f[4]))
-    elif f[0] in ("caughtup", "entries"):
-        extra[f[0]] = f[1:]
+    if f[0] == "run":
+        rows[f[1]] = dict(pub=int(f[2]), errors=f[3], per=int(f[4]), delivered=int(f[5]), expected=int(f[6]), p50=f[7], p99=f[8], byport=f[9])
+    elif f[0] == "window":
+        windows[f[1]] = (float(f[2]), float(f[3]))
     else:
-        rows[f[0]] = dict(pub=int(f[1]), errors=f[2], per=int(f[3]), delivered=int(f[4]), expected=int(f[5]), p50=f[6], p99=f[7], byport=f[8])
-n = int(sys.argv[3])
+        extra[f[0]] = f[1:]
 def q(xs, p):
-    if not xs: return float("nan")
+    if not xs:
+        return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
-s, c = rows.get("single-writes"), rows.get("cluster-writes")
+blank = dict(pub=0, errors="nan", per=0, delivered=0, expected=0, p50="nan", p99="nan", byport="-")
+s, c = rows.get("single-writes", blank), rows.get("cluster-writes", blank)
 print()
 print("bench-cluster: summary")
-print(f"{'':44} {'single node':>14} {'3-node cluster':>16} {'ratio':>8}")
+print(f"{'':46} {'single node':>16} {'3-node cluster':>18} {'ratio':>7}")
 def line(label, a, b, target=""):
     ratio = f"{b / a:.2f}x" if a else "-"
-    print(f"{label:44} {a:>14,} {b:>16,} {ratio:>8}  {target}")
+    print(f"{label:46} {a:>16,} {b:>18,} {ratio:>7}  {target}")
+def pair(label, a, b):
+    print(f"{label:46} {a:>16} {b:>18}")
 line("acknowledged writes/s", s["pub"], c["pub"], "(targets: cluster >= 10,000/s and >= 0.5x)")
-print(f"{'  publish errors':44} {s['errors']:>14} {c['errors']:>16}")
-print(f"{'  deliveries to 3 subscribers':44} {s['delivered']:>7,}/{s['expected']:<7,} {c['delivered']:>8,}/{c['expected']:<8,}")
-print(f"{'  publish->receive p50 / p99 ms':44} {s['p50'] + ' / ' + s['p99']:>14} {c['p50'] + ' / ' + c['p99']:>16}")
-print(f"{'  writes per node (port:accepted)':44} {'-':>14} {c['byport']:>16}")
-for k, label in (("single-writes", "single"), ("cluster-writes", "cluster")):
-    if k in cpu:
-        used, wall = cpu[k]
-        r = rows[k]
-        writes = r["pub"] * wall
-        print(f"  {label}: server CPU {used:.1f} s in {wall:.1f} s wall = {used / wall:.2f} cores"
-              f"{' (3 nodes + PostgreSQL)' if label == 'cluster' else ''}; {used * 1e6 / writes if writes else 0:.0f} us CPU per write")
+pair("  publish errors", s["errors"], c["errors"])
+pair("  delivered / expected (3 subscribers)", f"{s['delivered']:,}/{s['expected']:,}", f"{c['delivered']:,}/{c['expected']:,}")
+pair("  publish->receive p50 / p99 ms", f"{s['p50']} / {s['p99']}", f"{c['p50']} / {c['p99']}")
+pair("  accepted per node (port:writes)", "-", c["byport"])
+if "single-full-writes" in rows:
+    f = rows["single-full-writes"]
+    line("  single node with --durability full", f["pub"], c["pub"])
+    pair("    its publish errors, p50 / p99 ms", f"{f['errors']}, {f['p50']} / {f['p99']}", "")
 for p in (4, 16):
-    a, b = rows.get(f"single-fanout-p{p}"), rows.get(f"cluster-fanout-p{p}")
-    if a and b:
-        line(f"fan-out delivered msg/s, {n:,} subs, P={p}", a["per"], b["per"], "(target >= 0.9x)")
-        print(f"{'  delivered / expected':44} {a['delivered']:>7,}/{a['expected']:<7,} {b['delivered']:>8,}/{b['expected']:<8,}")
-# Lag during the cluster's write run.
-t0, t1 = None, None
-for line_ in open(sys.argv[1]):
-    f = line_.split()
-    if f[:2] == ["cpu", "cluster-writes"]:
-        t0, t1 = float(f[4]), float(f[5])
-reported, real, per_node = [], [], {}
-for line_ in open(sys.argv[2]):
-    t, node, status, applied, head, lag, pghead = line_.split()
-    if t0 is None or not (t0 <= float(t) <= t1) or status != "200":
+    a, b = rows.get(f"single-fanout-p{p}", blank), rows.get(f"cluster-fanout-p{p}", blank)
+    line(f"fan-out delivered msg/s, {n:,} subs, P={p}", a["per"], b["per"], "(target >= 0.9x)")
+    pair("  delivered / expected", f"{a['delivered']:,}/{a['expected']:,}", f"{b['delivered']:,}/{b['expected']:,}")
+    pair("  published msg/s (answered)", f"{a['pub']:,}", f"{b['pub']:,}")
+
+print()
+print("CPU during the write runs (server side only; the load generator excluded):")
+names = {"roomcast-logrea": "roomcast-logread", "roomcast-member": "roomcast-members"}
+for label, r in (("single", s), ("single-full", rows.get("single-full-writes", blank)), ("cluster", c)):
+    try:
+        a = json.load(open(f"{work}/cpu-{label}-0.json"))
+        b = json.load(open(f"{work}/cpu-{label}-1.json"))
+    except OSError:
         continue
-    reported.append(int(lag))
-    real.append(max(0, int(pghead) - int(applied)))
-    per_node.setdefault(node, []).append(int(lag))
-print(f"apply lag during the cluster write run, {len(reported)} samples (3 nodes, every 50 ms):")
-print(f"  /readyz cluster.lag (head - applied, entries): p50 {q(reported, .5)}  p99 {q(reported, .99)}  max {max(reported, default=0)}"
-      + "   per node p99: " + " ".join(f"{k} {q(v, .99)}" for k, v in sorted(per_node.items())))
-print(f"  PostgreSQL head - applied (entries):          p50 {q(real, .5)}  p99 {q(real, .99)}  max {max(real, default=0)}")
-if c["pub"]:
-    print(f"  p99 in time at the write rate: reported {q(reported, .99) / c['pub'] * 1000:.1f} ms, PostgreSQL head {q(real, .99) / c['pub'] * 1000:.1f} ms")
+    t0, t1 = windows[f"{label}-writes"]
+    wall = t1 - t0
+    writes = r["pub"] * wall
+    d = {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0) > 0.005}
+    used = sum(d.values())
+    per = lambda x: x * 1e6 / writes if writes else 0
+    print(f"  {label}: {used:.1f} CPU s in {wall:.1f} s = {used / wall:.2f} cores, {per(used):.0f} us per acknowledged write; by thread kind (us per write):")
+    print("    " + ", ".join(f"{names.get(k, k)} {per(v):.0f}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
+if "batches" in extra:
+    rows_, txs, singles = (int(x) for x in extra["batches"])
+    print(f"  cluster log: {rows_:,} entries in {txs:,} append transactions = {rows_ / txs if txs else 0:.1f} entries per append"
+          f" ({singles:,} appends of a single entry); {txs / (windows['cluster-writes'][1] - windows['cluster-writes'][0]):.0f} appends/s")
+
+reported, real, per_node, lockwait = [], [], {}, []
+if "cluster-writes" in windows:
+    t0, t1 = windows["cluster-writes"]
+    for line_ in open(f"{work}/lag.samples"):
+        t, node, status, applied, head, lag, pghead, waiting = line_.split()
+        if not (t0 <= float(t) <= t1):
+            continue
+        if node == "n1":
+            lockwait.append(int(waiting))
+        if status != "200":
+            continue
+        reported.append(int(lag))
+        real.append(max(0, int(pghead) - int(applied)))
+        per_node.setdefault(node, []).append(int(lag))
+print()
+print(f"apply lag during the cluster write run ({len(reported)} samples: 3 nodes every 50 ms), in log entries:")
+print(f"  /readyz cluster.lag (head - applied):  p50 {q(reported, .5)}  p99 {q(reported, .99)}  max {max(reported, default=0)}"
+      + "   (p99 per node: " + ", ".join(f"{k} {q(v, .99)}" for k, v in sorted(per_node.items())) + ")")
+print(f"  PostgreSQL's head - applied:           p50 {q(real, .5)}  p99 {q(real, .99)}  max {max(real, default=0)}")
+if c["pub"] and reported:
+    print(f"  p99 as time at the write rate: {q(reported, .99) / c['pub'] * 1000:.1f} ms (/readyz), {q(real, .99) / c['pub'] * 1000:.1f} ms (PostgreSQL's head)")
+if lockwait:
+    print(f"  appending nodes waiting for the append lock (pg_stat_activity, {len(lockwait)} samples): mean {sum(lockwait) / len(lockwait):.2f},"
+          f" at least one waiting in {sum(1 for w in lockwait if w) * 100 / len(lockwait):.0f}% of samples")
 if "caughtup" in extra:
-    when, end, head = extra["caughtup"]
-    print(f"  all nodes at the log's head ({int(head):,}) {'%.2f s after the last answer' % (float(when) - float(end)) if when != 'never' else 'NOT within 30 s'}")
+    when, head, end = extra["caughtup"]
+    caught = f"{float(when) - float(end):.2f} s after the last answer" if when != "never" else "NOT within 30 s"
+    print(f"  every node at the log's head ({int(head):,}) {caught}")
 if "entries" in extra:
     print(f"  log entries in PostgreSQL at the end: {int(extra['entries'][0]):,}")
 PY
