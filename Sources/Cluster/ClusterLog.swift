@@ -50,35 +50,54 @@ public enum ClusterLog {
         try append(db, entries.map { LogAppend(origin: $0.origin, at: $0.at, payload: $0.payload) })
     }
 
-    /// Appends `entries` in one transaction; returns their positions.
+    /// Appends `entries` in one statement (its own transaction); returns their positions. An
+    /// error with the connection lost leaves the outcome unknown (`duringCommit`).
     public static func append(_ db: PGConnection, _ entries: [LogAppend]) throws(PGError) -> [Int64] {
         guard !entries.isEmpty else { return [] }
-        return try db.transaction { () throws(PGError) -> [Int64] in try appendInTransaction(db, entries) }
+        do {
+            return try appendInTransaction(db, entries)
+        } catch {
+            var e = error
+            e.duringCommit = true
+            throw e
+        }
     }
 
     /// Appends inside the caller's transaction (which then commits or rolls back with it).
     public static func appendInTransaction(_ db: PGConnection, _ entries: [LogAppend]) throws(PGError) -> [Int64] {
         guard !entries.isEmpty else { return [] }
         precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
-        try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.append)])
-        let tail = try db.query("SELECT position, at FROM roomcast_log ORDER BY position DESC LIMIT 1").rows.first
-        let serverNow = entries.contains { $0.at == nil } ? try ClusterNodes.serverTime(db) : 0
-        let last = tail.flatMap { $0[0] }.flatMap { Int64($0) } ?? 0
-        // Time never goes back along the log, whatever the appending nodes' clocks say.
-        var at = tail.flatMap { $0[1] }.flatMap { Int64($0) } ?? Int64.min
-        var sql = "INSERT INTO roomcast_log (position, origin, seq, at, payload) VALUES "
-        var parameters: [String?] = []
-        parameters.reserveCapacity(entries.count * 5)
-        for (i, e) in entries.enumerated() {
-            let p = parameters.count
-            at = max(at, e.at ?? serverNow)
-            sql += (i == 0 ? "" : ", ") + "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4), $\(p + 5)::bytea)"
-            parameters += [String(last + 1 + Int64(i)), e.origin, String(e.seq), String(at), byteaHex(e.payload)]
+        let first = try db.query("SELECT roomcast_append($1::text[], $2::bigint[], $3::bigint[], $4::text[])", [
+            arrayLiteral(entries.map { quotedElement($0.origin) }),
+            arrayLiteral(entries.map { String($0.seq) }),
+            arrayLiteral(entries.map { $0.at.map(String.init) ?? "NULL" }),
+            arrayLiteral(entries.map { "\"" + hex($0.payload) + "\"" }),
+        ]).scalar.flatMap { Int64($0) }
+        guard let first else { throw PGError(sqlState: "XX000", message: "roomcast_append returned no position") }
+        return (0..<Int64(entries.count)).map { first + $0 }
+    }
+
+    /// A PostgreSQL array literal of already formatted elements.
+    static func arrayLiteral(_ elements: [String]) -> String { "{" + elements.joined(separator: ",") + "}" }
+
+    /// A text element of an array literal: quoted, with `"` and `\` escaped.
+    static func quotedElement(_ s: String) -> String {
+        var out = "\""
+        for c in s.unicodeScalars {
+            if c == "\"" || c == "\\" { out.unicodeScalars.append("\\") }
+            out.unicodeScalars.append(c)
         }
-        try db.query(sql, parameters)
-        let positions = (1...Int64(entries.count)).map { last + $0 }
-        try db.query("SELECT pg_notify($1, $2)", [channel, String(positions.last!)])
-        return positions
+        return out + "\""
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(hexDigits[Int(b >> 4)])
+            out.append(hexDigits[Int(b & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Which of `seqs` the node run `origin` has in the log (after a connection was lost during

@@ -80,6 +80,14 @@ public final class PGConnection {
 
     public var isConnected: Bool { PQstatus(conn) == CONNECTION_OK }
 
+    /// Reads what the server sent without waiting: false if the connection is found closed (a
+    /// server that went away), so a statement sent now would certainly not reach it.
+    public var isAlive: Bool {
+        // A server that went away may have sent its last message before closing: the first read
+        // takes the message, the second finds the end of the stream.
+        PQconsumeInput(conn) == 1 && PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK
+    }
+
     /// The connection's socket (for a poll loop waiting on notifications).
     public var socket: Int32 { PQsocket(conn) }
 

@@ -187,6 +187,15 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 logger.info("cluster: the log can be appended to")
             }
             while running.load(ordering: .relaxed), let conn = db {
+                // A connection the server already closed (PostgreSQL stopped): nothing is sent,
+                // so nothing can have changed.
+                guard conn.isAlive else {
+                    db = nil
+                    writable.store(false, ordering: .relaxed)
+                    logger.warning("cluster: the connection to the log was closed")
+                    failQueued(engine)
+                    break
+                }
                 let batch = takeBatch()
                 if batch.isEmpty { break }
                 let seqs = batch.map(\.seq)
@@ -290,7 +299,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     last = end
                     lastKey = entries.last.map { ($0.origin, $0.seq) }
                     state.withLock { $0.head = max($0.head, end) }
-                    continue
+                    // A full page: there may be more. Otherwise what comes next sends a wake-up.
+                    if entries.count == ClusterLog.maxBatch { continue }
                 }
                 // Wait for a wake-up: those libpq already queued first, then the socket.
                 if try conn.notifications().isEmpty {
