@@ -67,6 +67,8 @@ public final class PGConnection {
         // output (read back byte for byte), commits durable before they are acknowledged, and
         // read-committed statements (each append's max() sees the previous holder's commit).
         try query("SET bytea_output = 'hex'")
+        // NOTICEs (e.g. "already exists, skipping" while migrating) would go to stderr.
+        try query("SET client_min_messages = warning")
         try query("SET synchronous_commit = on")
         try query("SET default_transaction_isolation = 'read committed'")
     }
