@@ -12,7 +12,8 @@ public enum ClusterSchema {
         public static let leader: Int64 = 0x526F_6F6D_6361_0003
     }
 
-    /// In order, each a list of statements; the index + 1 is the schema version.
+    /// In order, each a list of statements; the index + 1 is the schema version. (Versions 1 to 3
+    /// were changed while being built, before any release carried them.)
     public static let migrations: [[String]] = [[
         """
         CREATE TABLE roomcast_log (
@@ -66,6 +67,32 @@ public enum ClusterSchema {
             n integer := coalesce(array_length(p_seqs, 1), 0);
         BEGIN
             PERFORM pg_advisory_xact_lock(\(LockKey.append));
+            SELECT position, at INTO last_position, last_at FROM roomcast_log ORDER BY position DESC LIMIT 1;
+            last_position := coalesce(last_position, 0);
+            INSERT INTO roomcast_log (position, origin, seq, at, payload)
+                SELECT last_position + i, p_origins[i], p_seqs[i],
+                       greatest(coalesce(last_at, -9223372036854775808),
+                                max(coalesce(p_ats[i], now_ms)) OVER (ORDER BY i)),
+                       decode(p_payloads[i], 'hex')
+                FROM generate_subscripts(p_seqs, 1) AS i;
+            PERFORM pg_notify('roomcast_log', (last_position + n)::text);
+            RETURN last_position + 1;
+        END
+        $fn$
+        """,
+    ], [
+        // The time is read once the lock is held (the entry's time is when it was appended).
+        """
+        CREATE OR REPLACE FUNCTION roomcast_append(p_origins text[], p_seqs bigint[], p_ats bigint[], p_payloads text[]) RETURNS bigint
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+            last_position bigint;
+            last_at bigint;
+            now_ms bigint;
+            n integer := coalesce(array_length(p_seqs, 1), 0);
+        BEGIN
+            PERFORM pg_advisory_xact_lock(\(LockKey.append));
+            now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
             SELECT position, at INTO last_position, last_at FROM roomcast_log ORDER BY position DESC LIMIT 1;
             last_position := coalesce(last_position, 0);
             INSERT INTO roomcast_log (position, origin, seq, at, payload)

@@ -364,7 +364,8 @@ public final class Engine: @unchecked Sendable {
                 if seq == tickSeq { tickSeq = nil }
                 // Appended again later (a second disconnect of a session changes nothing).
                 if let sid = waitingDisconnects.removeValue(forKey: seq) { owedDisconnects.insert(sid) }
-                landed(seq)
+                // The caller first, then what was held behind the entry.
+                defer { landed(seq) }
                 guard let replyTo = takeWaiting(seq) else { continue }
                 Self.refuse(replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
             }
@@ -466,13 +467,18 @@ public final class Engine: @unchecked Sendable {
     /// held before it; false: apply it now.
     private func admitThroughHook(_ command: Command, replyTo: ReplyTo) -> Bool {
         let session = ChatDomain.issuingSession(command)
-        let queued = session.map { held[.session($0)] != nil || inFlight[$0] != nil } ?? false
         var hook: BeforeSendSettings?
         if case .sendMessage(let app, _, let sender, _, _) = command, let settings = domain.appSettings(app)?.beforeSend {
             if case .session = sender { hook = settings } else if !settings.bypassServerMessages { hook = settings }
         }
+        // Held: behind the session's held commands, or (a message to judge) behind its entries
+        // still on their way through the cluster's log. Other commands keep their order in the log.
+        let queued = session.map { held[.session($0)] != nil || (hook != nil && inFlight[$0] != nil) } ?? false
         guard hook != nil || queued else { return false }
-        if let session, let q = held[.session(session)], q.count >= Limits.maxHeldPerSession {
+        var disconnecting = false
+        if case .disconnect = command { disconnecting = true }
+        // A disconnect is never refused: the session must leave.
+        if !disconnecting, let session, let q = held[.session(session)], q.count >= Limits.maxHeldPerSession {
             process(.failure(ChatError(.rateLimited, "at most \(Limits.maxHeldPerSession) commands of a connection wait behind messages being moderated",
                                        field: nil)), replyTo: replyTo)
             return true

@@ -190,11 +190,16 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 // A connection the server already closed (PostgreSQL stopped): nothing is sent,
                 // so nothing can have changed.
                 guard conn.isAlive else {
-                    db = nil
-                    writable.store(false, ordering: .relaxed)
-                    logger.warning("cluster: the connection to the log was closed")
-                    failQueued(engine)
-                    break
+                    // Nothing was sent: connect again at once (an idle connection closed by the
+                    // server or a proxy); only if that fails are the waiting writes refused.
+                    logger.warning("cluster: the connection to the log was closed; reconnecting")
+                    db = try? Self.connect(configuration.url)
+                    if db == nil {
+                        writable.store(false, ordering: .relaxed)
+                        failQueued(engine)
+                        break
+                    }
+                    continue
                 }
                 let batch = takeBatch()
                 if batch.isEmpty { break }
@@ -342,7 +347,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                         observingSince = now
                         logger.info("cluster: this node leads (time and failure entries)")
                     }
-                    if now - lastRound > 3 * Int64(Self.beatMilliseconds) { observingSince = now }
+                    // A gap in this leader's own rounds as long as half the timeout (an outage, a
+                    // stall): the others may not have been able to beat either; watch afresh.
+                    if now - lastRound > configuration.nodeTimeoutMilliseconds / 2 { observingSince = now }
                     lastRound = now
                     if isLeader && now - observingSince >= configuration.nodeTimeoutMilliseconds {
                         let ended = try ClusterNodes.endDead(conn, timeout: configuration.nodeTimeoutMilliseconds, origin: origin,

@@ -457,6 +457,8 @@ public final class Gateway: Sendable {
     /// the closing connections caused, commit it, stop.
     public func shutdown() {
         core.ready.set(false)
+        // No longer handed out by the other nodes' address lookup while it drains.
+        core.cluster?.setOwnURLs([])
         server.shutdown()
         core.beforeSend.stop()
         core.cluster?.stop()

@@ -24,6 +24,10 @@ extension RESTAPI {
     }
 
     private func vendorCall(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, _ writer: ResponseWriter) {
+        // A cluster node that has not applied the log yet would answer from a stale replica.
+        if let catchingUp = context.catchingUp, !catchingUp.isReady {
+            return writer.send(Self.answer(vendor.failure(ChatError(.storageUnavailable, "the node is catching up with the cluster's log; try again shortly", field: nil))))
+        }
         let app: String
         switch context.authenticator.authenticate(req.head, body: req.body) {
         case .failure(let e):

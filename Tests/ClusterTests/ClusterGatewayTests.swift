@@ -107,7 +107,7 @@ struct ClusterGatewayTests {
     // at once.
     @Test func aKilledNodesSessionsLeaveTheirRooms() async throws {
         try await offPool { () throws in
-            let c = try TestCluster(nodeTimeout: 8, database: "failure")
+            let c = try TestCluster(nodeTimeout: 12, database: "failure")
             #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
             let alice = try c[0].client("alice"), bob = try c[1].client("bob"), carol = try c[2].client("carol")
             for client in [alice, bob, carol] { _ = try client.expectOK(try client.command("room.join", ["roomId": "r"])) }
@@ -373,7 +373,7 @@ struct ClusterGatewayTests {
             let hook = try HTTPReceiver()
             defer { hook.stop() }
             let c = try TestCluster(database: "hook", extra: ["--webhook-allow-private", "testapp"])
-            #expect(try c[0].rest().call("PATCH", "/v1/settings", ["beforeSend": ["url": hook.url(), "failOpen": false]]).status == 200)
+            #expect(try c[0].rest().call("PATCH", "/v1/settings", ["beforeSend": ["url": hook.url(), "failOpen": false, "timeoutMs": 5000]]).status == 200)
             #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
             try c.settle()
             let bob = try c[2].client("bob")
