@@ -80,17 +80,17 @@ public final class PostgresServer: @unchecked Sendable {
     private static func run(_ path: String, _ arguments: [String]) throws {
         let outPath = NSTemporaryDirectory() + "roomcast-pg-out-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: outPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw TestKitError.protocolError("\(path): posix_spawn failed (\(spawned))") }
+        let out = open(outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard out >= 0 else { throw TestKitError.protocolError("cannot open \(outPath)") }
+        // The postmaster pg_ctl starts must not hold any of the test process's sockets.
+        let pid: pid_t
+        do {
+            pid = try spawnClosingInherited(path, arguments, stdout: out)
+        } catch {
+            close(out)
+            throw error
+        }
+        close(out)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let exited = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)

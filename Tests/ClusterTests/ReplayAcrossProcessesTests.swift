@@ -10,16 +10,9 @@ import TestKit
 @Suite("Replay across processes")
 struct ReplayAcrossProcessesTests {
     static func replay(seed: Int) throws -> [String] {
-        // Read to the end of its output (it starts no children), then wait for it.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try productPath("chat-bench"))
-        p.arguments = ["--replay", "3000", String(seed)]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestKitError.protocolError("chat-bench --replay failed: \(text)") }
+        let p = try RunningProcess(path: try productPath("chat-bench"), arguments: ["--replay", "3000", String(seed)])
+        let (status, text) = p.finish()
+        guard status == 0 else { throw TestKitError.protocolError("chat-bench --replay failed (\(status.map(String.init) ?? "timeout")): \(text)") }
         return text.split(separator: "\n").map(String.init)
     }
 

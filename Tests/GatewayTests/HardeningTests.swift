@@ -172,7 +172,7 @@ struct HardeningTests {
             defer { g.stop() }
             // The memory bound is tested, not the rate limits (PX-1): lift them.
             #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
-            let pid = g.process.process.processIdentifier
+            let pid = g.process.processIdentifier
             let c = try g.client("flood")
             let content = String(repeating: "x", count: Limits.defaultMaxMessageBytes)
             _ = try c.expectOK(try c.command("room.join", ["roomId": "warm", "mode": "enter"]))
@@ -204,14 +204,8 @@ struct HardeningTests {
     /// Runs a command (mount, umount); true when it exits 0.
     @discardableResult
     static func run(_ path: String, _ args: [String]) -> Bool {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return false }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
+        guard let p = try? RunningProcess(path: path, arguments: args) else { return false }
+        return p.waitForExit(timeout: 30) == 0
     }
 
     /// Whether this machine lets the tests mount a small tmpfs (root, as in CI).

@@ -55,7 +55,7 @@ struct BlackBoxBackpressureTests {
         try await offPool { () throws in
             let (server, port) = try startRoomcast()
             defer { server.kill9() }
-            let pid = server.process.processIdentifier
+            let pid = server.processIdentifier
 
             // A well-behaved client fetches the document once (it is built and cached on first use).
             let good = try TCPClient(port: port)
@@ -107,7 +107,7 @@ struct BlackBoxBackpressureTests {
         try await offPool { () throws in
             let (server, port) = try startEcho(["--max-message-bytes", "\(1 << 20)"]) // bound: 4 MiB
             defer { server.kill9() }
-            let pid = server.process.processIdentifier
+            let pid = server.processIdentifier
             let good = try WSClient(port: port)
             try good.sendText("warm-up")
             #expect(try good.readFrame() == .text("warm-up"))
