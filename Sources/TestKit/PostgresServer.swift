@@ -49,17 +49,35 @@ public final class PostgresServer: @unchecked Sendable {
         try run("pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
     }
 
-    /// Kills the postmaster with SIGKILL (a crash); `start()` brings it back with its data.
+    /// Kills the whole server at once with SIGKILL, as a crash of its machine or container would:
+    /// the postmaster and every process it started are stopped first, then killed, so no backend
+    /// orphaned by the postmaster's death can still commit (and answer) after it. `start()` brings
+    /// it back with its data.
     public func kill9() {
         guard let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
               let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }) else { return }
-        kill(pid, SIGKILL)
-        // Its backends exit once the postmaster is gone; wait until the port is free.
-        for _ in 0..<100 {
-            if Glibc.kill(pid, 0) != 0 { break }
-            usleep(50_000)
+        let all = [pid] + Self.children(of: pid)
+        for p in all { kill(p, SIGSTOP) }
+        for p in all { kill(p, SIGKILL) }
+        for p in all {
+            for _ in 0..<100 {
+                if Glibc.kill(p, 0) != 0 { break }
+                usleep(20_000)
+            }
         }
         try? FileManager.default.removeItem(atPath: directory + "/data/postmaster.pid")
+    }
+
+    /// The processes whose parent is `pid` (from /proc).
+    static func children(of pid: Int32) -> [Int32] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { name -> Int32? in
+            guard let child = Int32(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            // "pid (comm) state ppid ...": the name may hold spaces and parentheses.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == pid ? child : nil
+        }
     }
 
     /// Creates a database owned by the test user.

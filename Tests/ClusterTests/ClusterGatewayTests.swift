@@ -245,6 +245,16 @@ struct ClusterGatewayTests {
         return (acked.withLock { $0 }, refused.withLock { $0 })
     }
 
+    /// Where the log has these messages (for a failure's message).
+    static func whereIs(_ c: TestCluster, _ contents: ArraySlice<String>) -> String {
+        guard let db = try? PGConnection(c.url) else { return "(no database)" }
+        return contents.map { content in
+            let rows = (try? db.query("SELECT position, origin, seq, at FROM roomcast_log WHERE position(convert_to($1, 'UTF8') in payload) > 0",
+                                      ["\"" + content + "\""]).rows) ?? []
+            return "\(content) at \(rows.map { $0.map { $0 ?? "-" }.joined(separator: "/") })"
+        }.joined(separator: "; ")
+    }
+
     static func createRooms(_ c: TestCluster, phase: String, writers: Int) throws {
         for w in 0..<writers {
             for r in 0..<roomsPerWriter {
@@ -309,7 +319,7 @@ struct ClusterGatewayTests {
             for node in [0, 1] {
                 let stored = try Self.stored(c, node: node, phases: ["a", "b"], writers: writers)
                 let lost = acked.subtracting(stored)
-                #expect(lost.count == 0, "node \(node) lost \(lost.count) of \(acked.count) acknowledged, e.g. \(lost.sorted().prefix(5))")
+                #expect(lost.count == 0, "node \(node) lost \(lost.count) of \(acked.count) acknowledged, e.g. \(lost.sorted().prefix(5)): \(Self.whereIs(c, lost.sorted().prefix(3)))")
                 // A write answered "nothing changed" did not happen.
                 let made = refused.intersection(stored)
                 #expect(made.isEmpty, "node \(node) has \(made.count) writes that were answered 50301, e.g. \(made.sorted().prefix(5))")
