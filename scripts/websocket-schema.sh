@@ -13,5 +13,13 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import jsonschema_rs'
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-ROOMCAST_FRAME_LOG="$log" swift test --filter GatewayTests >/dev/null
+out=$(mktemp)
+trap 'rm -f "$log" "$out"' EXIT
+# The GatewayTests target only (not ClusterTests.ClusterGatewayTests, which the full run covers);
+# on a failure, what failed is printed.
+if ! ROOMCAST_FRAME_LOG="$log" swift test --filter '^GatewayTests\.' >"$out" 2>&1; then
+  grep -E "✘|error:|Caught error|Expectation failed" "$out" | head -40
+  echo "websocket-schema: the end-to-end tests failed while recording frames"
+  exit 1
+fi
 "$venv/bin/python" scripts/websocket-schema.py openapi/roomcast.websocket.json "$log"
