@@ -56,34 +56,9 @@ public enum ClusterSchema {
         // One round trip an append: the lock, the tail, the rows and the wake-up in one call
         // (each statement of a PL/pgSQL function takes a fresh snapshot, so the tail read after
         // the lock sees the previous holder's commit). Times: PostgreSQL's clock where none is
-        // given, never going back along the log. Payloads arrive as hex.
+        // given, read once the lock is held, never going back along the log. Payloads arrive as hex.
         """
         CREATE FUNCTION roomcast_append(p_origins text[], p_seqs bigint[], p_ats bigint[], p_payloads text[]) RETURNS bigint
-        LANGUAGE plpgsql AS $fn$
-        DECLARE
-            last_position bigint;
-            last_at bigint;
-            now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-            n integer := coalesce(array_length(p_seqs, 1), 0);
-        BEGIN
-            PERFORM pg_advisory_xact_lock(\(LockKey.append));
-            SELECT position, at INTO last_position, last_at FROM roomcast_log ORDER BY position DESC LIMIT 1;
-            last_position := coalesce(last_position, 0);
-            INSERT INTO roomcast_log (position, origin, seq, at, payload)
-                SELECT last_position + i, p_origins[i], p_seqs[i],
-                       greatest(coalesce(last_at, -9223372036854775808),
-                                max(coalesce(p_ats[i], now_ms)) OVER (ORDER BY i)),
-                       decode(p_payloads[i], 'hex')
-                FROM generate_subscripts(p_seqs, 1) AS i;
-            PERFORM pg_notify('roomcast_log', (last_position + n)::text);
-            RETURN last_position + 1;
-        END
-        $fn$
-        """,
-    ], [
-        // The time is read once the lock is held (the entry's time is when it was appended).
-        """
-        CREATE OR REPLACE FUNCTION roomcast_append(p_origins text[], p_seqs bigint[], p_ats bigint[], p_payloads text[]) RETURNS bigint
         LANGUAGE plpgsql AS $fn$
         DECLARE
             last_position bigint;
