@@ -264,14 +264,19 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
 
     // MARK: Reader
 
-    /// Entries handed to the engine but not yet applied, at most (the reader waits past it).
+    /// Entries, and their bytes, handed to the engine but not yet applied, at most (the reader
+    /// waits past either).
     static let maxUnapplied: Int64 = 10_000
+    static let maxUnappliedBytes = 64 << 20
 
     private func readLoop() {
         guard let engine else { return }
         var db: PGConnection?
         var last = engine.applied
         var lastKey: (origin: String, seq: Int64)?
+        // Pages handed over and not yet applied: (last position, payload bytes).
+        var handed: [(end: Int64, bytes: Int)] = []
+        var handedBytes = 0
         while running.load(ordering: .relaxed) {
             if db == nil {
                 do {
@@ -295,7 +300,15 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             }
             guard let conn = db else { continue }
             do {
-                while last - engine.applied > Self.maxUnapplied && running.load(ordering: .relaxed) { usleep(1_000) }
+                while running.load(ordering: .relaxed) {
+                    let applied = engine.applied
+                    while let first = handed.first, first.end <= applied {
+                        handedBytes -= first.bytes
+                        handed.removeFirst()
+                    }
+                    if last - applied <= Self.maxUnapplied && handedBytes <= Self.maxUnappliedBytes { break }
+                    usleep(1_000)
+                }
                 let entries = try ClusterLog.read(conn, after: last, limit: ClusterLog.maxBatch)
                 if let end = entries.last?.position {
                     engine.apply(entries: entries.map {
@@ -303,6 +316,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     })
                     last = end
                     lastKey = entries.last.map { ($0.origin, $0.seq) }
+                    let bytes = entries.reduce(0) { $0 + $1.payload.count }
+                    handed.append((end, bytes))
+                    handedBytes += bytes
                     state.withLock { $0.head = max($0.head, end) }
                     // A full page: there may be more. Otherwise what comes next sends a wake-up.
                     if entries.count == ClusterLog.maxBatch { continue }
