@@ -106,10 +106,7 @@ public final class RunningProcess: @unchecked Sendable {
     /// Waits for the process to exit and its output to end; the exit status (nil on timeout)
     /// and everything it printed.
     public func finish(timeout: Double = 60) -> (status: Int32?, log: String) {
-        let status = waitForExit(timeout: timeout)
-        let deadline = Date().addingTimeInterval(5)
-        while !output.ended.withLock({ $0 }) && Date() < deadline { usleep(5_000) }
-        return (status, log)
+        (waitForExit(timeout: timeout), log)
     }
 
     /// The exit code, or the signal that ended the process (-1 while it runs).
@@ -151,7 +148,12 @@ public final class RunningProcess: @unchecked Sendable {
     public func waitForExit(timeout: Double = 20) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while isRunning && Date() < deadline { usleep(10_000) }
-        return isRunning ? nil : terminationStatus
+        if isRunning { return nil }
+        // What it printed before exiting is in `log` once this returns (the pipe's end, or 2 s
+        // if a child it started still holds the pipe).
+        let drained = Date().addingTimeInterval(2)
+        while !output.ended.withLock({ $0 }) && Date() < drained { usleep(2_000) }
+        return terminationStatus
     }
 
     /// SIGKILL if still running (test cleanup).
