@@ -111,6 +111,8 @@ struct ClusterGatewayTests {
             #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
             let alice = try c[0].client("alice"), bob = try c[1].client("bob"), carol = try c[2].client("carol")
             for client in [alice, bob, carol] { _ = try client.expectOK(try client.command("room.join", ["roomId": "r"])) }
+            // Joins made on nodes 1 and 2 are read on node 0 once it has applied them.
+            try c.settle()
             #expect(try Self.members(c, node: 0) == ["alice", "bob", "carol"])
             _ = alice.drain(for: 0.3)
 
