@@ -224,6 +224,11 @@ public final class Store: @unchecked Sendable {
 
     // MARK: Mutations → rows
 
+    static let insertMessageSQL = """
+        INSERT OR IGNORE INTO message (app, roomId, id, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
     static func apply(_ mutations: [Mutation], _ db: Database) throws {
         for m in mutations {
             switch m {
@@ -278,7 +283,12 @@ public final class Store: @unchecked Sendable {
             case .clearQueue(let k):
                 try db.execute(sql: "DELETE FROM queueElement WHERE app = ? AND roomId = ?", arguments: [k.app, k.roomId])
             case .appendMessage(let k, let msg):
-                try MessageRow(k, msg).insert(db, onConflict: .ignore)
+                // The hottest write (every message): a prepared statement kept by the connection,
+                // not a record encoded column by column.
+                try db.cachedStatement(sql: Self.insertMessageSQL).execute(arguments: [
+                    k.app, k.roomId, msg.id, msg.sender, msg.senderNickname, msg.senderAvatar, msg.senderExt, msg.kind.rawValue,
+                    msg.content, msg.time, msg.fromServer,
+                ])
             case .pruneMessages(let app, let before):
                 try db.execute(sql: "DELETE FROM message WHERE app = ? AND time < ?", arguments: [app, before])
             case .putGroup(let g):

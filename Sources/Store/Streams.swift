@@ -27,10 +27,12 @@ public struct StoredRoomEvent: Sendable, Equatable {
 extension Store {
     /// Writes room-stream events in the transaction of the outcome that caused them.
     public static func append(_ events: [StoredRoomEvent], _ tx: Transaction) throws {
+        guard !events.isEmpty else { return }
+        // Prepared once per connection (one event per message: a hot write).
+        let statement = try tx.database.cachedStatement(
+            sql: #"INSERT OR REPLACE INTO roomEvent (app, roomId, epoch, "offset", at, exceptUsers, payload) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
         for e in events {
-            try tx.database.execute(
-                sql: #"INSERT OR REPLACE INTO roomEvent (app, roomId, epoch, "offset", at, exceptUsers, payload) VALUES (?, ?, ?, ?, ?, ?, ?)"#,
-                arguments: [e.room.app, e.room.roomId, e.epoch, e.offset, e.at, e.exceptUsers.joined(separator: "\n"), Data(e.payload)])
+            try statement.execute(arguments: [e.room.app, e.room.roomId, e.epoch, e.offset, e.at, e.exceptUsers.joined(separator: "\n"), Data(e.payload)])
         }
     }
 
@@ -104,7 +106,8 @@ extension Store {
     /// submitted after it and so is never durable before it).
     public func recordNonce(app: String, nonce: String, at: Int64) {
         submit(Commit(mutations: [], extra: { tx in
-            try tx.database.execute(sql: "INSERT OR REPLACE INTO requestNonce (app, nonce, at) VALUES (?, ?, ?)", arguments: [app, nonce, at])
+            try tx.database.cachedStatement(sql: "INSERT OR REPLACE INTO requestNonce (app, nonce, at) VALUES (?, ?, ?)")
+                .execute(arguments: [app, nonce, at])
         }, onDurable: {}))
     }
 
