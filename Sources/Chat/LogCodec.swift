@@ -1,14 +1,199 @@
-import Chat
-import Foundation
-
+/// The binary form of the records of the cluster's log that a chat is mostly made of (messages,
+/// sessions joining, leaving and going away, ticks): every node decodes every entry, and this costs
+/// no allocation beyond the strings it carries. Every other record travels as the JSON of its
+/// `Codable` value (the Engine's `LogRecord.encode`). The first byte tells them apart: JSON always
+/// starts with `{` (0x7B), a binary record with its tag (below 0x20), so both sit in one log.
+///
+/// Binary layout: the tag, then the fields in order — unsigned integers as LEB128 varints, strings
+/// as a varint byte count and their UTF-8 bytes, enums as one byte. A record that does not read
+/// back exactly (short, trailing bytes, an unknown tag or enum value, a varint spelled longer than
+/// it needs, invalid UTF-8) is an error, never a guess.
 extension LogRecord {
-    /// The bytes of a record in the cluster's log (JSON of the `Codable` record: every node
-    /// decodes what any node of the same version encodes).
-    public static func encode(_ record: LogRecord) throws -> [UInt8] {
-        Array(try JSONEncoder().encode(record))
+    enum Tag: UInt8 {
+        case sendMessage = 1
+        case disconnect = 2
+        case leave = 3
+        case tick = 4
+        case endSessions = 5
+        case joinRoom = 6
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> LogRecord {
-        try JSONDecoder().decode(LogRecord.self, from: Data(bytes))
+    /// The binary form of `record`, or nil when it has none (the log then carries its JSON).
+    public static func binary(_ record: LogRecord) -> [UInt8]? {
+        var w = LogWriter()
+        switch record {
+        case .command(.sendMessage(let app, let roomId, let sender, let kind, let content)):
+            w.tag(.sendMessage)
+            w.string(app)
+            w.string(roomId)
+            switch sender {
+            case .session(let sid):
+                w.byte(0)
+                w.varint(sid.raw)
+            case .server(let userId, let nickname, let avatar):
+                w.byte(1)
+                w.string(userId)
+                w.string(nickname)
+                w.string(avatar)
+            }
+            w.byte(kind.code)
+            w.string(content)
+        case .command(.disconnect(let sid)):
+            w.tag(.disconnect)
+            w.varint(sid.raw)
+        case .command(.leave(let sid, let roomId)):
+            w.tag(.leave)
+            w.varint(sid.raw)
+            w.string(roomId)
+        case .command(.join(let sid, let roomId, let profile, .join)):
+            w.tag(.joinRoom)
+            w.varint(sid.raw)
+            w.string(roomId)
+            w.string(profile.nickname)
+            w.string(profile.avatar)
+            w.string(profile.ext)
+            w.string(profile.notifyExt)
+        case .tick:
+            w.tag(.tick)
+        case .endSessions(let incarnation):
+            w.tag(.endSessions)
+            w.varint(incarnation)
+        default:
+            return nil
+        }
+        return w.bytes
+    }
+
+    /// The first byte of a record in JSON.
+    public static let jsonMark = UInt8(ascii: "{")
+
+    /// Reads a binary record (one that does not start with `jsonMark`).
+    public static func decodeBinary(_ bytes: [UInt8]) throws(LogCodecError) -> LogRecord {
+        guard let first = bytes.first else { throw .truncated }
+        guard let tag = Tag(rawValue: first) else { throw .unknownTag(first) }
+        var r = LogReader(bytes: bytes, at: 1)
+        let record: LogRecord
+        switch tag {
+        case .sendMessage:
+            let app = try r.string()
+            let roomId = try r.string()
+            let sender: MessageSender
+            switch try r.byte() {
+            case 0: sender = .session(SessionID(try r.varint()))
+            case 1: sender = .server(userId: try r.string(), nickname: try r.string(), avatar: try r.string())
+            case let b: throw .badValue("sender", b)
+            }
+            let k = try r.byte()
+            guard let kind = ChatMessage.Kind(code: k) else { throw .badValue("kind", k) }
+            record = .command(.sendMessage(app: app, roomId: roomId, sender, kind, content: try r.string()))
+        case .disconnect:
+            record = .command(.disconnect(SessionID(try r.varint())))
+        case .leave:
+            record = .command(.leave(SessionID(try r.varint()), roomId: try r.string()))
+        case .joinRoom:
+            let sid = SessionID(try r.varint())
+            let roomId = try r.string()
+            let profile = EnterProfile(nickname: try r.string(), avatar: try r.string(), ext: try r.string(), notifyExt: try r.string())
+            record = .command(.join(sid, roomId: roomId, profile, .join))
+        case .tick:
+            record = .tick
+        case .endSessions:
+            record = .endSessions(incarnation: try r.varint())
+        }
+        guard r.at == bytes.count else { throw .trailingBytes(bytes.count - r.at) }
+        return record
+    }
+}
+
+public enum LogCodecError: Error, Equatable {
+    case truncated
+    case unknownTag(UInt8)
+    case badValue(String, UInt8)
+    case trailingBytes(Int)
+    case invalidUTF8
+}
+
+extension ChatMessage.Kind {
+    var code: UInt8 {
+        switch self {
+        case .text: 0
+        case .custom: 1
+        case .notification: 2
+        }
+    }
+
+    init?(code: UInt8) {
+        switch code {
+        case 0: self = .text
+        case 1: self = .custom
+        case 2: self = .notification
+        default: return nil
+        }
+    }
+}
+
+struct LogWriter {
+    var bytes: [UInt8] = []
+
+    init() { bytes.reserveCapacity(64) }
+
+    mutating func tag(_ t: LogRecord.Tag) { bytes.append(t.rawValue) }
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            varint(UInt64(u.count))
+            bytes.append(contentsOf: u)
+        }
+    }
+}
+
+struct LogReader {
+    let bytes: [UInt8]
+    var at: Int
+
+    mutating func byte() throws(LogCodecError) -> UInt8 {
+        guard at < bytes.count else { throw .truncated }
+        defer { at += 1 }
+        return bytes[at]
+    }
+
+    mutating func varint() throws(LogCodecError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            // A tenth byte may carry only the top bit of 64.
+            guard shift < 63 || (shift == 63 && b <= 1) else { throw .badValue("varint", b) }
+            value |= UInt64(b & 0x7F) << shift
+            if b < 0x80 {
+                // One form per value: a last byte of 0 after others would be a longer spelling.
+                guard b != 0 || shift == 0 else { throw .badValue("varint", b) }
+                return value
+            }
+            shift += 7
+        }
+    }
+
+    mutating func string() throws(LogCodecError) -> String {
+        let n = try varint()
+        guard n <= UInt64(bytes.count - at) else { throw .truncated }
+        let end = at + Int(n)
+        defer { at = end }
+        // A node writes a Swift string's UTF-8: anything else is damage, never repaired.
+        guard let s = bytes.withUnsafeBufferPointer({ String(validating: UnsafeBufferPointer(rebasing: $0[at..<end]), as: UTF8.self) }) else {
+            throw .invalidUTF8
+        }
+        return s
     }
 }

@@ -3,8 +3,12 @@
 /// only on the domain's state and the entry (its time and position), never on the node.
 public enum LogRecord: Codable, Equatable, Sendable {
     /// The version of the records' encoding this build writes and reads; a cluster whose log was
-    /// written by a newer one refuses this node (it could not apply every entry).
-    public static let format = 1
+    /// written by a newer one refuses this node (it could not apply every entry). 1: JSON only;
+    /// 2: the hot records in their binary form (`LogCodec.swift`), the rest in JSON. A node writes
+    /// what the cluster's format (set by its first node) allows, so older nodes can still read it.
+    public static let format = 2
+    /// The first format with binary records.
+    public static let binaryFormat = 2
 
     /// A change a client or app server asked for.
     case command(Command)

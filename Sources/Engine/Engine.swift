@@ -84,12 +84,15 @@ public struct ClusterRole: Sendable {
     public let incarnation: UInt64
     /// The ids the domain makes while applying an entry (its `makeID`).
     public let ids: EntryIDs
+    /// The cluster's log format (`LogRecord.format` of its first node): what this node may write.
+    public let logFormat: Int
 
-    public init(log: ReplicatedLog, origin: String, incarnation: UInt64, ids: EntryIDs) {
+    public init(log: ReplicatedLog, origin: String, incarnation: UInt64, ids: EntryIDs, logFormat: Int = LogRecord.format) {
         self.log = log
         self.origin = origin
         self.incarnation = incarnation
         self.ids = ids
+        self.logFormat = logFormat
     }
 }
 
@@ -135,7 +138,10 @@ public final class Engine: @unchecked Sendable {
     private var inFlight: [SessionID: Int] = [:]
     private var inFlightSessions: [UInt64: SessionID] = [:]
     private var nextSeq: UInt64 = 0
-    /// The last position applied (read by other threads for heartbeats and /readyz).
+    /// The last position applied by the engine (engine thread only).
+    private var position: Int64 = 0
+    /// The last position applied and committed to this node's replica, so what it changed can be
+    /// read (read by other threads: the log reader's hand-off bound, heartbeats, /readyz).
     private let appliedPosition = Atomic<Int64>(0)
     /// The leader's tick record on its way through the log (one at a time).
     private var tickSeq: UInt64?
@@ -310,7 +316,7 @@ public final class Engine: @unchecked Sendable {
         guard let cluster else { return nil }
         let payload: [UInt8]
         do {
-            payload = try LogRecord.encode(record)
+            payload = try LogRecord.encode(record, format: cluster.logFormat)
         } catch {
             logger.error("a command could not be encoded for the cluster's log", metadata: ["error": "\(error)"])
             process(.failure(ChatError(.storageUnavailable, "the change could not be encoded for the cluster's log; nothing changed", field: nil)), replyTo: replyTo)
@@ -406,13 +412,12 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             guard let cluster else { return }
             for e in entries {
-                let last = appliedPosition.load(ordering: .relaxed)
-                if e.position <= last { continue }
-                guard e.position == last + 1 else {
-                    logger.critical("the cluster's log skipped from \(last) to \(e.position); stopping")
+                if e.position <= position { continue }
+                guard e.position == position + 1 else {
+                    logger.critical("the cluster's log skipped from \(position) to \(e.position); stopping")
                     exit(75)
                 }
-                appliedPosition.store(e.position, ordering: .relaxed)
+                position = e.position
                 let own = e.origin == cluster.origin
                 var replyTo = ReplyTo.none
                 if own {
@@ -458,6 +463,10 @@ public final class Engine: @unchecked Sendable {
                     }
                 }
             }
+            // Published once the replica has committed what these entries changed (commits run in
+            // order): a read after `applied` reached a position sees that position's changes.
+            let reached = position
+            store.submit(Store.Commit(mutations: [], onDurable: { [self] in appliedPosition.store(reached, ordering: .relaxed) }))
         }
     }
 
@@ -709,7 +718,9 @@ public final class Engine: @unchecked Sendable {
                 let json = Encode.event(event, roomId: audience.room?.roomId, epoch: audience.room == nil ? nil : epoch,
                                         offset: audience.room == nil ? nil : offset)
                 items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch))
-                if let room = audience.room {
+                // A cluster node keeps no copy: it rebuilds its state and its hubs' resume windows
+                // from the cluster's log when it starts, never from its replica.
+                if cluster == nil, let room = audience.room {
                     var except: [String] = []
                     if case .roomExceptUsers(_, let users) = audience { except = users }
                     kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json))

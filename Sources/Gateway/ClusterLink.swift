@@ -110,8 +110,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         // the run is named after the node and a fresh random part, and the registration's
         // previous-run entry is appended under it.
         let run = configuration.nodeID + "#" + randomHex(6)
+        let format = settings.logFormat
         incarnation = try ClusterNodes.register(db, id: configuration.nodeID, urls: [], origin: run, endPrevious: { previous in
-            (try? LogRecord.encode(.endSessions(incarnation: UInt64(previous)))) ?? []
+            (try? LogRecord.encode(.endSessions(incarnation: UInt64(previous)), format: format)) ?? []
         })
         origin = run
         headAtStart = try ClusterLog.head(db)
@@ -158,7 +159,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                                         [configuration.nodeID, String(incarnation)])
                 if gone.command == "DELETE 1" {
                     _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin,
-                                                                          payload: (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)))) ?? [])])
+                                                                          payload: (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)), format: settings.logFormat)) ?? [])])
                 }
             }
         } catch {
@@ -370,7 +371,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     if isLeader && now - observingSince >= configuration.nodeTimeoutMilliseconds {
                         let ended = try ClusterNodes.endDead(conn, timeout: configuration.nodeTimeoutMilliseconds, origin: origin,
                                                              except: configuration.nodeID) { incarnation in
-                            (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)))) ?? []
+                            (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)), format: settings.logFormat)) ?? []
                         }
                         for node in ended {
                             logger.warning("cluster: a node stopped beating; its sessions end", metadata: ["node": "\(node.id)"])

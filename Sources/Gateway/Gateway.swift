@@ -198,7 +198,7 @@ final class GatewayCore: Sendable {
                                 try store.restore(into: fresh, now: clock())
                                 return fresh
                             },
-                            cluster: cluster.map { ClusterRole(log: $0, origin: $0.origin, incarnation: UInt64($0.incarnation), ids: entryIDs) },
+                            cluster: cluster.map { ClusterRole(log: $0, origin: $0.origin, incarnation: UInt64($0.incarnation), ids: entryIDs, logFormat: $0.settings.logFormat) },
                             onAppSettings: { key, settings in
                                 // The REST layer's view of an app follows the domain (on every node).
                                 guard var entry = registry.app(key) else { return }
