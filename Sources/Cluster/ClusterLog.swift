@@ -67,37 +67,16 @@ public enum ClusterLog {
     public static func appendInTransaction(_ db: PGConnection, _ entries: [LogAppend]) throws(PGError) -> [Int64] {
         guard !entries.isEmpty else { return [] }
         precondition(entries.count <= maxBatch, "at most \(maxBatch) entries per append")
-        let first = try db.query("SELECT roomcast_append($1::text[], $2::bigint[], $3::bigint[], $4::text[])", [
-            arrayLiteral(entries.map { quotedElement($0.origin) }),
-            arrayLiteral(entries.map { String($0.seq) }),
-            arrayLiteral(entries.map { $0.at.map(String.init) ?? "NULL" }),
-            arrayLiteral(entries.map { "\"" + hex($0.payload) + "\"" }),
-        ]).scalar.flatMap { Int64($0) }
+        // Prepared once per connection; the arrays travel in binary (payloads as they are).
+        var first: Int64?
+        try db.execute(prepared: "roomcast_append", "SELECT roomcast_append($1, $2, $3, $4)", [
+            .textArray(entries.map(\.origin)),
+            .int8Array(entries.map(\.seq)),
+            .int8Array(entries.map(\.at)),
+            .byteaArray(entries.map(\.payload)),
+        ]) { row throws(PGError) in first = row.int64(0) }
         guard let first else { throw PGError(sqlState: "XX000", message: "roomcast_append returned no position") }
         return (0..<Int64(entries.count)).map { first + $0 }
-    }
-
-    /// A PostgreSQL array literal of already formatted elements.
-    static func arrayLiteral(_ elements: [String]) -> String { "{" + elements.joined(separator: ",") + "}" }
-
-    /// A text element of an array literal: quoted, with `"` and `\` escaped.
-    static func quotedElement(_ s: String) -> String {
-        var out = "\""
-        for c in s.unicodeScalars {
-            if c == "\"" || c == "\\" { out.unicodeScalars.append("\\") }
-            out.unicodeScalars.append(c)
-        }
-        return out + "\""
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(hexDigits[Int(b >> 4)])
-            out.append(hexDigits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Which of `seqs` the node run `origin` has in the log (after a connection was lost during
@@ -122,16 +101,24 @@ public enum ClusterLog {
         return (origin, seq)
     }
 
-    /// Entries after `position`, in order, at most `limit`.
-    public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000) throws(PGError) -> [LogEntry] {
-        let rows = try db.query("SELECT position, origin, at, payload, seq FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2",
-                                [String(position), String(limit)])
+    /// Payload bytes one read returns at most (beyond its first entry, which always comes).
+    public static let maxReadBytes = 16 << 20
+
+    /// Entries after `position`, in order: at most `limit`, and no more payload than `maxBytes`
+    /// past the first entry (a page of large entries stays bounded in memory).
+    public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000, maxBytes: Int = maxReadBytes) throws(PGError) -> [LogEntry] {
         var entries: [LogEntry] = []
-        entries.reserveCapacity(rows.count)
-        for r in rows.rows {
+        entries.reserveCapacity(min(limit, 1000))
+        try db.execute(prepared: "roomcast_read", """
+            SELECT position, origin, at, payload, seq FROM (
+                SELECT position, origin, at, payload, seq,
+                       sum(octet_length(payload)) OVER (ORDER BY position) - octet_length(payload) AS before
+                FROM (SELECT * FROM roomcast_log WHERE position > $1 ORDER BY position LIMIT $2) page
+            ) sized WHERE before < $3 ORDER BY position
+            """, [.int8(position), .int8(Int64(limit)), .int8(Int64(maxBytes))]) { r throws(PGError) in
             // A row that does not read back is an error, never skipped: skipping would lose an entry.
-            guard r.count == 5, let p = r[0].flatMap({ Int64($0) }), let origin = r[1], let at = r[2].flatMap({ Int64($0) }),
-                  let payload = r[3].flatMap(byteaDecode), let seq = r[4].flatMap({ Int64($0) }) else {
+            guard r.columns == 5, let p = r.int64(0), let origin = r.string(1), let at = r.int64(2), let payload = r.bytes(3),
+                  let seq = r.int64(4) else {
                 throw PGError(sqlState: "XX001", message: "log entry after position \(entries.last?.position ?? position) does not read back")
             }
             entries.append(LogEntry(position: p, origin: origin, seq: seq, at: at, payload: payload))
@@ -149,41 +136,6 @@ public enum ClusterLog {
         try db.query("LISTEN " + db.quotedIdentifier(channel))
     }
 
-    static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// PostgreSQL's hex bytea input: `\x` and two hex digits a byte.
-    public static func byteaHex(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = [0x5C, 0x78]
-        out.reserveCapacity(2 + bytes.count * 2)
-        for b in bytes {
-            out.append(hexDigits[Int(b >> 4)])
-            out.append(hexDigits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// PostgreSQL's hex bytea output back to bytes; nil if it is not that.
-    public static func byteaDecode(_ text: String) -> [UInt8]? {
-        let u = Array(text.utf8)
-        guard u.count >= 2, u[0] == 0x5C, u[1] == 0x78, u.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: return c - 0x30
-            case 0x61...0x66: return c - 0x61 + 10
-            case 0x41...0x46: return c - 0x41 + 10
-            default: return nil
-            }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity((u.count - 2) / 2)
-        var i = 2
-        while i < u.count {
-            guard let h = nibble(u[i]), let l = nibble(u[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
-    }
 }
 
 /// The cluster's members (CL-5): each node's public URLs and heartbeat; a node whose heartbeat is

@@ -81,6 +81,34 @@ public enum ClusterSchema {
         END
         $fn$
         """,
+    ], [
+        // The same append with its payloads as bytea[] (sent in PostgreSQL's binary format by a
+        // prepared statement: no hex to build, parse and decode). The text[] form stays for nodes
+        // of the previous version during a rolling upgrade.
+        """
+        CREATE FUNCTION roomcast_append(p_origins text[], p_seqs bigint[], p_ats bigint[], p_payloads bytea[]) RETURNS bigint
+        LANGUAGE plpgsql AS $fn$
+        DECLARE
+            last_position bigint;
+            last_at bigint;
+            now_ms bigint;
+            n integer := coalesce(array_length(p_seqs, 1), 0);
+        BEGIN
+            PERFORM pg_advisory_xact_lock(\(LockKey.append));
+            now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+            SELECT position, at INTO last_position, last_at FROM roomcast_log ORDER BY position DESC LIMIT 1;
+            last_position := coalesce(last_position, 0);
+            INSERT INTO roomcast_log (position, origin, seq, at, payload)
+                SELECT last_position + i, p_origins[i], p_seqs[i],
+                       greatest(coalesce(last_at, -9223372036854775808),
+                                max(coalesce(p_ats[i], now_ms)) OVER (ORDER BY i)),
+                       p_payloads[i]
+                FROM generate_subscripts(p_seqs, 1) AS i;
+            PERFORM pg_notify('roomcast_log', (last_position + n)::text);
+            RETURN last_position + 1;
+        END
+        $fn$
+        """,
     ]]
 
     public static var version: Int { migrations.count }

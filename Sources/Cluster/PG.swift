@@ -123,6 +123,47 @@ public final class PGConnection {
         }
     }
 
+    /// Statements this connection has prepared (by name).
+    private var prepared: Set<String> = []
+
+    /// Runs a statement prepared once per connection (parsed and planned once, not per call) with
+    /// parameters in PostgreSQL's binary format, and hands `body` each row of its binary result
+    /// while the result is alive. The log's hot statements use it: no text to escape or parse.
+    public func execute(prepared name: String, _ sql: String, _ parameters: [PGBinary],
+                        row body: (PGBinaryRow) throws(PGError) -> Void) throws(PGError) {
+        if !prepared.contains(name) {
+            let types = parameters.map(\.type)
+            let made = PQprepare(conn, name, sql, Int32(types.count), types)
+            guard let made else { throw failure("libpq returned no result") }
+            defer { PQclear(made) }
+            try check(made)
+            prepared.insert(name)
+        }
+        let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        let result: OpaquePointer? = withBuffers(parameters.map(\.bytes)) { values in
+            PQexecPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)
+        }
+        guard let result else { throw failure("libpq returned no result") }
+        defer { PQclear(result) }
+        try check(result)
+        let n = PQntuples(result)
+        for r in 0..<n { try body(PGBinaryRow(result: result, row: r)) }
+    }
+
+    /// Throws the error a result carries, if it carries one.
+    private func check(_ result: OpaquePointer) throws(PGError) {
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_TUPLES_OK:
+            return
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
+            guard !message.isEmpty else { throw failure() }
+            throw PGError(sqlState: state, message: message, connectionLost: PQstatus(conn) == CONNECTION_BAD)
+        }
+    }
+
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. A
     /// COMMIT that PostgreSQL turned into a rollback (the transaction had failed) throws. A
     /// connection lost during COMMIT leaves the outcome unknown: callers that must know (the log)
@@ -169,6 +210,110 @@ public final class PGConnection {
         defer { PQfreemem(p) }
         return String(cString: p)
     }
+}
+
+/// A parameter in PostgreSQL's binary format: its type's OID and its bytes (nil: SQL NULL).
+public struct PGBinary: Sendable {
+    public var type: UInt32
+    public var bytes: [UInt8]?
+
+    public static let int8OID: UInt32 = 20
+    public static let textOID: UInt32 = 25
+    public static let byteaOID: UInt32 = 17
+    static let int8ArrayOID: UInt32 = 1016
+    static let textArrayOID: UInt32 = 1009
+    static let byteaArrayOID: UInt32 = 1001
+
+    public static func int8(_ v: Int64) -> PGBinary { PGBinary(type: int8OID, bytes: bigEndian(v)) }
+
+    /// A one-dimensional array (PostgreSQL's binary array format: dimensions, element type, then
+    /// each element's length and bytes, -1 for NULL).
+    static func array(_ elements: [[UInt8]?], element: UInt32, type: UInt32) -> PGBinary {
+        var out: [UInt8] = []
+        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + ($1?.count ?? 0) })
+        func put(_ v: Int32) { withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) } }
+        put(1)
+        put(elements.contains { $0 == nil } ? 1 : 0)
+        put(Int32(bitPattern: element))
+        put(Int32(elements.count))
+        put(1)
+        for e in elements {
+            if let e {
+                put(Int32(e.count))
+                out.append(contentsOf: e)
+            } else {
+                put(-1)
+            }
+        }
+        return PGBinary(type: type, bytes: out)
+    }
+
+    public static func int8Array(_ values: [Int64?]) -> PGBinary {
+        array(values.map { $0.map(bigEndian) }, element: int8OID, type: int8ArrayOID)
+    }
+
+    public static func textArray(_ values: [String]) -> PGBinary {
+        array(values.map { Array($0.utf8) }, element: textOID, type: textArrayOID)
+    }
+
+    public static func byteaArray(_ values: [[UInt8]]) -> PGBinary {
+        array(values, element: byteaOID, type: byteaArrayOID)
+    }
+
+    static func bigEndian(_ v: Int64) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+}
+
+/// A row of a binary result, valid only inside the `execute(prepared:)` call that hands it out.
+public struct PGBinaryRow {
+    let result: OpaquePointer
+    let row: Int32
+
+    public var columns: Int { Int(PQnfields(result)) }
+
+    public func isNull(_ column: Int) -> Bool { PQgetisnull(result, row, Int32(column)) == 1 }
+
+    /// The cell's bytes (nil: NULL).
+    public func withBytes<R>(_ column: Int, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard !isNull(column), let p = PQgetvalue(result, row, Int32(column)) else { return body(nil) }
+        return body(UnsafeRawBufferPointer(start: p, count: Int(PQgetlength(result, row, Int32(column)))))
+    }
+
+    /// An `int8` column; nil if NULL or not 8 bytes.
+    public func int64(_ column: Int) -> Int64? {
+        withBytes(column) { b in
+            guard let b, b.count == 8 else { return nil }
+            var v: Int64 = 0
+            withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: b) }
+            return Int64(bigEndian: v)
+        }
+    }
+
+    /// A `text` column as a string (its UTF-8); nil if NULL.
+    public func string(_ column: Int) -> String? {
+        withBytes(column) { b in b.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// A `bytea` column's bytes; nil if NULL.
+    public func bytes(_ column: Int) -> [UInt8]? {
+        withBytes(column) { b in b.map { Array($0) } }
+    }
+}
+
+/// Calls `body` with pointers to `values`' bytes (nil stays NULL), alive for the call.
+private func withBuffers<R>(_ values: [[UInt8]?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = []
+    pointers.reserveCapacity(values.count)
+    for v in values {
+        guard let v else {
+            pointers.append(nil)
+            continue
+        }
+        let p = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, v.count))
+        v.withUnsafeBytes { src in if let base = src.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: v.count) } }
+        pointers.append(p)
+    }
+    defer { for p in pointers { p?.deallocate() } }
+    return body(pointers.map { $0.map { UnsafePointer($0) } })
 }
 
 extension String {

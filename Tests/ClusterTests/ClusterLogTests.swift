@@ -196,9 +196,49 @@ struct ClusterLogTests {
         let hostile = "'); DROP TABLE x; --\u{00e9}\u{1F600}"
         #expect(try db.query("SELECT $1::text", [hostile]).scalar == hostile)
         #expect(try db.query("SELECT $1::text IS NULL", [nil]).scalar == "t")
-        // Every byte value through bytea and back.
+        // Binary parameters and results (the log's prepared statements): every byte value through
+        // bytea[] and back, text with every kind of character, int8 at both ends, NULL elements.
         let all = (0...255).map { UInt8($0) }
-        #expect(try db.query("SELECT $1::bytea", [ClusterLog.byteaHex(all)]).scalar.flatMap(ClusterLog.byteaDecode) == all)
-        #expect(ClusterLog.byteaDecode("\\x0") == nil && ClusterLog.byteaDecode("\\xzz") == nil && ClusterLog.byteaDecode("00") == nil)
+        var got: [[UInt8]?] = []
+        var texts: [String?] = []
+        var ints: [Int64?] = []
+        try db.execute(prepared: "t", "SELECT b, t, i FROM unnest($1::bytea[], $2::text[], $3::int8[]) AS u(b, t, i)", [
+            .byteaArray([all, [], [0]]), .textArray([hostile, "", "a"]), .int8Array([.min, nil, .max]),
+        ]) { row throws(PGError) in
+            got.append(row.bytes(0))
+            texts.append(row.string(1))
+            ints.append(row.int64(2))
+        }
+        #expect(got == [all, [], [0]])
+        #expect(texts == [hostile, "", "a"])
+        #expect(ints == [.min, nil, .max])
+        // Prepared once per connection: a second call reuses it.
+        var n: Int64?
+        try db.execute(prepared: "t", "SELECT b, t, i FROM unnest($1::bytea[], $2::text[], $3::int8[]) AS u(b, t, i)", [
+            .byteaArray([]), .textArray([]), .int8Array([]),
+        ]) { row throws(PGError) in n = row.int64(2) }
+        #expect(n == nil)
+        // A refused prepared statement throws with its SQLSTATE and leaves the connection usable.
+        do {
+            try db.execute(prepared: "bad", "SELECT 1/$1", [.int8(0)]) { _ throws(PGError) in }
+            Issue.record("division by zero must throw")
+        } catch {
+            #expect(error.sqlState == "22012")
+        }
+        #expect(try db.query("SELECT 1").scalar == "1")
+    }
+
+    // A read is bounded in bytes as well as entries, but always returns the first entry.
+    @Test func readsAreBoundedInBytes() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "bytes")
+        let db = try PGConnection(url)
+        try ClusterSchema.migrate(db)
+        let big = [UInt8](repeating: 7, count: 1000)
+        _ = try ClusterLog.append(db, (0..<10).map { _ in LogAppend(origin: "n", payload: big) })
+        #expect(try ClusterLog.read(db, after: 0, limit: 100, maxBytes: 2500).map(\.position) == [1, 2, 3])
+        #expect(try ClusterLog.read(db, after: 0, limit: 100, maxBytes: 1).map(\.position) == [1])
+        #expect(try ClusterLog.read(db, after: 8, limit: 100, maxBytes: 1 << 20).map(\.position) == [9, 10])
+        #expect(try ClusterLog.read(db, after: 0, limit: 4).map(\.payload) == [big, big, big, big])
     }
 }
