@@ -222,8 +222,11 @@ struct ClusterGatewayTests {
 
     /// Writers send numbered messages to the given nodes until told to stop (at most
     /// `roomsPerWriter * perRoom` each); returns the messages acknowledged with 201.
-    static func writeLoad(_ c: TestCluster, phase: String, nodes: [Int], writers: Int, while running: Flag) -> (acked: [String], refused: [String]) {
+    static func writeLoad(_ c: TestCluster, phase: String, nodes: [Int], writers: Int, while running: Flag)
+        -> (acked: [String], refused: [String], answers: [String: Int]) {
         let acked = Mutex<[String]>([]), refused = Mutex<[String]>([])
+        // Every answer by status and code (a failure's message says what the load saw).
+        let answers = Mutex<[String: Int]>([:])
         let ports = nodes.map { c[$0].port }
         let app = c[0].appKey, secret = c[0].secret
         let group = DispatchGroup()
@@ -233,10 +236,14 @@ struct ClusterGatewayTests {
                 while running.isSet && i < roomsPerWriter * perRoom {
                     let content = "\(phase)-\(w)-\(i)"
                     let rest = RESTClient(port: ports[(w + i) % ports.count], appKey: app, secret: secret)
-                    if let r = try? rest.call("POST", "/v1/rooms/\(room(phase, w, i))/messages", ["content": content, "fromUserId": "admin"]) {
+                    do {
+                        let r = try rest.call("POST", "/v1/rooms/\(room(phase, w, i))/messages", ["content": content, "fromUserId": "admin"])
+                        answers.withLock { $0["\(r.status)/\(r.json.int("code") ?? 0)", default: 0] += 1 }
                         if r.status == 201 { acked.withLock { $0.append(content) } }
                         // 50301 says nothing changed (50303 would say it may have).
                         if r.status == 503, r.json.int("code") == 50301 { refused.withLock { $0.append(content) } }
+                    } catch {
+                        answers.withLock { $0["no answer", default: 0] += 1 }
                     }
                     i += 1
                     usleep(2_000)
@@ -244,15 +251,20 @@ struct ClusterGatewayTests {
             }
         }
         group.wait()
-        return (acked.withLock { $0 }, refused.withLock { $0 })
+        return (acked.withLock { $0 }, refused.withLock { $0 }, answers.withLock { $0 })
     }
 
     /// Where the log has these messages (for a failure's message).
     static func whereIs(_ c: TestCluster, _ contents: ArraySlice<String>) -> String {
         guard let db = try? PGConnection(c.url) else { return "(no database)" }
         return contents.map { content in
-            let rows = (try? db.query("SELECT position, origin, seq, at FROM roomcast_log WHERE position(convert_to($1, 'UTF8') in payload) > 0",
-                                      ["\"" + content + "\""]).rows) ?? []
+            // A message's content ends its entry (the binary sendMessage record), after its length.
+            let n = content.utf8.count
+            let rows = (try? db.query("""
+                SELECT position, origin, seq, at FROM roomcast_log WHERE octet_length(payload) > $2::int
+                    AND substring(payload FROM octet_length(payload) - $2::int + 1) = convert_to($1, 'UTF8')
+                    AND get_byte(payload, octet_length(payload) - $2::int - 1) = $2::int
+                """, [content, String(n)]).rows) ?? []
             return "\(content) at \(rows.map { $0.map { $0 ?? "-" }.joined(separator: "/") })"
         }.joined(separator: "; ")
     }
@@ -297,8 +309,8 @@ struct ClusterGatewayTests {
                 running.clear()
             }
             killer.start()
-            let (first, firstRefused) = Self.writeLoad(c, phase: "a", nodes: [0, 1, 2], writers: writers, while: running)
-            #expect(first.count > 50, "only \(first.count) writes acknowledged")
+            let (first, firstRefused, firstAnswers) = Self.writeLoad(c, phase: "a", nodes: [0, 1, 2], writers: writers, while: running)
+            #expect(first.count > 50, "only \(first.count) writes acknowledged: \(firstAnswers)")
 
             // PostgreSQL dies mid-load and comes back.
             let again = Flag()
@@ -311,10 +323,10 @@ struct ClusterGatewayTests {
                 again.clear()
             }
             crasher.start()
-            let (second, secondRefused) = Self.writeLoad(c, phase: "b", nodes: [0, 1], writers: writers, while: again)
-            #expect(second.count > 50, "only \(second.count) writes acknowledged")
+            let (second, secondRefused, secondAnswers) = Self.writeLoad(c, phase: "b", nodes: [0, 1], writers: writers, while: again)
+            #expect(second.count > 50, "only \(second.count) writes acknowledged: \(secondAnswers)")
             // PostgreSQL was down for a while: some writes were refused.
-            #expect(!secondRefused.isEmpty)
+            #expect(!secondRefused.isEmpty, "answers while PostgreSQL was killed and restarted: \(secondAnswers)")
 
             let acked = Set(first + second), refused = Set(firstRefused + secondRefused)
             try c.settle(timeout: 30)
