@@ -17,7 +17,8 @@ public final class ChatDomain {
     var groupSequence: Int64 = 0
     var lastPrune: [String: Int64] = [:]
 
-    enum Deadline: Hashable {
+    /// Codable: snapshots hold the deadline queue (`DomainImage`).
+    enum Deadline: Hashable, Codable {
         case block(RoomKey, String)
         case tempMute(RoomKey, String)
         case globalMute(String, String)

@@ -160,6 +160,14 @@ public struct DeadlineQueue<Key: Hashable> {
     }
 
     public var nextDeadline: Int64? { heap.first?.deadline }
+
+    /// The heap as it is laid out (equal deadlines come due in an order that depends on it).
+    var entries: [(deadline: Int64, key: Key)] { heap.map { ($0.deadline, $0.key) } }
+
+    /// A queue with exactly this layout (`entries` of another).
+    init(entries: [(Int64, Key)]) {
+        heap = entries.map { Entry(deadline: $0.0, key: $0.1) }
+    }
 }
 
 /// A bounded ring: appends overwrite the oldest element once full.
@@ -169,6 +177,12 @@ struct Ring<Element> {
     let capacity: Int
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// A ring holding `elements` (at most `capacity`, the newest kept), oldest first.
+    init(capacity: Int, elements: [Element]) {
+        self.capacity = max(1, capacity)
+        storage = Array(elements.suffix(self.capacity))
+    }
 
     var count: Int { storage.count }
     var isEmpty: Bool { storage.isEmpty }
@@ -223,6 +237,16 @@ struct RecentHistory {
         ring = Ring(capacity: min(historyLimit, Limits.historyMemoryMessagesPerRoom))
     }
 
+    /// A window as another was (a snapshot's): its capacity, messages, bytes and whether it dropped any.
+    init(capacity: Int, messages: [ChatMessage], bytes: Int, truncated: Bool) {
+        ring = Ring(capacity: capacity, elements: messages)
+        self.bytes = bytes
+        self.truncated = truncated
+    }
+
+    var capacity: Int { ring.capacity }
+    var messages: [ChatMessage] { ring.elements }
+
     var count: Int { ring.count }
     subscript(i: Int) -> ChatMessage { ring[i] }
 
@@ -249,6 +273,8 @@ struct RecentHistory {
 
     /// Drops messages past the retention (they are gone from the store too).
     mutating func dropOlder(than oldest: Int64) {
+        // Called for every message sent: nothing to drop is the common case, and costs one look.
+        guard !ring.isEmpty, ring[0].time < oldest else { return }
         ring.dropOldest { $0.time < oldest }
         bytes = ring.elements.reduce(0) { $0 + $1.content.utf8.count }
     }

@@ -6,6 +6,16 @@ public struct TokenBucket: Equatable, Sendable {
     private var tokens: Double
     private var last: Int64
 
+    /// The bucket as a snapshot holds it.
+    var image: BucketImage { BucketImage(rate: rate, burst: burst, tokens: tokens, last: last) }
+
+    init(image: BucketImage) {
+        rate = image.rate
+        burst = image.burst
+        tokens = image.tokens
+        last = image.last
+    }
+
     public init(rate: Int, burst: Int? = nil, now: Int64) {
         self.rate = Double(max(1, rate))
         self.burst = Double(max(1, burst ?? rate))
