@@ -97,9 +97,9 @@ public struct ClusterRole: Sendable {
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
 public final class Engine: @unchecked Sendable {
-    // Safety: `domain`, `streams`, `lastTrim`, `held` and `nextTicket` are touched only on `loop`'s thread: every entry
-    // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread`
-    // only by the owner's `start` and `stop`.
+    // Safety: `domain`, `streams`, `lastTrim`, `held`, `nextTicket` and `replicatedHooks` are touched only on `loop`'s
+    // thread: every entry point (`submit`, `query`, `apply(entries:)`, `webhookOutcomes`, the timers) runs its work
+    // through `loop.execute`; `thread` only by the owner's `start` and `stop`.
     public let loop: EventLoop
     private var domain: ChatDomain
     let store: Store
