@@ -440,22 +440,35 @@ public final class Gateway: Sendable {
                 return found.withLock { $0 } == true
             }
         }
-        // CL-6: the endpoints of the command line exist in the cluster as it gives them.
+        // CL-6: the endpoints of the command line exist in the cluster as it gives them. Asked
+        // again now and then (an append refused while PostgreSQL was away is not retried); after
+        // three asks an endpoint that exists but differs is left as the cluster has it (another
+        // node's command line gives it otherwise): the nodes do not take turns changing it.
         let hooks = configuration.webhookEndpoints
         let webhooks = self.webhooks
         asked = 0
+        var asks = 0
         try wait("the --webhook endpoints") {
-            if wallClockMilliseconds() - asked > 2_000 {
-                asked = wallClockMilliseconds()
-                engine.ensureWebhookEndpoints(hooks)
-            }
-            return hooks.allSatisfy { h in
+            let missing = hooks.filter { h in
                 do {
-                    return try webhooks.ensureChange(app: h.app, h.spec) == nil
+                    return try webhooks.ensureChange(app: h.app, h.spec) != nil
                 } catch {
-                    return true // refused at start (`configureInCluster`): not reached
+                    return false // refused at start (`configureInCluster`): not reached
                 }
             }
+            if missing.isEmpty { return true }
+            let absent = missing.filter { h in webhooks.endpoint(app: h.app, id: WebhookService.configuredID(app: h.app, url: h.spec.url ?? "")) == nil }
+            if absent.isEmpty && asks >= 3 {
+                logger.warning("cluster: a --webhook endpoint differs from this node's command line; another node's gives it otherwise: give every node the same --webhook list",
+                               metadata: ["endpoints": "\(missing.map { WebhookService.configuredID(app: $0.app, url: $0.spec.url ?? "") })"])
+                return true
+            }
+            if wallClockMilliseconds() - asked > 2_000 {
+                asked = wallClockMilliseconds()
+                asks += 1
+                engine.ensureWebhookEndpoints(missing)
+            }
+            return false
         }
         logger.info("cluster: caught up", metadata: ["node": "\(link.configuration.nodeID)", "applied": "\(engine.applied)"])
     }

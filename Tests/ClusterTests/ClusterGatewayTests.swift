@@ -374,6 +374,18 @@ struct ClusterGatewayTests {
             let listed = try (0..<3).map { try c[$0].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? [] }
             #expect(listed[0].count == 1 && listed[0].first?.str("origin") == "config")
             for i in 1..<3 { #expect(NSArray(array: listed[i]).isEqual(to: listed[0]), "node \(i)") }
+            // A node started with the endpoint changed on its command line changes it for the
+            // cluster (as a single node does at start), and is ready once it has.
+            c.nodes.append(try TestCluster.start(3, url: c.url, timeout: c.timeout, extra: [
+                "--webhook", "testapp \(receiver.url()) allow-private events=message.sent,member.joined", "--webhook-allow-private", "testapp",
+            ]))
+            try c.waitReady(3)
+            try c.settle()
+            for i in 0..<4 {
+                let endpoints = try c[i].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? []
+                #expect(endpoints.count == 1 && endpoints.first?.str("id") == listed[0].first?.str("id"), "node \(i)")
+                #expect(endpoints.first?["events"] as? [String] == ["message.sent", "member.joined"], "node \(i)")
+            }
             // Disconnecting a user's connections reaches only the receiving node: refused in a cluster.
             let kick = try c[2].rest().call("DELETE", "/v1/users/alice/connections")
             #expect(kick.status == 501 && kick.json.int("code") == 50101)
