@@ -111,7 +111,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
-        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "TestKit"]),
+        .testTarget(name: "ClusterTests", dependencies: [
+            "Cluster", "TestKit", "Engine", "Webhooks", "Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "ServerTests", dependencies: [
             "Server", "Reactor", "HTTP1", "WebSocket", "TestKit", .product(name: "Logging", package: "swift-log"),

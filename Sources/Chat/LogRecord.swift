@@ -21,6 +21,16 @@ public enum LogRecord: Codable, Equatable, Sendable {
     /// An app given to the nodes on their command line exists, with default settings if it is
     /// new; an existing app is left as it is.
     case ensureApp(String)
+
+    // MARK: Webhooks in a cluster (CL-6, CLUSTER.md §7)
+
+    /// A webhook endpoint is created, changed, given a new secret or removed (REST on any node),
+    /// or made as the nodes' command line gives it (`ensure`).
+    case webhookEndpoint(WebhookEndpointChange)
+    /// Messages are queued again for an endpoint (`POST /v1/webhooks/{id}/replay`).
+    case webhookReplay(WebhookReplayChange)
+    /// Deliveries that reached their end on the node that owns them.
+    case webhookOutcomes([WebhookOutcome])
 }
 
 extension SessionID {

@@ -383,6 +383,18 @@ public enum Limits {
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000
+    /// Cluster mode (CL-6): every node holds every webhook message, so a delivery that is not
+    /// delivered this long after it was queued is dead (the retry schedule's later attempts are
+    /// not made; it can be replayed). Parked messages are therefore kept at most this long
+    /// pending and `clusterWebhookRetentionMilliseconds` once final.
+    public static let clusterWebhookMaxPendingMilliseconds: Int64 = clusterWebhookRetentionMilliseconds
+    /// Cluster mode (CL-6): the outcomes of a node's deliveries are appended to the log at most
+    /// every this many milliseconds, at most this many per record, each with at most this many
+    /// attempts and this many bytes of each attempt's error.
+    public static let clusterWebhookOutcomeFlushMilliseconds = 100
+    public static let maxWebhookOutcomesPerRecord = 500
+    public static let maxWebhookOutcomeAttempts = 20
+    public static let maxWebhookErrorBytes = 256
     /// How long past its app's timeout the engine waits for a verdict before it judges the
     /// message as if the hook had failed (a transfer that never ends cannot hold a connection).
     public static let beforeSendVerdictSlackMilliseconds = 2000

@@ -8,10 +8,10 @@ extension ClusterNodes {
     /// A node run joins: it takes a new incarnation and records its first heartbeat. If the
     /// node's previous run is still listed, the entry `endPrevious(itsIncarnation)` is appended in
     /// the same transaction, so the sessions that run left behind end exactly once, before the
-    /// new run serves anyone.
-    public static func register(_ db: PGConnection, id: String, urls: [String], origin: String,
-                                endPrevious: (Int64) -> [UInt8]) throws(PGError) -> Int64 {
-        try db.transaction { () throws(PGError) -> Int64 in
+    /// new run serves anyone. The run's name in the log (`origin`) is made from its incarnation.
+    public static func register(_ db: PGConnection, id: String, urls: [String], origin: (Int64) -> String,
+                                endPrevious: (Int64) -> [UInt8]) throws(PGError) -> (incarnation: Int64, origin: String) {
+        try db.transaction { () throws(PGError) -> (incarnation: Int64, origin: String) in
             let previous = try db.query("SELECT incarnation FROM roomcast_nodes WHERE node_id = $1 FOR UPDATE", [id]).scalar.flatMap { Int64($0) }
             let incarnation = Int64(try db.query("SELECT nextval('roomcast_incarnation')").scalar ?? "") ?? 0
             guard incarnation > 0 else { throw PGError(sqlState: "XX000", message: "no incarnation was given out") }
@@ -21,10 +21,11 @@ extension ClusterNodes {
                 ON CONFLICT (node_id) DO UPDATE SET urls = EXCLUDED.urls, started_at = EXCLUDED.started_at,
                     heartbeat_at = EXCLUDED.heartbeat_at, applied = 0, incarnation = EXCLUDED.incarnation
                 """, [id, urls.joined(separator: "\n"), String(now), String(incarnation)])
+            let run = origin(incarnation)
             if let previous, previous > 0 {
-                _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: origin, payload: endPrevious(previous))])
+                _ = try ClusterLog.appendInTransaction(db, [LogAppend(origin: run, payload: endPrevious(previous))])
             }
-            return incarnation
+            return (incarnation, run)
         }
     }
 

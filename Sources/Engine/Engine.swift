@@ -100,16 +100,16 @@ public struct ClusterRole: Sendable {
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
 public final class Engine: @unchecked Sendable {
-    // Safety: `domain`, `streams`, `lastTrim`, `held` and `nextTicket` are touched only on `loop`'s thread: every entry
-    // point (`submit`, `query`, the tick timer) runs its work through `loop.execute`; `thread`
-    // only by the owner's `start` and `stop`.
+    // Safety: `domain`, `streams`, `lastTrim`, `held`, `nextTicket` and `replicatedHooks` are touched only on `loop`'s
+    // thread: every entry point (`submit`, `query`, `apply(entries:)`, `webhookOutcomes`, the timers) runs its work
+    // through `loop.execute`; `thread` only by the owner's `start` and `stop`.
     public let loop: EventLoop
     private var domain: ChatDomain
-    private let store: Store
-    private let logger: Logger
-    private let clock: @Sendable () -> Int64
+    let store: Store
+    let logger: Logger
+    let clock: @Sendable () -> Int64
     private let publisher: Publisher
-    private let webhooks: WebhookService?
+    let webhooks: WebhookService?
     /// PX-4: judges room messages of apps with a before-send hook before they are applied.
     private let beforeSend: BeforeSendService?
     private var thread: PosixThread?
@@ -119,7 +119,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Cluster mode: nil on a single node. The domain changes only by applying log entries, in
     /// order; this node's own entries are answered when they are applied.
-    private let cluster: ClusterRole?
+    let cluster: ClusterRole?
     /// Callers waiting for their entry, by this node's sequence number, and the bytes of those
     /// entries (bounded by `Limits.maxClusterWaiting` and `Limits.maxClusterWaitingBytes`).
     private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int)] = [:]
@@ -131,7 +131,7 @@ public final class Engine: @unchecked Sendable {
     private var owedDisconnects: Set<SessionID> = []
     /// Node runs whose sessions were ended (`endSessions`): their commands are refused when
     /// applied, on every node alike, so a session a dead run made after its end cannot appear.
-    private var endedIncarnations: Set<UInt64> = []
+    var endedIncarnations: Set<UInt64> = []
     /// PX-4 in a cluster: entries of a session on their way through the log. A message of such a
     /// session is checked for the hook only once they are applied (a `room.join` pipelined before
     /// a `room.send` must be in the replica when the send is checked, as on one node).
@@ -148,6 +148,8 @@ public final class Engine: @unchecked Sendable {
     private var lastTickAppended: Int64 = 0
     /// How often the leader appends a tick when nothing is due (history pruning, bucket sweeps).
     static let idleTickMilliseconds: Int64 = 60_000
+    /// Cluster mode, webhooks (CL-6): see EngineWebhooks.swift.
+    var replicatedHooks = ReplicatedHooks()
 
     /// PX-4: commands held while a before-send hook judges a message, per issuing session (the
     /// app server's messages under a key of their own each), so that a session's commands are
@@ -233,6 +235,9 @@ public final class Engine: @unchecked Sendable {
                 }
                 trimIfDue()
             }
+            if cluster != nil {
+                loop.scheduleRepeating(every: .milliseconds(Limits.clusterWebhookOutcomeFlushMilliseconds)) { [self] in flushWebhookOutcomes() }
+            }
         }
         thread = PosixThread.start(name: "roomcast-engine") { loop.run() }
     }
@@ -282,7 +287,7 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// Changes can be made now: the store can write and, in a cluster, the log can be appended.
-    private var isWritable: Bool { store.isWritable && cluster?.log.isWritable != false }
+    var isWritable: Bool { store.isWritable && cluster?.log.isWritable != false }
 
     /// Applies a command (from any thread).
     public func submit(_ command: Command, replyTo: ReplyTo) {
@@ -312,7 +317,7 @@ public final class Engine: @unchecked Sendable {
 
     /// Appends a record; `replyTo` is answered when this node applies it (or when the append fails).
     @discardableResult
-    private func append(_ record: LogRecord, replyTo: ReplyTo) -> UInt64? {
+    func append(_ record: LogRecord, replyTo: ReplyTo) -> UInt64? {
         guard let cluster else { return nil }
         let payload: [UInt8]
         do {
@@ -368,6 +373,7 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             for seq in seqs {
                 if seq == tickSeq { tickSeq = nil }
+                webhookAppendFailed(seq)
                 // Appended again later (a second disconnect of a session changes nothing).
                 if let sid = waitingDisconnects.removeValue(forKey: seq) { owedDisconnects.insert(sid) }
                 // The caller first, then what was held behind the entry.
@@ -390,7 +396,9 @@ public final class Engine: @unchecked Sendable {
     private func appendTickIfDue() {
         guard let cluster, cluster.log.isLeader, cluster.log.isWritable, tickSeq == nil else { return }
         let now = clock() + cluster.log.clockOffsetMilliseconds
-        guard (domain.nextDeadline ?? .max) <= now || now - lastTickAppended >= Self.idleTickMilliseconds else { return }
+        // Pending webhook deliveries without an owner (their run left) pass to the run of the
+        // next entry: this tick's, at once (CL-6).
+        guard (domain.nextDeadline ?? .max) <= now || now - lastTickAppended >= Self.idleTickMilliseconds || !replicatedHooks.orphans.isEmpty else { return }
         lastTickAppended = now
         tickSeq = append(.tick, replyTo: .none)
     }
@@ -428,6 +436,8 @@ public final class Engine: @unchecked Sendable {
                 // Messages held behind this entry are checked once it is applied.
                 defer { if own { landed(e.seq) } }
                 cluster.ids.begin(position: e.position, at: e.at)
+                beginWebhookEntry(e)
+                defer { endWebhookEntry(e) }
                 let record: LogRecord
                 do {
                     record = try LogRecord.decode(e.payload)
@@ -445,22 +455,25 @@ public final class Engine: @unchecked Sendable {
                                 replyTo: replyTo, now: e.at, stageWebhooks: false)
                         continue
                     }
-                    process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                    process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
                 case .tick:
-                    process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                    process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
                 case .endSessions(let incarnation):
                     endedIncarnations.insert(incarnation)
+                    orphanWebhookDeliveries(of: incarnation)
                     if incarnation == cluster.incarnation {
                         logger.critical("the cluster declared this node dead (its heartbeats stopped) and ended its sessions; stopping to rejoin")
                         exit(75)
                     }
                     for sid in domain.sessions(ofIncarnation: incarnation) {
-                        process(domain.apply(.disconnect(sid), now: e.at), replyTo: .none, now: e.at, stageWebhooks: own)
+                        process(domain.apply(.disconnect(sid), now: e.at), replyTo: .none, now: e.at, stageWebhooks: true)
                     }
                 case .ensureApp(let key):
                     if !domain.hasApp(key) {
-                        process(domain.apply(.configureApp(app: key, AppSettings()), now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: own)
+                        process(domain.apply(.configureApp(app: key, AppSettings()), now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
                     }
+                case .webhookEndpoint, .webhookReplay, .webhookOutcomes:
+                    applyWebhookRecord(record, e, own: own)
                 }
             }
             // Published once the replica has committed what these entries changed (commits run in
@@ -692,8 +705,9 @@ public final class Engine: @unchecked Sendable {
         process(out, replyTo: replyTo, now: clock(), stageWebhooks: true)
     }
 
-    /// `now`: the time of the change (a log entry's in a cluster). `stageWebhooks`: false on the
-    /// nodes of a cluster that did not append the entry (its origin sends them).
+    /// `now`: the time of the change (a log entry's in a cluster). `stageWebhooks`: false when the
+    /// outcome cannot have any (a refusal). In a cluster every node stages them; the entry's run
+    /// sends them (EngineWebhooks.swift).
     private func process(_ out: Outcome, replyTo: ReplyTo, now: Int64, stageWebhooks: Bool) {
         var items: [Published] = []
         items.reserveCapacity(out.effects.count + 1)
@@ -757,7 +771,9 @@ public final class Engine: @unchecked Sendable {
         let published = items
         // Webhook messages are written in the same transaction as the change (the outbox, WH-4)
         // and handed to the delivery thread once it is durable.
-        let staged = stageWebhooks ? webhooks?.stage(out.webhooks) : nil
+        let staging = stageWebhooks ? stageMessages(out.webhooks) : nil
+        let staged = staging?.staged
+        let sendHere = staging?.sendHere == true
         let webhooks = self.webhooks
         var extra: (@Sendable (Store.Transaction) throws -> Void)?
         let outbox = staged.map(WebhookService.persist)
@@ -783,7 +799,7 @@ public final class Engine: @unchecked Sendable {
         store.submit(Store.Commit(mutations: out.mutations, extra: extra, onDurable: {
             for (key, settings) in changed { onAppSettings(key, settings) }
             publisher.enqueue(published)
-            if let staged { webhooks?.enqueue(staged) }
+            if let staged, sendHere { webhooks?.enqueue(staged) }
             switch replyTo {
             case .callback(let callback), .keeping(_, then: let callback): callback(reply)
             case .session, .none: break

@@ -106,15 +106,15 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             logger.warning("cluster: --presence-grace differs from the cluster's; the cluster's applies",
                            metadata: ["cluster": "\(settings.presenceGraceMilliseconds / 1000) s"])
         }
-        // The origin names the run; the incarnation is only known from the registration, so
-        // the run is named after the node and a fresh random part, and the registration's
+        // The origin names the run after the node and its incarnation (so every node can tell
+        // which run appended an entry: the one that sends its webhooks, CL-6); the registration's
         // previous-run entry is appended under it.
-        let run = configuration.nodeID + "#" + randomHex(6)
+        let node = configuration.nodeID
         let format = settings.logFormat
-        incarnation = try ClusterNodes.register(db, id: configuration.nodeID, urls: [], origin: run, endPrevious: { previous in
+        (incarnation, origin) = try ClusterNodes.register(db, id: node, urls: [], origin: { ClusterRun.origin(node: node, incarnation: $0) },
+                                                          endPrevious: { previous in
             (try? LogRecord.encode(.endSessions(incarnation: UInt64(previous)), format: format)) ?? []
         })
-        origin = run
         headAtStart = try ClusterLog.head(db)
     }
 

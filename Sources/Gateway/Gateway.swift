@@ -172,7 +172,9 @@ final class GatewayCore: Sendable {
                                   random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.secret($0) })
         for (app, spec) in configuration.webhookEndpoints {
             guard registry.app(app) != nil else { throw ChatError(.unknownApp, "--webhook names unknown app \(app)", field: "app") }
-            try webhooks.configure(app: app, spec)
+            // In a cluster the endpoint is made through the log once the node has caught up
+            // (`Gateway.catchUp`), so every node has it, with one secret.
+            if cluster != nil { try webhooks.configureInCluster(app: app, spec) } else { try webhooks.configure(app: app, spec) }
         }
 
         // BX-1: room streams continue where they were, and their recent events can be resumed.
@@ -210,6 +212,11 @@ final class GatewayCore: Sendable {
                             logger: logger)
         // A failed commit (e.g. a full disk) reloads the durable state instead of stopping.
         let engine = self.engine
+        if let cluster {
+            // CL-6: this run sends the deliveries it owns; their outcomes go through the log.
+            webhooks.replicate(WebhookService.Replication(run: UInt64(cluster.incarnation), report: { engine.webhookOutcomes($0) },
+                                                          maxPendingMilliseconds: Limits.clusterWebhookMaxPendingMilliseconds))
+        }
         store.onFailure = { engine.storeFailed() }
         // Replay protection survives restarts: accepted nonces are stored, recent ones reloaded.
         let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
@@ -433,6 +440,36 @@ public final class Gateway: Sendable {
                 return found.withLock { $0 } == true
             }
         }
+        // CL-6: the endpoints of the command line exist in the cluster as it gives them. Asked
+        // again now and then (an append refused while PostgreSQL was away is not retried); after
+        // three asks an endpoint that exists but differs is left as the cluster has it (another
+        // node's command line gives it otherwise): the nodes do not take turns changing it.
+        let hooks = configuration.webhookEndpoints
+        let webhooks = self.webhooks
+        asked = 0
+        var asks = 0
+        try wait("the --webhook endpoints") {
+            let missing = hooks.filter { h in
+                do {
+                    return try webhooks.ensureChange(app: h.app, h.spec) != nil
+                } catch {
+                    return false // refused at start (`configureInCluster`): not reached
+                }
+            }
+            if missing.isEmpty { return true }
+            let absent = missing.filter { h in webhooks.endpoint(app: h.app, id: WebhookService.configuredID(app: h.app, url: h.spec.url ?? "")) == nil }
+            if absent.isEmpty && asks >= 3 {
+                logger.warning("cluster: a --webhook endpoint differs from this node's command line; another node's gives it otherwise: give every node the same --webhook list",
+                               metadata: ["endpoints": "\(missing.map { WebhookService.configuredID(app: $0.app, url: $0.spec.url ?? "") })"])
+                return true
+            }
+            if wallClockMilliseconds() - asked > 2_000 {
+                asked = wallClockMilliseconds()
+                asks += 1
+                engine.ensureWebhookEndpoints(missing)
+            }
+            return false
+        }
         logger.info("cluster: caught up", metadata: ["node": "\(link.configuration.nodeID)", "applied": "\(engine.applied)"])
     }
 
@@ -461,9 +498,15 @@ public final class Gateway: Sendable {
         core.cluster?.setOwnURLs([])
         server.shutdown()
         core.beforeSend.stop()
+        if core.cluster != nil {
+            // CL-6: no attempt starts any more, and what finished is in the log before this run
+            // leaves (its unfinished deliveries pass to another run, which sends them).
+            webhooks.stop()
+            core.engine.settleWebhookOutcomes(timeoutMilliseconds: 3_000)
+        }
         core.cluster?.stop()
         core.engine.stop()
-        webhooks.stop()
+        if core.cluster == nil { webhooks.stop() }
         store.stop()
     }
 }

@@ -293,6 +293,11 @@ enum Schema {
                 CREATE INDEX idempotencyKeyByAppTime ON idempotencyKey(app, at);
                 """)
         }
+        m.registerMigration("v7-webhook-delivery-owner") { db in
+            // Cluster mode (CL-6): the node run that sends a pending delivery (its incarnation);
+            // 0 on a single node, which sends them all.
+            try db.execute(sql: "ALTER TABLE webhookDelivery ADD COLUMN owner INTEGER NOT NULL DEFAULT 0")
+        }
         return m
     }
 }

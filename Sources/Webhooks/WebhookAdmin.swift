@@ -9,24 +9,8 @@ extension WebhookService {
     public typealias Completion<T> = @Sendable (Result<T, ChatError>) -> Void
 
     /// What a create or update asks for; nil fields are left as they are.
-    /// (Also the body of `POST` and `PATCH /v1/webhooks`.)
-    public struct EndpointSpec: Sendable, Decodable {
-        public var url: String?
-        public var secret: String?
-        public var events: [String]?
-        public var format: String?
-        public var allowPrivateNetwork: Bool?
-        public var enabled: Bool?
-        public init(url: String? = nil, secret: String? = nil, events: [String]? = nil, format: String? = nil, allowPrivateNetwork: Bool? = nil,
-                    enabled: Bool? = nil) {
-            self.url = url
-            self.secret = secret
-            self.events = events
-            self.format = format
-            self.allowPrivateNetwork = allowPrivateNetwork
-            self.enabled = enabled
-        }
-    }
+    /// (Also the body of `POST` and `PATCH /v1/webhooks`; in a cluster it travels in the log.)
+    public typealias EndpointSpec = WebhookEndpointSpec
 
     // MARK: Who may reach private addresses (WH-5)
 
@@ -49,8 +33,13 @@ extension WebhookService {
     /// command line, which may let any endpoint reach private addresses; through the API only apps
     /// the operator listed may (403 on `allowPrivateNetwork` otherwise).
     func apply(_ spec: EndpointSpec, to e: inout WebhookEndpoint, byOperator: Bool) throws(ChatError) {
-        let mayGrant = byOperator || operatorAllowsPrivate(app: e.app)
-        let granted = mayReachPrivate(e)
+        try Self.apply(spec, to: &e, mayGrant: byOperator || operatorAllowsPrivate(app: e.app), granted: mayReachPrivate(e))
+    }
+
+    /// `apply` with the operator's decisions given: `mayGrant`, the caller may let the endpoint
+    /// reach private addresses; `granted`, the endpoint reaches them now. Depends on nothing else
+    /// (a cluster's nodes apply a change with the decisions its receiving node made).
+    static func apply(_ spec: EndpointSpec, to e: inout WebhookEndpoint, mayGrant: Bool, granted: Bool) throws(ChatError) {
         if let v = spec.allowPrivateNetwork {
             guard !v || mayGrant || granted else {
                 throw ChatError(.permissionDenied,
@@ -107,7 +96,7 @@ extension WebhookService {
         registry.withLock { r in r.byId[id].flatMap { $0.app == app ? $0 : nil } }
     }
 
-    private func lookup(app: String, id: String) throws(ChatError) -> WebhookEndpoint {
+    func lookup(app: String, id: String) throws(ChatError) -> WebhookEndpoint {
         guard let e = endpoint(app: app, id: id) else { throw ChatError(.notFound, "no webhook endpoint \(id)", field: "id") }
         return e
     }
@@ -175,7 +164,7 @@ extension WebhookService {
     /// it may reach private addresses with `allowPrivateNetwork` (`allow-private`).
     public func configure(app: String, _ spec: EndpointSpec) throws {
         guard let url = spec.url else { throw ChatError(.invalidParameter, "url is required", field: "url") }
-        let id = "cfg_" + String(hex(SHA256.hash(data: Array((app + "\n" + url).utf8))).prefix(20))
+        let id = Self.configuredID(app: app, url: url)
         let existing = try store.database.read { db in try WebhookDatabase.endpoints(db) }.first { $0.id == id }
         var e = existing ?? WebhookEndpoint(id: id, app: app, url: url, secret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
                                             events: [], format: .standard, allowPrivateNetwork: false, origin: "config", createdAt: clock())
@@ -183,6 +172,12 @@ extension WebhookService {
         let endpoint = e
         try store.database.write { db in try WebhookDatabase.save(endpoint, db) }
         operatorEndpoints.withLock { _ = $0.insert(id) }
+    }
+
+    /// The id of an endpoint the command line gives: derived from its app and URL, so a restart
+    /// (and, in a cluster, every node) finds the same endpoint.
+    public static func configuredID(app: String, url: String) -> String {
+        "cfg_" + String(hex(SHA256.hash(data: Array((app + "\n" + url).utf8))).prefix(20))
     }
 
     // MARK: The delivery log and replays
@@ -239,7 +234,7 @@ extension WebhookService {
                     s.store.submit(Store.Commit(mutations: [], extra: { tx in
                         for m in found { try WebhookDatabase.queue(endpointId: id, m, at: now, tx.database) }
                     }, onDurable: {
-                        s.post(.deliveries(found.map { Queued(endpointId: id, message: $0, attempts: 0, dueAt: 0) }))
+                        s.post(.deliveries(found.map { Queued(endpointId: id, message: $0, attempts: 0, dueAt: 0, since: now) }))
                         completion(.success(found.count))
                     }))
                 } catch {

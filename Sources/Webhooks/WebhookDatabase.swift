@@ -65,7 +65,10 @@ enum WebhookDatabase {
             roomId = m.roomId
             userIds = m.userIds.joined(separator: "\n")
             cause = m.cause
-            let data = (try? JSONEncoder().encode(m.details)) ?? Data("{}".utf8)
+            // Keys sorted: the same message is the same row on every node of a cluster (CL-6).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let data = (try? encoder.encode(m.details)) ?? Data("{}".utf8)
             details = String(decoding: data, as: UTF8.self)
             sequence = m.sequence
         }
@@ -120,12 +123,13 @@ enum WebhookDatabase {
             """).execute(arguments: [row.id, row.app, row.type, row.time, row.roomId, row.userIds, row.cause, row.details, row.sequence])
     }
 
-    /// A new (or replayed) delivery: pending, no attempts yet, due at `at`.
-    static func queue(endpointId: String, _ m: WebhookMessage, at: Int64, _ db: Database) throws {
+    /// A new (or replayed) delivery: pending, no attempts yet, due at `at`; `owner` is the cluster's
+    /// node run that sends it (0 on a single node).
+    static func queue(endpointId: String, _ m: WebhookMessage, at: Int64, owner: UInt64 = 0, _ db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO webhookDelivery (endpointId, messageId, sequence, status, attempts, nextAttemptAt, lastStatus, lastError, updatedAt)
-            VALUES (?, ?, ?, 'pending', 0, ?, 0, '', ?)
-            """).execute(arguments: [endpointId, m.id, m.sequence, at, at])
+            INSERT OR REPLACE INTO webhookDelivery (endpointId, messageId, sequence, status, attempts, nextAttemptAt, lastStatus, lastError, updatedAt, owner)
+            VALUES (?, ?, ?, 'pending', 0, ?, 0, '', ?, ?)
+            """).execute(arguments: [endpointId, m.id, m.sequence, at, at, Int64(bitPattern: owner)])
     }
 
     static func update(endpointId: String, messageId: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Int64, lastStatus: Int,
@@ -136,10 +140,14 @@ enum WebhookDatabase {
             """).execute(arguments: [status.rawValue, attempts, nextAttemptAt, lastStatus, lastError, now, endpointId, messageId])
     }
 
+    /// An attempt of a delivery, if the delivery is still there (an endpoint deleted while an
+    /// attempt was in flight took its deliveries with it: the attempt is not recorded, and the
+    /// batch it is written in does not fail).
     static func record(_ a: DeliveryAttempt, endpointId: String, messageId: String, _ db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO webhookAttempt (endpointId, messageId, attempt, time, status, error, durationMs) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [endpointId, messageId, a.attempt, a.time, a.status, a.error, a.durationMs])
+            INSERT INTO webhookAttempt (endpointId, messageId, attempt, time, status, error, durationMs)
+            SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhookDelivery WHERE endpointId = ? AND messageId = ?)
+            """).execute(arguments: [endpointId, messageId, a.attempt, a.time, a.status, a.error, a.durationMs, endpointId, messageId])
     }
 
     /// Forgets delivered and dead messages older than `before` (their deliveries and attempts go with them).
@@ -165,18 +173,21 @@ enum WebhookDatabase {
         var message: WebhookMessage
         var attempts: Int
         var nextAttemptAt: Int64
+        /// When it was queued, on a node that never attempted it (a cluster's non-owner).
+        var updatedAt: Int64
     }
 
     /// Every pending delivery with its message, oldest first (restart recovery).
     static func pending(_ db: Database) throws -> [Pending] {
         let rows = try Row.fetchAll(db, sql: """
-            SELECT d.endpointId, d.attempts, d.nextAttemptAt, m.* FROM webhookDelivery d
+            SELECT d.endpointId, d.attempts, d.nextAttemptAt, d.updatedAt, m.* FROM webhookDelivery d
             JOIN webhookMessage m ON m.id = d.messageId
             WHERE d.status = 'pending' ORDER BY d.sequence
             """)
         return rows.compactMap { row in
             guard let m = (try? MessageRow(row: row))?.message else { return nil }
-            return Pending(endpointId: row["endpointId"], message: m, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"])
+            return Pending(endpointId: row["endpointId"], message: m, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"],
+                           updatedAt: row["updatedAt"])
         }
     }
 

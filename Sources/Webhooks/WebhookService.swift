@@ -29,10 +29,12 @@ import Synchronization
 /// round-robin over the apps with something to send, apps below an equal share of the slots first,
 /// and within an app round-robin over its endpoints.
 public final class WebhookService: @unchecked Sendable {
-    // Safety: `registry`, `inbox` and `operatorEndpoints` are Mutexes and `sequence`/`stopping`
-    // atomics, reachable from any thread. Everything under "Delivery thread" is touched only by the
-    // thread `start` creates (the only caller of `run`); other threads reach it through `inbox` and
-    // `CurlTransport.wakeup`. `multi` is written once before that thread starts.
+    // Safety: `registry`, `inbox`, `operatorEndpoints` and `operatorSpecs` are Mutexes and
+    // `sequence`/`stopping` atomics, reachable from any thread. Everything under "Delivery thread"
+    // is touched only by the thread `start` creates (the only caller of `run`); other threads reach
+    // it through `inbox` and `CurlTransport.wakeup`. `multi` is written once before that thread
+    // starts, and so is `replication` (by `replicate`, on the owner's thread, before `start`; the
+    // threads only read it).
 
     public struct Configuration: Sendable {
         public var retry = RetrySchedule.standard
@@ -84,6 +86,9 @@ public final class WebhookService: @unchecked Sendable {
         }
     }
 
+    /// Cluster mode (CL-6, CLUSTER.md §7): nil on a single node. Set by `replicate` before `start`.
+    var replication: Replication?
+
     enum Work: Sendable {
         case deliveries([Queued])
         case endpointRemoved(String)
@@ -95,6 +100,9 @@ public final class WebhookService: @unchecked Sendable {
         var message: WebhookMessage
         var attempts: Int
         var dueAt: Int64
+        /// When the delivery was queued (in a cluster it is dead once
+        /// `Replication.maxPendingMilliseconds` have passed since).
+        var since: Int64
     }
 
     let registry = Mutex(Registry())
@@ -153,12 +161,14 @@ public final class WebhookService: @unchecked Sendable {
     private struct Item {
         var messageId: String
         var attempts: Int
+        var since: Int64
     }
 
     private struct RetryKey: Hashable {
         var endpointId: String
         var messageId: String
         var attempts: Int
+        var since: Int64
     }
 
     private struct InFlight {
@@ -166,6 +176,12 @@ public final class WebhookService: @unchecked Sendable {
         var endpointId: String
         var messageId: String
         var attempts: Int
+        var since: Int64
+    }
+
+    struct DeliveryKey: Hashable {
+        var endpointId: String
+        var messageId: String
     }
 
     private var transport: CurlTransport?
@@ -185,8 +201,13 @@ public final class WebhookService: @unchecked Sendable {
     /// together with the dead delivery that disabled it).
     private var afterWrites: [@Sendable () -> Void] = []
     /// Endpoints disabled here whose change is not yet durable (and so not yet in the registry).
-    private var disabling: Set<String> = []
+    var disabling: Set<String> = []
     private var nextPrune: Int64 = 0
+    /// Cluster mode: the attempts of this node's unfinished deliveries (for their outcomes, at most
+    /// `Limits.maxWebhookOutcomeAttempts` each), and the outcomes to report once what led to them
+    /// is written.
+    var histories: [DeliveryKey: [DeliveryAttempt]] = [:]
+    var outcomes: [WebhookOutcome] = []
 
     public init(store: Store, configuration: Configuration = Configuration(), logger: Logger, clock: @escaping @Sendable () -> Int64,
                 random: @escaping @Sendable () -> Double, makeID: @escaping @Sendable () -> String,
@@ -211,7 +232,9 @@ public final class WebhookService: @unchecked Sendable {
         registry.withLock { r in for e in endpoints { r.put(e) } }
         let now = clock()
         if !pending.isEmpty {
-            post(.deliveries(pending.map { Queued(endpointId: $0.endpointId, message: $0.message, attempts: $0.attempts, dueAt: max($0.nextAttemptAt, now)) }))
+            post(.deliveries(pending.map {
+                Queued(endpointId: $0.endpointId, message: $0.message, attempts: $0.attempts, dueAt: max($0.nextAttemptAt, now), since: $0.message.time)
+            }))
             logger.info("webhook deliveries resumed", metadata: ["pending": "\(pending.count)"])
         }
         let t = CurlTransport(maxConnectionsPerHost: configuration.maxInFlightPerEndpoint)
@@ -239,23 +262,36 @@ public final class WebhookService: @unchecked Sendable {
     public struct Staged: Sendable {
         public var messages: [WebhookMessage]
         public var deliveries: [(endpointId: String, message: Int)]
+        /// In a cluster, the node run that sends them (0 on a single node).
+        public var owner: UInt64 = 0
         public var isEmpty: Bool { deliveries.isEmpty }
     }
 
     /// Which endpoints want these records; nil when none does (the common case costs one lock).
     public func stage(_ records: [WebhookRecord]) -> Staged? {
+        stage(records, owner: 0) { ("msg_" + makeID(), sequence.add(1, ordering: .relaxed).newValue) }
+    }
+
+    /// `stage` for a cluster's log entry: ids and sequence numbers from the entry (`naming`), so
+    /// every node stages the same messages; `owner` sends them.
+    public func stage(_ records: [WebhookRecord], owner: UInt64, naming: inout MessageNaming) -> Staged? {
+        stage(records, owner: owner) { naming.next() }
+    }
+
+    private func stage(_ records: [WebhookRecord], owner: UInt64, name: () -> (id: String, sequence: Int64)) -> Staged? {
         guard !records.isEmpty else { return nil }
         let targets: [[WebhookEndpoint]] = registry.withLock { r in
             guard !r.byApp.isEmpty else { return [] }
             return records.map { rec in (r.byApp[rec.app] ?? []).compactMap { r.byId[$0] }.filter { $0.wants(rec.type) } }
         }
         guard targets.contains(where: { !$0.isEmpty }) else { return nil }
-        var staged = Staged(messages: [], deliveries: [])
+        var staged = Staged(messages: [], deliveries: [], owner: owner)
         for (rec, eps) in zip(records, targets) where !eps.isEmpty {
             var details: [String: String] = [:]
             for p in rec.details { details[p.key] = p.value }
-            let m = WebhookMessage(id: "msg_" + makeID(), app: rec.app, type: rec.type, time: rec.time, roomId: rec.roomId, userIds: rec.userIds,
-                                   cause: rec.cause, details: details, sequence: sequence.add(1, ordering: .relaxed).newValue)
+            let (id, sequence) = name()
+            let m = WebhookMessage(id: id, app: rec.app, type: rec.type, time: rec.time, roomId: rec.roomId, userIds: rec.userIds,
+                                   cause: rec.cause, details: details, sequence: sequence)
             staged.messages.append(m)
             for e in eps { staged.deliveries.append((e.id, staged.messages.count - 1)) }
         }
@@ -268,13 +304,17 @@ public final class WebhookService: @unchecked Sendable {
         { tx in
             let db = tx.database
             for m in s.messages { try WebhookDatabase.insert(m, db) }
-            for d in s.deliveries { try WebhookDatabase.queue(endpointId: d.endpointId, s.messages[d.message], at: s.messages[d.message].time, db) }
+            for d in s.deliveries {
+                try WebhookDatabase.queue(endpointId: d.endpointId, s.messages[d.message], at: s.messages[d.message].time, owner: s.owner, db)
+            }
         }
     }
 
     /// Hands durable messages to the delivery thread.
     public func enqueue(_ s: Staged) {
-        post(.deliveries(s.deliveries.map { Queued(endpointId: $0.endpointId, message: s.messages[$0.message], attempts: 0, dueAt: 0) }))
+        post(.deliveries(s.deliveries.map {
+            Queued(endpointId: $0.endpointId, message: s.messages[$0.message], attempts: 0, dueAt: 0, since: s.messages[$0.message].time)
+        }))
     }
 
     // MARK: The delivery loop
@@ -290,7 +330,7 @@ public final class WebhookService: @unchecked Sendable {
             var now = clock()
             for key in retries.popDue(now) {
                 waitingRetries -= 1
-                queues[key.endpointId, default: EndpointQueue()].push(Item(messageId: key.messageId, attempts: key.attempts))
+                queues[key.endpointId, default: EndpointQueue()].push(Item(messageId: key.messageId, attempts: key.attempts, since: key.since))
             }
             // Start what may start, let curl work (new transfers need a perform before a poll can
             // wait on their sockets), and go round while transfers finish.
@@ -302,7 +342,8 @@ public final class WebhookService: @unchecked Sendable {
             }
             flushWrites()
             now = clock()
-            if now >= nextPrune {
+            // In a cluster the replica is pruned as the log is applied (the same on every node).
+            if replication == nil && now >= nextPrune {
                 nextPrune = now + 600_000
                 let before = now - configuration.retentionMs
                 writes.append { db in try WebhookDatabase.prune(before: before, db) }
@@ -331,16 +372,17 @@ public final class WebhookService: @unchecked Sendable {
                         messages[q.message.id] = (q.message, 1)
                     }
                     if q.dueAt > now {
-                        retries.push(q.dueAt, RetryKey(endpointId: q.endpointId, messageId: q.message.id, attempts: q.attempts))
+                        retries.push(q.dueAt, RetryKey(endpointId: q.endpointId, messageId: q.message.id, attempts: q.attempts, since: q.since))
                         waitingRetries += 1
                     } else {
-                        queues[q.endpointId, default: EndpointQueue()].push(Item(messageId: q.message.id, attempts: q.attempts))
+                        queues[q.endpointId, default: EndpointQueue()].push(Item(messageId: q.message.id, attempts: q.attempts, since: q.since))
                     }
                 }
             case .endpointRemoved(let id):
                 if var q = queues.removeValue(forKey: id) {
                     while let item = q.pop() { release(item.messageId) }
                 }
+                if replication != nil { forgetHistories(of: id) }
             case .task(let body):
                 body(self)
             }
@@ -368,6 +410,7 @@ public final class WebhookService: @unchecked Sendable {
                 var gone = q
                 while let item = gone.pop() { release(item.messageId) }
                 queues[id] = nil
+                if replication != nil { forgetHistories(of: id) }
                 continue
             }
             if !q.isEmpty && q.inFlight < configuration.maxInFlightPerEndpoint { ready[e.app, default: []].append(id) }
@@ -434,7 +477,7 @@ public final class WebhookService: @unchecked Sendable {
             }
             let url = request.query.isEmpty ? e.url : e.url + (e.url.contains("?") ? "&" : "?") + request.query
             nextTag += 1
-            flights[nextTag] = InFlight(app: e.app, endpointId: e.id, messageId: m.id, attempts: item.attempts)
+            flights[nextTag] = InFlight(app: e.app, endpointId: e.id, messageId: m.id, attempts: item.attempts, since: item.since)
             q.inFlight += 1
             appInFlight[e.app, default: 0] += 1
             transport.start(TransferJob(tag: nextTag, url: url, headers: request.headers, body: request.body,
@@ -462,7 +505,8 @@ public final class WebhookService: @unchecked Sendable {
         let verdict: AttemptVerdict = result.status > 0 ? .of(status: result.status) : .retry
         let error = result.error.isEmpty && verdict != .delivered ? "HTTP \(result.status)" : result.error
         writes.append { db in try WebhookDatabase.record(attempt, endpointId: f.endpointId, messageId: f.messageId, db) }
-        let item = Item(messageId: f.messageId, attempts: attempts)
+        if replication != nil { remember(attempt, DeliveryKey(endpointId: f.endpointId, messageId: f.messageId)) }
+        let item = Item(messageId: f.messageId, attempts: attempts, since: f.since)
         switch verdict {
         case .delivered:
             stats.delivered.add(1, ordering: .relaxed)
@@ -470,18 +514,25 @@ public final class WebhookService: @unchecked Sendable {
             finish(f.endpointId, item, status: .delivered, attempts: attempts, next: 0, lastStatus: result.status, error: "", now: now)
         case .gone:
             failed()
-            disable(f.endpointId, reason: "the receiver answered 410 Gone at \(now)")
-            finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status, error: "410 Gone: endpoint disabled", now: now)
+            let reason = "the receiver answered 410 Gone at \(now)"
+            disable(f.endpointId, reason: reason)
+            finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status, error: "410 Gone: endpoint disabled", now: now,
+                   disabling: reason)
         case .retry:
             failed()
-            if let next = configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: random()) {
-                retries.push(next, RetryKey(endpointId: f.endpointId, messageId: f.messageId, attempts: attempts))
+            if let next = configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: random()),
+               replication.map({ next - f.since <= $0.maxPendingMilliseconds }) ?? true {
+                retries.push(next, RetryKey(endpointId: f.endpointId, messageId: f.messageId, attempts: attempts, since: f.since))
                 waitingRetries += 1
                 let (e, m, s) = (f.endpointId, f.messageId, result.status)
                 writes.append { db in
                     try WebhookDatabase.update(endpointId: e, messageId: m, status: .pending, attempts: attempts, nextAttemptAt: next, lastStatus: s,
                                                lastError: error, now: now, db)
                 }
+            } else if let replication, configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: 0) != nil {
+                // A cluster keeps a delivery pending at most this long (every node holds it).
+                finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status,
+                       error: "not delivered within \(replication.maxPendingMilliseconds / 60_000) minutes (the cluster's limit); last: \(error)", now: now)
             } else {
                 finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status,
                        error: "retries exhausted; last: \(error)", now: now)
@@ -494,14 +545,23 @@ public final class WebhookService: @unchecked Sendable {
         failedAttemptsCounter.increment()
     }
 
-    /// A delivery reached its end (delivered or dead): record it and let go of the message.
-    private func finish(_ endpointId: String, _ item: Item, status: DeliveryStatus, attempts: Int, next: Int64, lastStatus: Int, error: String, now: Int64) {
+    /// A delivery reached its end (delivered or dead): record it and let go of the message. In a
+    /// cluster the end is recorded through the log, on every node alike (`outcomes`); `disabling`:
+    /// the endpoint answered 410 and is disabled with this reason.
+    private func finish(_ endpointId: String, _ item: Item, status: DeliveryStatus, attempts: Int, next: Int64, lastStatus: Int, error: String, now: Int64,
+                        disabling reason: String? = nil) {
         if status == .dead {
             stats.dead.add(1, ordering: .relaxed)
             deadCounter.increment()
             logger.warning("webhook dead-lettered", metadata: ["endpoint": "\(endpointId)", "message": "\(item.messageId)", "error": "\(error)"])
         }
         let m = item.messageId
+        if replication != nil {
+            outcome(DeliveryKey(endpointId: endpointId, messageId: m), delivered: status == .delivered, attempts: attempts, lastStatus: lastStatus,
+                    error: error, now: now, disabling: reason)
+            release(m)
+            return
+        }
         writes.append { db in
             try WebhookDatabase.update(endpointId: endpointId, messageId: m, status: status, attempts: attempts, nextAttemptAt: next,
                                        lastStatus: lastStatus, lastError: error, now: now, db)
@@ -515,6 +575,8 @@ public final class WebhookService: @unchecked Sendable {
     private func disable(_ id: String, reason: String) {
         guard !disabling.contains(id), var e = registry.withLock({ $0.byId[id] }), e.enabled else { return }
         disabling.insert(id)
+        // In a cluster every node disables it when the outcome that says so is applied.
+        if replication != nil { return }
         e.enabled = false
         e.disabledReason = reason
         logger.warning("webhook endpoint disabled", metadata: ["endpoint": "\(id)", "reason": "\(reason)"])
@@ -532,11 +594,19 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     private func flushWrites() {
-        guard !writes.isEmpty else { return }
+        if let replication, !outcomes.isEmpty {
+            // Reported once the attempts that led to them are written.
+            let done = outcomes
+            outcomes.removeAll(keepingCapacity: true)
+            afterWrites.append { replication.report(done) }
+        }
+        guard !writes.isEmpty || !afterWrites.isEmpty else { return }
         let batch = writes
         let after = afterWrites
         writes.removeAll(keepingCapacity: true)
         afterWrites.removeAll(keepingCapacity: true)
-        store.submit(Store.Commit(mutations: [], extra: { tx in for w in batch { try w(tx.database) } }, onDurable: { for f in after { f() } }))
+        var extra: (@Sendable (Store.Transaction) throws -> Void)?
+        if !batch.isEmpty { extra = { tx in for w in batch { try w(tx.database) } } }
+        store.submit(Store.Commit(mutations: [], extra: extra, onDurable: { for f in after { f() } }))
     }
 }

@@ -86,7 +86,7 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .unsupportedCoding: return "unsupported transfer coding, or CONNECT"
         case .unavailable: return "the server is starting or shutting down"
         case .versionNotSupported: return "HTTP version not supported"
-        case .notOnClusterNodes: return "not available on a cluster node (webhook endpoints: configure them on every node's command line)"
+        case .notOnClusterNodes: return "not available on a cluster node (it would act on the receiving node only)"
         }
     }
 

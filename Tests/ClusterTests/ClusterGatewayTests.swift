@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestKit
+import Webhooks
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -346,8 +347,8 @@ struct ClusterGatewayTests {
     }
 
     // CL-6: with an endpoint configured on every node, each message is delivered once by the
-    // cluster, not once per node (duplicates by webhook-id and by content: 0); endpoints cannot be
-    // changed through one node.
+    // cluster, not once per node (duplicates by webhook-id and by content: 0); every node has the
+    // endpoint, the same.
     @Test func eachWebhookMessageIsDeliveredOnceByTheCluster() async throws {
         try await offPool { () throws in
             let receiver = try HTTPReceiver()
@@ -381,12 +382,239 @@ struct ClusterGatewayTests {
             let ids = receiver.requests.compactMap { $0.header("webhook-id") }
             #expect(ids.count == sent.count && Set(ids).count == ids.count)
 
-            let refused = try c[2].rest().call("POST", "/v1/webhooks", ["url": receiver.url(), "allowPrivateNetwork": true])
-            #expect(refused.status == 501 && refused.json.int("code") == 50101)
-            // So is disconnecting a user's connections, which a node reaches only on itself.
+            // The command line's endpoint is one endpoint for the cluster (made once, through the log).
+            let listed = try (0..<3).map { try c[$0].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? [] }
+            #expect(listed[0].count == 1 && listed[0].first?.str("origin") == "config")
+            for i in 1..<3 { #expect(NSArray(array: listed[i]).isEqual(to: listed[0]), "node \(i)") }
+            // A node started with the endpoint changed on its command line changes it for the
+            // cluster (as a single node does at start), and is ready once it has.
+            c.nodes.append(try TestCluster.start(3, url: c.url, timeout: c.timeout, extra: [
+                "--webhook", "testapp \(receiver.url()) allow-private events=message.sent,member.joined", "--webhook-allow-private", "testapp",
+            ]))
+            try c.waitReady(3)
+            try c.settle()
+            for i in 0..<4 {
+                let endpoints = try c[i].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? []
+                #expect(endpoints.count == 1 && endpoints.first?.str("id") == listed[0].first?.str("id"), "node \(i)")
+                #expect(endpoints.first?["events"] as? [String] == ["message.sent", "member.joined"], "node \(i)")
+            }
+            // Disconnecting a user's connections reaches only the receiving node: refused in a cluster.
             let kick = try c[2].rest().call("DELETE", "/v1/users/alice/connections")
             #expect(kick.status == 501 && kick.json.int("code") == 50101)
             #expect(alice.closeCode == nil)
+        }
+    }
+
+    /// A receiver's record of one request: the message's content, its id and what it was answered.
+    struct Answered: Sendable {
+        var content: String
+        var id: String
+        var status: Int
+    }
+
+    /// A webhook receiver that answers 503 while `failing`, else 204, and remembers its answers.
+    final class Receiver: Sendable {
+        let http: HTTPReceiver
+        let failing = Atomic<Bool>(false)
+        let answered = Mutex<[Answered]>([])
+
+        init() throws {
+            http = try HTTPReceiver()
+            http.respond { [self] r in
+                let status = failing.load(ordering: .relaxed) ? 503 : 204
+                let content = ((r.json as? [String: Any])?["data"] as? [String: Any]).flatMap { ($0["details"] as? [String: Any])?["content"] as? String }
+                answered.withLock { $0.append(Answered(content: content ?? "", id: r.header("webhook-id") ?? "", status: status)) }
+                return HTTPReceiver.Answer(status: status)
+            }
+        }
+
+        var all: [Answered] { answered.withLock { $0 } }
+        /// The messages answered 2xx, by content, with how many times.
+        var delivered: [String: Int] {
+            var counts: [String: Int] = [:]
+            for a in all where a.status == 204 { counts[a.content, default: 0] += 1 }
+            return counts
+        }
+    }
+
+    // CL-6, WH-4: the node that caused messages is killed (kill -9) while they are pending on it
+    // (their first attempts were answered 503): the surviving nodes deliver every one of them,
+    // within the node timeout and a membership round, each once (a duplicate could only be a
+    // message the dead node had delivered: here it delivered none).
+    @Test func aKilledNodesPendingWebhooksAreDeliveredByTheOthers() async throws {
+        try await offPool { () throws in
+            let receiver = try Receiver()
+            defer { receiver.http.stop() }
+            receiver.failing.store(true, ordering: .relaxed)
+            let c = try TestCluster(nodeTimeout: 8, database: "webhook_takeover", extra: [
+                "--webhook", "testapp \(receiver.http.url()) allow-private events=message.sent",
+                "--webhook-allow-private", "testapp",
+                // After the first attempt the next would come 30 s later: the killed node makes one.
+                "--webhook-retry-schedule", "30s,30s",
+            ])
+            // The origin is a node that does not lead (the leader would have to be replaced first).
+            var origin = 0
+            for i in 0..<3 where ((try c.readyz(i).json["cluster"] as? [String: Any])?["leader"] as? Bool) == false { origin = i }
+            #expect(try c[origin].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let sent = (0..<20).map { "m\($0)" }
+            for content in sent {
+                #expect(try c[origin].rest().call("POST", "/v1/rooms/r/messages", ["content": content, "fromUserId": "admin"]).status == 201)
+            }
+            // Every message had its first attempt, from the origin, answered 503.
+            #expect(receiver.http.wait(timeout: 15) { Set($0.count >= sent.count ? receiver.all.map(\.content) : []) == Set(sent) })
+            c.kill(origin)
+            let killed = Date()
+            receiver.failing.store(false, ordering: .relaxed)
+
+            let deadline = Date().addingTimeInterval(Double(c.timeout) + 15)
+            while Set(receiver.delivered.keys) != Set(sent) && Date() < deadline { usleep(50_000) }
+            let took = Date().timeIntervalSince(killed)
+            #expect(Set(receiver.delivered.keys) == Set(sent), "delivered: \(receiver.delivered.keys.sorted())")
+            #expect(took < Double(c.timeout) + 10, "took \(took) s")
+            usleep(1_000_000) // a second sender would have sent by now
+            let duplicates = receiver.delivered.filter { $0.value > 1 }
+            #expect(duplicates.isEmpty, "sent twice: \(duplicates)")
+            // The same message (same id) the dead node tried first.
+            let ids = Dictionary(grouping: receiver.all, by: \.content).mapValues { Set($0.map(\.id)) }
+            #expect(ids.values.allSatisfy { $0.count == 1 })
+
+            // The surviving nodes' delivery logs agree: every message delivered (the taking node's
+            // outcomes came through the log).
+            let survivors = (0..<3).filter { $0 != origin }
+            let endpoint = try c[survivors[0]].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? []
+            let id = endpoint.first?.str("id") ?? ""
+            var logs: [[String]] = []
+            for _ in 0..<100 {
+                logs = try survivors.map { node in
+                    let page = try c[node].rest().call("GET", "/v1/webhooks/\(id)/deliveries?limit=100").json["deliveries"] as? [[String: Any]] ?? []
+                    return page.map { "\($0.str("messageId") ?? "") \($0.str("status") ?? "")" }.sorted()
+                }
+                if logs.allSatisfy({ $0.count == sent.count && $0.allSatisfy { $0.hasSuffix(" delivered") } }) && logs[0] == logs[1] { break }
+                usleep(100_000)
+            }
+            #expect(logs[0].count == sent.count && logs[0].allSatisfy { $0.hasSuffix(" delivered") }, "\(logs[0])")
+            #expect(logs[0] == logs[1])
+
+            // A node that stops by itself (SIGTERM) with messages pending: the leader takes them
+            // at once (its next tick), long before a node timeout.
+            try c.restart(origin)
+            receiver.failing.store(true, ordering: .relaxed)
+            let more = (0..<10).map { "n\($0)" }
+            for content in more {
+                #expect(try c[origin].rest().call("POST", "/v1/rooms/r/messages", ["content": content, "fromUserId": "admin"]).status == 201)
+            }
+            #expect(receiver.http.wait(timeout: 15) { _ in Set(receiver.all.map(\.content)).isSuperset(of: more) })
+            c[origin].process.signal(SIGTERM)
+            #expect(c[origin].process.waitForExit(timeout: 20) == 0)
+            c.nodes[origin] = nil
+            let stopped = Date()
+            receiver.failing.store(false, ordering: .relaxed)
+            while !Set(receiver.delivered.keys).isSuperset(of: more) && Date().timeIntervalSince(stopped) < 15 { usleep(50_000) }
+            #expect(Set(receiver.delivered.keys).isSuperset(of: more), "delivered: \(receiver.delivered.keys.sorted())")
+            #expect(Date().timeIntervalSince(stopped) < Double(c.timeout), "took \(Date().timeIntervalSince(stopped)) s")
+            usleep(1_000_000)
+            #expect(receiver.delivered.filter { $0.value > 1 }.isEmpty)
+        }
+    }
+
+    // CL-6, WH-1, WH-3, WH-4: an endpoint created through REST on node A is the cluster's: it
+    // receives the messages caused on nodes B and C (signed with the secret node A answered), node
+    // C's delivery log shows the deliveries node A made, and it is changed, rotated, replayed and
+    // deleted through other nodes.
+    @Test func anEndpointMadeThroughOneNodeServesTheWholeCluster() async throws {
+        try await offPool { () throws in
+            let receiver = try Receiver()
+            defer { receiver.http.stop() }
+            let c = try TestCluster(database: "webhook_rest", extra: ["--webhook-allow-private", "testapp"])
+            let created = try c[0].rest().call("POST", "/v1/webhooks", ["url": receiver.http.url(), "allowPrivateNetwork": true, "events": ["message.sent"]])
+            #expect(created.status == 201, "\(created.text)")
+            let endpoint = created.json.obj("endpoint")
+            let id = endpoint.str("id") ?? "", secret = endpoint.str("secret") ?? ""
+            #expect(id.hasPrefix("ep_") && secret.hasPrefix("whsec_"))
+            // Bad input is refused with its field, and changes nothing.
+            let bad = try c[1].rest().call("POST", "/v1/webhooks", ["url": "ftp://example.com/x"])
+            #expect(bad.status == 400 && bad.json.str("field") == "url", "\(bad.text)")
+            try c.settle()
+            for node in 0..<3 {
+                let listed = try c[node].rest().call("GET", "/v1/webhooks").json["endpoints"] as? [[String: Any]] ?? []
+                #expect(listed.count == 1 && listed.first?.str("id") == id && listed.first?.int("createdAt") == endpoint.int("createdAt"), "node \(node)")
+            }
+
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let carol = try c[2].client("carol")
+            _ = try carol.expectOK(try carol.command("room.join", ["roomId": "r"]))
+            var sent: [String] = []
+            for i in 0..<5 {
+                for (node, name) in [(1, "b"), (2, "c"), (0, "a")] {
+                    #expect(try c[node].rest().call("POST", "/v1/rooms/r/messages", ["content": "\(name)\(i)", "fromUserId": "admin"]).status == 201)
+                    sent.append("\(name)\(i)")
+                }
+                _ = try carol.expectOK(try carol.command("room.send", ["roomId": "r", "content": "ws\(i)"]))
+                sent.append("ws\(i)")
+            }
+            #expect(receiver.http.wait(timeout: 15) { $0.count >= sent.count })
+            usleep(1_000_000)
+            #expect(receiver.all.map(\.content).sorted() == sent.sorted())
+            // Signed with the secret node A made and answered, whichever node sent it.
+            for r in receiver.http.requests {
+                let timestamp = Int64(r.header("webhook-timestamp") ?? "") ?? 0
+                #expect(r.header("webhook-signature") == StandardWebhooks.signature(id: r.header("webhook-id") ?? "", timestamp: timestamp, body: r.body,
+                                                                                    secrets: [secret]))
+            }
+
+            // Node C's delivery log shows every delivery, those node A made included, as node A's does.
+            let byId = Dictionary(uniqueKeysWithValues: receiver.all.map { ($0.id, $0.content) })
+            func log(_ node: Int) throws -> [[String: Any]] {
+                try c[node].rest().call("GET", "/v1/webhooks/\(id)/deliveries?limit=100").json["deliveries"] as? [[String: Any]] ?? []
+            }
+            var atC: [[String: Any]] = [], atA: [[String: Any]] = []
+            for _ in 0..<100 {
+                atC = try log(2)
+                atA = try log(0)
+                if atC.count == sent.count && atC.allSatisfy({ $0.str("status") == "delivered" }) && NSArray(array: atC).isEqual(to: atA) { break }
+                usleep(100_000)
+            }
+            #expect(atC.count == sent.count && atC.allSatisfy { $0.str("status") == "delivered" && $0.int("attempts") == 1 })
+            let madeByA = atC.filter { byId[$0.str("messageId") ?? ""]?.hasPrefix("a") == true }
+            #expect(madeByA.count == 5)
+            for d in madeByA {
+                let history = d["history"] as? [[String: Any]] ?? []
+                #expect(history.count == 1 && history.first?.int("status") == 204)
+            }
+            #expect(NSArray(array: atC).isEqual(to: atA))
+
+            // Changed through node B, seen on node C.
+            let patched = try c[1].rest().call("PATCH", "/v1/webhooks/\(id)", ["events": ["message.sent", "member.joined"]])
+            #expect(patched.status == 200 && (patched.json.obj("endpoint")["events"] as? [String]) == ["message.sent", "member.joined"])
+            try c.settle()
+            #expect((try c[2].rest().call("GET", "/v1/webhooks/\(id)").json.obj("endpoint")["events"] as? [String]) == ["message.sent", "member.joined"])
+
+            // A new secret through node C: a message sent by node B is signed with both.
+            let rotated = try c[2].rest().call("POST", "/v1/webhooks/\(id)/rotate-secret")
+            let newSecret = rotated.json.obj("endpoint").str("secret") ?? ""
+            #expect(rotated.status == 200 && newSecret.hasPrefix("whsec_") && newSecret != secret)
+            try c.settle()
+            #expect(try c[1].rest().call("POST", "/v1/rooms/r/messages", ["content": "rotated", "fromUserId": "admin"]).status == 201)
+            #expect(receiver.http.wait(timeout: 10) { $0.contains { r in receiver.all.contains { $0.content == "rotated" && $0.id == r.header("webhook-id") } } })
+            if let r = receiver.http.requests.first(where: { r in receiver.all.contains { $0.content == "rotated" && $0.id == r.header("webhook-id") } }) {
+                let timestamp = Int64(r.header("webhook-timestamp") ?? "") ?? 0
+                #expect(r.header("webhook-signature") == StandardWebhooks.signature(id: r.header("webhook-id") ?? "", timestamp: timestamp, body: r.body,
+                                                                                    secrets: [newSecret, secret]))
+            }
+
+            // A replay through node B sends the message again, with its id.
+            let again = receiver.all.first { $0.content == "c0" }?.id ?? ""
+            let replayed = try c[1].rest().call("POST", "/v1/webhooks/\(id)/replay", ["messageIds": [again]])
+            #expect(replayed.status == 200 && replayed.json.int("queued") == 1, "\(replayed.text)")
+            #expect(receiver.http.wait(timeout: 10) { _ in receiver.all.filter { $0.id == again }.count == 2 })
+
+            // Deleted through node B: gone on node A.
+            #expect(try c[1].rest().call("DELETE", "/v1/webhooks/\(id)").status == 200)
+            try c.settle()
+            let gone = try c[0].rest().call("GET", "/v1/webhooks/\(id)")
+            #expect(gone.status == 404)
+            let missing = try c[2].rest().call("PATCH", "/v1/webhooks/\(id)", ["enabled": false])
+            #expect(missing.status == 404 && missing.json.str("field") == "id")
         }
     }
 
