@@ -288,6 +288,14 @@ public final class Engine: @unchecked Sendable {
         }, onDurable: {}))
     }
 
+    /// Returns once the engine has run everything submitted before the call (at most 3 s): a
+    /// stopping cluster node's last records are then on their way to the log.
+    public func barrier() {
+        let done = Atomic<Bool>(false)
+        loop.execute { done.store(true, ordering: .releasing) }
+        for _ in 0..<3_000 where !done.load(ordering: .acquiring) { usleep(1_000) }
+    }
+
     public func stop() {
         loop.stop()
         thread?.join()

@@ -470,6 +470,13 @@ public final class Gateway: Sendable {
         core.cluster?.setOwnURLs([])
         server.shutdown()
         core.beforeSend.stop()
+        if let link = core.cluster {
+            // What the drained calls left for the log (their nonces, kept answers) is appended
+            // before this run ends, so the other nodes replay those answers rather than call
+            // them lost.
+            core.engine.barrier()
+            link.flush(milliseconds: 3_000)
+        }
         core.cluster?.stop()
         core.engine.stop()
         webhooks.stop()
