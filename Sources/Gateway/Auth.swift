@@ -112,8 +112,10 @@ public final class RequestAuthenticator: Sendable {
         public let nonceField: String
     }
 
-    /// Cluster mode: a nonce learned from the log (see `NonceCache.learn`).
+    /// Cluster mode: a nonce learned from the log (see `NonceCache.learn`). One already past the
+    /// window is not kept: a node starting up replays the whole log, every nonce it ever saw.
     public func learn(app: String, nonce: String, at: Int64) {
+        guard clock() - at <= 2 * nonces.windowMilliseconds else { return }
         nonces.learn(app: app, nonce: nonce, at: at)
     }
 
