@@ -312,6 +312,8 @@ public enum Query: Sendable {
     case online(app: String, [String])
     /// PX-5: one page of the app's room directory (→ `Reply.roomPage`).
     case roomDirectory(app: String, RoomSearch)
+    /// PX-5: a user's connections (→ `Reply.connections`), in the order they connected.
+    case connections(app: String, userId: String)
 
     // Ultra groups (UG-6): pages are 1-based.
     case group(app: String, groupId: String)

@@ -145,6 +145,7 @@ struct SessionImage: Codable, Equatable, Sendable {
     var anonymous: Bool
     var nickname: String
     var avatar: String
+    var connectedAt: Int64
     var rooms: [String]
 }
 
@@ -178,7 +179,7 @@ extension ChatDomain {
         image.deadlines = deadlines.entries.map { DeadlineImage(at: $0.deadline, deadline: $0.key) }
         image.sessions = sessions.values.sorted { $0.id < $1.id }.map {
             SessionImage(id: $0.id.raw, app: $0.app, userId: $0.userId, deviceId: $0.deviceId, anonymous: $0.anonymous, nickname: $0.nickname,
-                         avatar: $0.avatar, rooms: $0.rooms)
+                         avatar: $0.avatar, connectedAt: $0.connectedAt, rooms: $0.rooms)
         }
         image.apps = sortedPairs(apps).map { Self.image(of: $0.1) }
         return image
@@ -250,7 +251,7 @@ extension ChatDomain {
             let id = SessionID(s.id)
             guard sessions[id] == nil else { throw .inconsistent("session \(id) twice") }
             var session = Session(id: id, app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
-                                  avatar: s.avatar)
+                                  avatar: s.avatar, connectedAt: s.connectedAt)
             session.rooms = s.rooms
             sessions[id] = session
         }

@@ -76,6 +76,17 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     /// Cluster mode: the connection to PostgreSQL was lost while the change was being saved; it may
     /// or may not have been made. Check (read it back) before trying again.
     case outcomeUnknown = 50303
+    /// Cluster mode: the signed request's nonce was used inside the window, on this node or on
+    /// another one (the same code and status as the gateway's refusal, 40104).
+    case nonceReused = 40104
+    /// PX-2, cluster mode: the `Idempotency-Key` was claimed by another request (as 42200).
+    case idempotencyKeyReused = 42200
+    /// PX-2, cluster mode: the request with this `Idempotency-Key` is still being answered (as 40900).
+    case idempotencyKeyInFlight = 40900
+    /// PX-2, cluster mode: the request with this `Idempotency-Key` made its change, and the node
+    /// that made it stopped (or lost PostgreSQL while saving) before its answer was kept. The
+    /// change was made; its answer cannot be replayed. Do not retry it: read the state instead.
+    case idempotentAnswerLost = 40903
 
     /// RC-1, NIM-5: may a client enter again on its own (after a reconnect) when a join failed with
     /// this code? Not when it is blocked (RongCloud KICKED_FROM_CHATROOM; NIM "banned"), when the
@@ -93,7 +104,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     public var httpStatus: Int {
         switch self {
         case .invalidParameter: return 400
-        case .unknownApp, .unknownSession: return 401
+        case .unknownApp, .unknownSession, .nonceReused: return 401
+        case .idempotencyKeyInFlight, .idempotentAnswerLost: return 409
+        case .idempotencyKeyReused: return 422
         case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
         case .roomNotFound, .notFound: return 404
         case .roomExists, .alreadyExists: return 409
@@ -108,6 +121,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         switch self {
         case .invalidParameter: return 414
         case .unknownApp, .unknownSession: return 302
+        case .nonceReused: return 431
+        case .idempotencyKeyReused: return 414
+        case .idempotencyKeyInFlight, .idempotentAnswerLost: return 417
         case .notInRoom: return 404
         case .muted: return 13004
         case .blocked: return 13003
@@ -144,6 +160,10 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .messageRejected: return "the app's before-send hook dropped the message; nobody received it"
         case .moderationUnavailable: return "the app's before-send hook did not judge the message in time and the app fails closed; nobody received it; try again"
         case .outcomeUnknown: return "the connection to the cluster's database was lost while saving: the change may or may not have been made; check before trying again"
+        case .nonceReused: return "the nonce was already used"
+        case .idempotencyKeyReused: return "the Idempotency-Key was used before with another request (method, path or body)"
+        case .idempotencyKeyInFlight: return "a request with this Idempotency-Key is still being answered; retry it"
+        case .idempotentAnswerLost: return "the request with this Idempotency-Key made its change, but its answer was lost (the node that made it stopped, or lost the cluster's database, before the answer was kept); do not retry it: read the state instead"
         }
     }
 }

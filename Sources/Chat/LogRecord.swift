@@ -31,6 +31,129 @@ public enum LogRecord: Codable, Equatable, Sendable {
     case webhookReplay(WebhookReplayChange)
     /// Deliveries that reached their end on the node that owns them.
     case webhookOutcomes([WebhookOutcome])
+
+    // Signed REST calls (CLUSTER.md "Nonces and idempotency keys"): what a node alone cannot
+    // judge, every node judges alike from these records (`RequestLedger`).
+
+    /// The first change a signed REST call makes, with the call's nonce (SPEC §2) and, when it was
+    /// sent with an `Idempotency-Key`, its claim on the key (PX-2): refused on every node if the
+    /// nonce was already used, not applied again if the key was.
+    case signed(SignedCall)
+    /// The nonce of a signed call that made no change (a read, a refusal before any change):
+    /// every node remembers it, so the call cannot be replayed to another node.
+    case nonce(RequestNonce)
+    /// PX-2: the answer the claiming call's node sent, kept by every node for retries.
+    case answer(KeptAnswer)
+    /// PX-2: the claiming call's answer says "try again" (429, 5xx, `Retry-After`) and is not
+    /// kept: the key is forgotten, so a retry runs the call again (as on one node).
+    case releaseKey(KeyRef)
+    /// PX-2: the claiming call's node could not learn whether its change reached the log (the
+    /// connection to PostgreSQL was lost while committing it). If it did, its answer is lost.
+    case abandonKey(KeyRef)
+}
+
+/// A signed REST call's nonce (SPEC §2), per app.
+public struct RequestNonce: Codable, Equatable, Hashable, Sendable {
+    public var app: String
+    public var nonce: String
+    public init(app: String, nonce: String) {
+        self.app = app
+        self.nonce = nonce
+    }
+}
+
+/// Which call claimed an idempotency key: the node run that appended it and a number unique in
+/// that run. An answer, release or abandon names it, so it can act only on its own claim.
+public struct ClaimID: Codable, Equatable, Hashable, Sendable {
+    public var incarnation: UInt64
+    public var serial: UInt64
+    public init(incarnation: UInt64, serial: UInt64) {
+        self.incarnation = incarnation
+        self.serial = serial
+    }
+}
+
+/// PX-2: a call's claim on an idempotency key: "the same request" is the same fingerprint
+/// (SHA-256 of method, target and body).
+public struct IdempotencyClaim: Codable, Equatable, Sendable {
+    public var app: String
+    public var key: String
+    public var fingerprint: String
+    public var claim: ClaimID
+    public init(app: String, key: String, fingerprint: String, claim: ClaimID) {
+        self.app = app
+        self.key = key
+        self.fingerprint = fingerprint
+        self.claim = claim
+    }
+}
+
+/// `LogRecord.signed`: a change and what its call carries. A call that makes several changes
+/// sends the first with these, the rest as plain `command` records.
+public struct SignedCall: Codable, Equatable, Sendable {
+    public var change: SignedChange
+    public var nonce: RequestNonce?
+    public var key: IdempotencyClaim?
+    public init(_ change: SignedChange, nonce: RequestNonce?, key: IdempotencyClaim?) {
+        self.change = change
+        self.nonce = nonce
+        self.key = key
+    }
+}
+
+/// What a signed REST call changes: a domain command, or (PX-5) a user's connections on every node.
+public enum SignedChange: Codable, Equatable, Sendable {
+    case command(Command)
+    /// Close a user's connections (one device's, when given) on every node; the node that
+    /// appended it answers with how many sessions matched.
+    case disconnectUser(UserDisconnect)
+}
+
+/// An idempotency key as its claiming call names it.
+public struct KeyRef: Codable, Equatable, Sendable {
+    public var app: String
+    public var key: String
+    public var claim: ClaimID
+    public init(app: String, key: String, claim: ClaimID) {
+        self.app = app
+        self.key = key
+        self.claim = claim
+    }
+}
+
+/// PX-2: the answer sent to the call that claimed a key, as every node keeps it (an answer of a
+/// call that made no change registers the key with it).
+public struct KeptAnswer: Codable, Equatable, Sendable {
+    public var ref: KeyRef
+    public var fingerprint: String
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+    public init(ref: KeyRef, fingerprint: String, status: Int, contentType: String, body: [UInt8]) {
+        self.ref = ref
+        self.fingerprint = fingerprint
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+/// PX-5: `DELETE /v1/users/{userId}/connections` for the whole cluster.
+public struct UserDisconnect: Codable, Equatable, Sendable {
+    public var app: String
+    public var userId: String
+    /// Only this device's connections (nil: all of the user's).
+    public var device: String?
+    /// The WebSocket close code the connections get (4010, or 4011 to let them reconnect).
+    public var closeCode: UInt16
+    public var reason: String
+    public init(app: String, userId: String, device: String?, closeCode: UInt16, reason: String) {
+        self.app = app
+        self.userId = userId
+        self.device = device
+        self.closeCode = closeCode
+        self.reason = reason
+    }
 }
 
 extension SessionID {
@@ -60,4 +183,10 @@ extension ChatDomain {
 
     /// Whether the app exists.
     public func hasApp(_ key: String) -> Bool { apps[key] != nil }
+
+    /// PX-5: a user's sessions on every node (those of `device` only, when given), in id order:
+    /// the same on every node that has applied the same entries.
+    public func sessions(app: String, userId: String, device: String?) -> [SessionID] {
+        (apps[app]?.userSessions[userId] ?? []).filter { sid in device == nil || sessions[sid]?.deviceId == device }.sorted()
+    }
 }

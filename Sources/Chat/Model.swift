@@ -252,6 +252,8 @@ struct Session {
     let anonymous: Bool
     var nickname: String
     var avatar: String
+    /// When the connect was applied (PX-5 connection listings in a cluster: the entry's time).
+    let connectedAt: Int64
     /// Rooms this session is in, in join order.
     var rooms: [String] = []
 }

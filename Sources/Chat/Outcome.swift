@@ -198,6 +198,10 @@ public enum Reply: Equatable, Sendable {
     case conversationStatuses([ConversationStatus], cursor: Int64, more: Bool)
     /// An app's settings (after `updateAppSettings`, or asked by `Query.appSettings`).
     case appSettings(AppSettings)
+    /// PX-5: a user's connections on every node (`Query.connections`).
+    case connections([UserConnection])
+    /// PX-5: how many sessions a cluster-wide disconnect matched (`LogRecord.disconnectUser`).
+    case disconnected(Int)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -228,8 +232,26 @@ public enum Reply: Equatable, Sendable {
         case let (.conversationStatus(x), .conversationStatus(y)): return x == y
         case let (.conversationStatuses(x, c1, m1), .conversationStatuses(y, c2, m2)): return x == y && c1 == c2 && m1 == m2
         case let (.appSettings(x), .appSettings(y)): return x == y
+        case let (.connections(x), .connections(y)): return x == y
+        case let (.disconnected(x), .disconnected(y)): return x == y
         default: return false
         }
+    }
+}
+
+/// PX-5: one of a user's connections, as the domain knows it (on any node of a cluster).
+public struct UserConnection: Equatable, Sendable {
+    public var session: SessionID
+    public var device: String
+    /// When its connect was applied.
+    public var since: Int64
+    /// The rooms it is in, sorted.
+    public var rooms: [String]
+    public init(session: SessionID, device: String, since: Int64, rooms: [String]) {
+        self.session = session
+        self.device = device
+        self.since = since
+        self.rooms = rooms
     }
 }
 

@@ -43,7 +43,7 @@ extension ChatDomain {
             user = "anon-" + makeID()
         }
         sessions[id] = Session(id: id, app: appKey, userId: user, deviceId: deviceId, anonymous: userId == nil,
-                               nickname: nickname, avatar: avatar)
+                               nickname: nickname, avatar: avatar, connectedAt: now)
         // PX-3: the user's first connection makes it online, unless it comes back within the grace.
         if userId != nil && app.userSessions[user] == nil && app.goingOffline.removeValue(forKey: user) == nil {
             out.webhooks.append(WebhookRecord(app: appKey, type: .userOnline, roomId: "", userIds: [user], time: now,

@@ -126,6 +126,13 @@ extension ChatDomain {
             let app = try app(appKey)
             return .online(users.map { (userId: $0, connections: app.userSessions[$0]?.count ?? 0) })
 
+        case .connections(let appKey, let user):
+            try Validate.userId(user)
+            let app = try app(appKey)
+            return .connections((app.userSessions[user] ?? []).compactMap { sid in
+                sessions[sid].map { UserConnection(session: sid, device: $0.deviceId, since: $0.connectedAt, rooms: $0.rooms.sorted()) }
+            })
+
         case .roomDirectory(let appKey, let search):
             // One pass over the app's rooms (bounded by its room limit), then the page in id order.
             var found: [(id: String, room: Room)] = []

@@ -358,8 +358,20 @@ public enum Limits {
     public static let floodSecondsBeforeClose = 2
     /// What a rate-limited caller is told to wait (seconds): a bucket refills at least one token a second.
     public static let rateLimitRetryAfterSeconds = 1
-    /// PX-2: answers kept per app for Idempotency-Key replays (the oldest go first past it).
+    /// PX-2: answers kept per app for Idempotency-Key replays (the oldest go first past it), and
+    /// for how long (in a cluster also the keys claimed and not answered yet, in log time).
     public static let maxIdempotentAnswersPerApp = 100_000
+    public static let idempotencyRetentionMilliseconds: Int64 = 24 * 3600 * 1000
+    /// Cluster mode: request nonces every node remembers per app (`RequestLedger`), for twice
+    /// the signature window of log time. 1,000,000 covers 1,666 signed calls a second for the
+    /// whole 600 s (the default limit is 1,000); past it the oldest are forgotten early, and the
+    /// nodes' own caches, which learn every nonce from the log, still refuse them.
+    public static let maxClusterNoncesPerApp = 1_000_000
+    /// Cluster mode: records a node appends without waiting for them (nonces of calls that made
+    /// no change, kept answers, released keys) that are held while PostgreSQL cannot be reached,
+    /// and appended when it can; past either bound the oldest are dropped (and logged).
+    public static let maxOwedClusterRecords = 10_000
+    public static let maxOwedClusterBytes = 16 * 1_048_576
     /// PX-4: the before-send hook's default timeout, and what the server holds for it: messages
     /// waiting for a verdict per app, their bytes per app and in all (counted as their requests
     /// are sent, twice: ours and libcurl's copy; past any bound a message is refused with 42901

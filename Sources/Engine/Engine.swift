@@ -27,6 +27,8 @@ public enum Published: Sendable {
     /// The engine reloaded its state from disk (a commit failed): every session is closed with
     /// this code and reconnects (and resumes).
     case closeAll(code: UInt16, reason: String)
+    /// PX-5 in a cluster: close this node's connections of a user (one device's, when given).
+    case disconnectUser(app: String, userId: String, device: String?, code: UInt16, reason: String)
 }
 
 /// Where a command's answer goes.
@@ -121,9 +123,21 @@ public final class Engine: @unchecked Sendable {
     /// order; this node's own entries are answered when they are applied.
     let cluster: ClusterRole?
     /// Callers waiting for their entry, by this node's sequence number, and the bytes of those
-    /// entries (bounded by `Limits.maxClusterWaiting` and `Limits.maxClusterWaitingBytes`).
-    private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int)] = [:]
+    /// entries (bounded by `Limits.maxClusterWaiting` and `Limits.maxClusterWaitingBytes`); the
+    /// signed REST call an entry carries the nonce of, and the records appended without waiting
+    /// (appended again if the log could not take them).
+    private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int, stamp: RequestStamp?, owed: LogRecord?)] = [:]
     private var waitingBytes = 0
+    /// Records appended without waiting (nonces of calls that made no change, kept answers, keys
+    /// released) that the log could not take: appended once it can, at most
+    /// `Limits.maxOwedClusterRecords` and `Limits.maxOwedClusterBytes` (the oldest are dropped).
+    private var owedRecords: [(record: LogRecord, bytes: Int)] = []
+    private var owedBytes = 0
+    /// Signed REST calls' nonces and idempotency keys, judged alike on every node (CLUSTER.md).
+    private var ledger = RequestLedger(nonceMilliseconds: 2 * Signing.windowMilliseconds)
+    /// Called (on the engine thread) with each nonce this node learns from the log, so that its
+    /// own authenticator refuses a replay of it at once.
+    private let onNonceLearned: @Sendable (RequestNonce, Int64) -> Void
     /// Disconnects of this node's sessions on their way to the log, and those that could not be
     /// appended (PostgreSQL unreachable): appended again once the log takes writes, so a closed
     /// connection never stays a session on the other nodes.
@@ -165,6 +179,8 @@ public final class Engine: @unchecked Sendable {
         var ticket: UInt64
         /// The hook was asked (a message held behind others is checked and asked in its turn).
         var asked: Bool
+        /// The signed REST call the command comes from (cluster mode).
+        var stamp: RequestStamp?
     }
     private enum HoldKey: Hashable {
         case session(SessionID)
@@ -204,8 +220,10 @@ public final class Engine: @unchecked Sendable {
                 clock: @escaping @Sendable () -> Int64,
                 retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:],
                 reload: @escaping @Sendable () throws -> ChatDomain, cluster: ClusterRole? = nil,
-                onAppSettings: @escaping @Sendable (String, AppSettings) -> Void = { _, _ in }, logger: Logger) throws {
+                onAppSettings: @escaping @Sendable (String, AppSettings) -> Void = { _, _ in },
+                onNonceLearned: @escaping @Sendable (RequestNonce, Int64) -> Void = { _, _ in }, logger: Logger) throws {
         self.reload = reload
+        self.onNonceLearned = onNonceLearned
         self.cluster = cluster
         self.onAppSettings = onAppSettings
         self.beforeSend = beforeSend
@@ -229,6 +247,7 @@ public final class Engine: @unchecked Sendable {
                 guard store.isWritable else { return }
                 if cluster != nil {
                     appendOwedDisconnects()
+                    appendOwedRecords()
                     appendTickIfDue()
                 } else {
                     process(domain.tick(now: clock()), replyTo: .none)
@@ -280,6 +299,14 @@ public final class Engine: @unchecked Sendable {
         }, onDurable: {}))
     }
 
+    /// Returns once the engine has run everything submitted before the call (at most 3 s): a
+    /// stopping cluster node's last records are then on their way to the log.
+    public func barrier() {
+        let done = Atomic<Bool>(false)
+        loop.execute { done.store(true, ordering: .releasing) }
+        for _ in 0..<3_000 where !done.load(ordering: .acquiring) { usleep(1_000) }
+    }
+
     public func stop() {
         loop.stop()
         thread?.join()
@@ -289,8 +316,10 @@ public final class Engine: @unchecked Sendable {
     /// Changes can be made now: the store can write and, in a cluster, the log can be appended.
     var isWritable: Bool { store.isWritable && cluster?.log.isWritable != false }
 
-    /// Applies a command (from any thread).
-    public func submit(_ command: Command, replyTo: ReplyTo) {
+    /// Applies a command (from any thread). `stamp`: the signed REST call it comes from; in a
+    /// cluster its first change carries the call's nonce and idempotency key (ignored on one node,
+    /// whose authenticator and idempotency store judge them).
+    public func submit(_ command: Command, stamp: RequestStamp? = nil, replyTo: ReplyTo) {
         loop.execute { [self] in
             // Read-only (a commit failed and the disk has not recovered, or the cluster's log is
             // unreachable): refuse before applying.
@@ -299,15 +328,15 @@ public final class Engine: @unchecked Sendable {
                 refuse(replyTo)
                 return
             }
-            if beforeSend != nil, admitThroughHook(command, replyTo: replyTo) { return }
-            perform(command, replyTo: replyTo)
+            if beforeSend != nil, admitThroughHook(command, stamp: stamp, replyTo: replyTo) { return }
+            perform(command, stamp: stamp, replyTo: replyTo)
         }
     }
 
     /// Applies a command now, or in a cluster appends it to the log (applied when it comes back).
-    private func perform(_ command: Command, replyTo: ReplyTo) {
+    private func perform(_ command: Command, stamp: RequestStamp?, replyTo: ReplyTo) {
         if cluster != nil {
-            append(.command(command), replyTo: replyTo)
+            appendChange(.command(command), stamp: stamp, replyTo: replyTo)
         } else {
             process(domain.apply(command, now: clock()), replyTo: replyTo)
         }
@@ -315,9 +344,31 @@ public final class Engine: @unchecked Sendable {
 
     // MARK: Cluster mode (CLUSTER.md)
 
+    /// Appends a signed call's change: the call's first change carries its nonce and key claim
+    /// (`LogRecord.signed`), the others go as plain commands; a change of no signed call (a
+    /// WebSocket op, the leader's work) goes as it always did.
+    private func appendChange(_ change: SignedChange, stamp: RequestStamp?, replyTo: ReplyTo) {
+        guard let cluster else { return }
+        var record: LogRecord
+        let carried = stamp?.takeForChange(incarnation: cluster.incarnation)
+        if let carried {
+            record = .signed(SignedCall(change, nonce: carried.nonce, key: carried.key))
+        } else if case .command(let command) = change {
+            record = .command(command)
+        } else {
+            record = .signed(SignedCall(change, nonce: nil, key: nil))
+        }
+        // Only the entry that carries the call's nonce and key hears what the log said of them.
+        if append(record, replyTo: replyTo, stamp: carried != nil ? stamp : nil) == nil, carried != nil {
+            // Not in the log: the call's next change, or its nonce record, carries them.
+            stamp?.giveBack()
+        }
+    }
+
     /// Appends a record; `replyTo` is answered when this node applies it (or when the append fails).
+    /// `owed`: appended without waiting, and appended again later if the log cannot take it now.
     @discardableResult
-    func append(_ record: LogRecord, replyTo: ReplyTo) -> UInt64? {
+    func append(_ record: LogRecord, replyTo: ReplyTo, stamp: RequestStamp? = nil, owed: Bool = false) -> UInt64? {
         guard let cluster else { return nil }
         let payload: [UInt8]
         do {
@@ -332,12 +383,16 @@ public final class Engine: @unchecked Sendable {
         // A disconnect is always taken (at most one per session of this node): it must reach the log.
         guard disconnecting != nil
             || (waiting.count < Limits.maxClusterWaiting && waitingBytes + payload.count <= Limits.maxClusterWaitingBytes) else {
+            if owed {
+                oweRecord(record, bytes: payload.count)
+                return nil
+            }
             process(.failure(ChatError(.rateLimited, "the node has too many changes waiting for the cluster's log (at most \(Limits.maxClusterWaiting), \(Limits.maxClusterWaitingBytes) bytes); try again",
                                        field: nil)), replyTo: replyTo)
             return nil
         }
         nextSeq += 1
-        waiting[nextSeq] = (replyTo, payload.count)
+        waiting[nextSeq] = (replyTo, payload.count, stamp, owed ? record : nil)
         waitingBytes += payload.count
         if let disconnecting { waitingDisconnects[nextSeq] = disconnecting }
         if beforeSend != nil, case .command(let command) = record, let sid = ChatDomain.issuingSession(command) {
@@ -349,10 +404,10 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// The caller of an entry of this node: it is no longer waiting.
-    private func takeWaiting(_ seq: UInt64) -> ReplyTo? {
+    private func takeWaiting(_ seq: UInt64) -> (replyTo: ReplyTo, stamp: RequestStamp?, owed: LogRecord?)? {
         guard let w = waiting.removeValue(forKey: seq) else { return nil }
         waitingBytes -= w.bytes
-        return w.replyTo
+        return (w.replyTo, w.stamp, w.owed)
     }
 
     /// A disconnect that cannot be appended now is owed to the log.
@@ -367,6 +422,81 @@ public final class Engine: @unchecked Sendable {
         for sid in owed { append(.command(.disconnect(sid)), replyTo: .none) }
     }
 
+    /// A record appended without waiting, held until the log takes writes (bounded: the oldest go).
+    private func oweRecord(_ record: LogRecord, bytes: Int) {
+        owedRecords.append((record, bytes))
+        owedBytes += bytes
+        var dropped = 0
+        while owedRecords.count > Limits.maxOwedClusterRecords || owedBytes > Limits.maxOwedClusterBytes, !owedRecords.isEmpty {
+            owedBytes -= owedRecords.removeFirst().bytes
+            dropped += 1
+        }
+        if dropped > 0 {
+            logger.warning("cluster: records for the log (nonces, kept answers) dropped while PostgreSQL cannot be reached",
+                           metadata: ["dropped": "\(dropped)"])
+        }
+    }
+
+    private func appendOwedRecords() {
+        guard let cluster, cluster.log.isWritable, !owedRecords.isEmpty else { return }
+        let owed = owedRecords
+        owedRecords = []
+        owedBytes = 0
+        for o in owed { append(o.record, replyTo: .none, owed: true) }
+    }
+
+    /// Appends a record without waiting for it; while the log cannot take writes it is held.
+    private func appendOwed(_ record: LogRecord) {
+        guard let cluster else { return }
+        guard cluster.log.isWritable, store.isWritable else {
+            oweRecord(record, bytes: (try? LogRecord.encode(record).count) ?? 0)
+            return
+        }
+        append(record, replyTo: .none, owed: true)
+    }
+
+    // MARK: Signed REST calls in a cluster (CLUSTER.md "Nonces and idempotency keys")
+
+    /// A signed REST call was answered (from any thread): if none of its changes carried its
+    /// nonce into the log, a record of its own does, so no node accepts the call again.
+    public func finish(_ stamp: RequestStamp) {
+        loop.execute { [self] in
+            guard cluster != nil, stamp.takeNonceAlone() else { return }
+            appendOwed(.nonce(stamp.nonce))
+        }
+    }
+
+    /// PX-2: the answer the call with an idempotency key was sent (from any thread): every node
+    /// keeps it, for retries sent to any node.
+    public func keepAnswer(_ stamp: RequestStamp, status: Int, contentType: String, body: [UInt8]) {
+        loop.execute { [self] in
+            guard let cluster, let key = stamp.key, let ref = stamp.ref(incarnation: cluster.incarnation) else { return }
+            appendOwed(.answer(KeptAnswer(ref: ref, fingerprint: key.fingerprint, status: status, contentType: contentType, body: body)))
+        }
+    }
+
+    /// PX-2: the call with an idempotency key was answered "try again" (not kept; from any
+    /// thread): a key its change claimed is released (a retry runs the call again, as on one
+    /// node); a key whose change may or may not be in the log is marked lost if it is.
+    public func answerNotKept(_ stamp: RequestStamp) {
+        loop.execute { [self] in
+            guard let cluster, let ref = stamp.ref(incarnation: cluster.incarnation), stamp.refusal == nil else { return }
+            let claim = stamp.claimState
+            guard claim.sent else { return }
+            appendOwed(claim.admitted ? .releaseKey(ref) : .abandonKey(ref))
+        }
+    }
+
+    /// PX-5 in a cluster: closes a user's connections on every node (each node its own); the
+    /// caller is answered with how many sessions matched when this node applies the record.
+    public func disconnectUser(_ d: UserDisconnect, stamp: RequestStamp?, replyTo: ReplyTo) {
+        loop.execute { [self] in
+            guard cluster != nil else { return process(.failure(ChatError(.invalidParameter, "not a cluster node", field: nil)), replyTo: replyTo) }
+            guard isWritable else { return refuse(replyTo) }
+            appendChange(.disconnectUser(d), stamp: stamp, replyTo: replyTo)
+        }
+    }
+
     /// The log could not take these records (or cannot say whether it did): their callers are
     /// told nothing is known to have changed (from any thread).
     public func appendFailed(_ seqs: [UInt64], ambiguous: Bool) {
@@ -378,8 +508,15 @@ public final class Engine: @unchecked Sendable {
                 if let sid = waitingDisconnects.removeValue(forKey: seq) { owedDisconnects.insert(sid) }
                 // The caller first, then what was held behind the entry.
                 defer { landed(seq) }
-                guard let replyTo = takeWaiting(seq) else { continue }
-                Self.refuse(replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
+                guard let w = takeWaiting(seq) else { continue }
+                // Records appended without waiting are appended again (each is harmless twice).
+                if let record = w.owed { oweRecord(record, bytes: (try? LogRecord.encode(record).count) ?? 0) }
+                // A change known not to be in the log leaves its call's nonce and key to the
+                // call's own records (a later change, the nonce record, or nothing to release);
+                // one that may be in it keeps its key's claim (abandoned if it is), and its nonce
+                // is sent again (harmless if it is there).
+                if ambiguous { w.stamp?.resendNonce() } else { w.stamp?.giveBack() }
+                Self.refuse(w.replyTo, publisher: publisher, error: ambiguous ? Self.ambiguousError : Self.clusterError)
             }
         }
     }
@@ -428,8 +565,12 @@ public final class Engine: @unchecked Sendable {
                 position = e.position
                 let own = e.origin == cluster.origin
                 var replyTo = ReplyTo.none
+                var stamp: RequestStamp?
                 if own {
-                    replyTo = takeWaiting(e.seq) ?? .none
+                    if let w = takeWaiting(e.seq) {
+                        replyTo = w.replyTo
+                        stamp = w.stamp
+                    }
                     waitingDisconnects[e.seq] = nil
                     if e.seq == tickSeq { tickSeq = nil }
                 }
@@ -458,9 +599,12 @@ public final class Engine: @unchecked Sendable {
                     process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
                 case .tick:
                     process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
+                    ledger.expire(at: e.at)
+                    forgetAnswers()
                 case .endSessions(let incarnation):
                     endedIncarnations.insert(incarnation)
                     orphanWebhookDeliveries(of: incarnation)
+                    ledger.endRun(incarnation)
                     if incarnation == cluster.incarnation {
                         logger.critical("the cluster declared this node dead (its heartbeats stopped) and ended its sessions; stopping to rejoin")
                         exit(75)
@@ -474,6 +618,23 @@ public final class Engine: @unchecked Sendable {
                     }
                 case .webhookEndpoint, .webhookReplay, .webhookOutcomes:
                     applyWebhookRecord(record, e, own: own)
+                case .signed(let call):
+                    applySigned(call, position: e.position, at: e.at, own: own, stamp: stamp, replyTo: replyTo)
+                case .nonce(let n):
+                    if ledger.useNonce(n, at: e.at) { onNonceLearned(n, e.at) }
+                case .answer(let a):
+                    let keep = ledger.keepAnswer(a, position: e.position, at: e.at)
+                    let forgotten = ledger.takeForgotten()
+                    guard keep || !forgotten.isEmpty else { break }
+                    let stored = StoredAnswer(fingerprint: a.fingerprint, status: a.status, contentType: a.contentType, body: a.body, at: e.at)
+                    store.submit(Store.Commit(mutations: [], extra: { tx in
+                        if !forgotten.isEmpty { try Store.forgetAnswers(forgotten, tx) }
+                        if keep { try Store.keepAnswer(app: a.ref.app, key: a.ref.key, stored, tx) }
+                    }, onDurable: {}))
+                case .releaseKey(let ref):
+                    ledger.release(ref)
+                case .abandonKey(let ref):
+                    ledger.abandon(ref)
                 }
             }
             // Published once the replica has committed what these entries changed (commits run in
@@ -483,11 +644,81 @@ public final class Engine: @unchecked Sendable {
         }
     }
 
+    /// A signed call's first change: refused alike on every node if its nonce was used or its
+    /// idempotency key was claimed; otherwise applied, the key now this call's.
+    private func applySigned(_ call: SignedCall, position: Int64, at: Int64, own: Bool, stamp: RequestStamp?, replyTo: ReplyTo) {
+        let verdict = ledger.admit(call, position: position, at: at)
+        if let n = call.nonce, verdict != .nonceReused { onNonceLearned(n, at) }
+        forgetAnswers()
+        switch verdict {
+        case .nonceReused:
+            stamp?.refused(.nonceReused)
+            process(.failure(ChatError(.nonceReused, "nonce already used", field: stamp?.nonceField ?? "Nonce")), replyTo: replyTo, now: at,
+                    stageWebhooks: false)
+        case .duplicate(let d):
+            stamp?.refused(.duplicate(d))
+            process(.failure(Self.duplicateError(d, header: stamp?.key?.header ?? "Idempotency-Key")), replyTo: replyTo, now: at, stageWebhooks: false)
+        case .admitted:
+            if call.key != nil { stamp?.admitted() }
+            switch call.change {
+            case .command(let command):
+                process(domain.apply(command, now: at), replyTo: replyTo, now: at, stageWebhooks: true)
+            case .disconnectUser(let d):
+                // PX-5: every node closes its own matching connections (their disconnects come
+                // back through the log); the count is the domain's, the same on every node.
+                let matching = domain.sessions(app: d.app, userId: d.userId, device: d.device)
+                publish([.disconnectUser(app: d.app, userId: d.userId, device: d.device, code: d.closeCode, reason: d.reason)],
+                        reply: .success(.disconnected(matching.count)), replyTo: replyTo)
+            }
+        }
+    }
+
+    /// PX-2: why a call's change is not applied again, as its refusal (the gateway replays a kept
+    /// answer instead of `answered`'s).
+    static func duplicateError(_ d: RequestLedger.Duplicate, header: String) -> ChatError {
+        switch d {
+        case .otherRequest:
+            return ChatError(.idempotencyKeyReused, "this \(header) was used with another request", field: header)
+        case .answered, .inProgress:
+            return ChatError(.idempotencyKeyInFlight, "a request with this \(header) is still being answered", field: header)
+        case .answerLost:
+            return answerLostError(header: header)
+        }
+    }
+
+    /// PX-2, 40903: the key's change was made and its answer lost.
+    public static func answerLostError(header: String) -> ChatError {
+        ChatError(.idempotentAnswerLost, "the request with this \(header) made its change, but its answer was lost (the node that made it stopped, "
+                  + "or lost the cluster's database, before the answer was kept); do not retry it: read the state instead", field: header)
+    }
+
+    /// Deletes the kept answers of keys the ledger forgot (past its bound, or expired).
+    private func forgetAnswers() {
+        let forgotten = ledger.takeForgotten()
+        guard !forgotten.isEmpty else { return }
+        store.submit(Store.Commit(mutations: [], extra: { tx in try Store.forgetAnswers(forgotten, tx) }, onDurable: {}))
+    }
+
+    /// Hands items to the I/O loops and answers the caller, in order with every other outcome.
+    private func publish(_ items: [Published], reply: Result<Reply, ChatError>, replyTo: ReplyTo) {
+        let publisher = self.publisher
+        var published = items
+        if case .session(let sid, let encode) = replyTo { published.append(.reply(sid, frame: Frames.text(encode(reply)))) }
+        let all = published
+        store.submit(Store.Commit(mutations: [], onDurable: {
+            publisher.enqueue(all)
+            switch replyTo {
+            case .callback(let callback), .keeping(_, then: let callback): callback(reply)
+            case .session, .none: break
+            }
+        }, onFailed: { Self.refuse(replyTo, publisher: publisher) }))
+    }
+
     // MARK: The before-send hook (PX-4)
 
     /// Takes a command over when a hook must judge it first, or when its session has commands
     /// held before it; false: apply it now.
-    private func admitThroughHook(_ command: Command, replyTo: ReplyTo) -> Bool {
+    private func admitThroughHook(_ command: Command, stamp: RequestStamp?, replyTo: ReplyTo) -> Bool {
         let session = ChatDomain.issuingSession(command)
         var hook: BeforeSendSettings?
         if case .sendMessage(let app, _, let sender, _, _) = command, let settings = domain.appSettings(app)?.beforeSend {
@@ -509,14 +740,14 @@ public final class Engine: @unchecked Sendable {
         let ticket = nextTicket
         let key: HoldKey = session.map { .session($0) } ?? .server(ticket)
         guard let hook else {
-            held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: nil, verdict: nil, ticket: ticket, asked: false))
+            held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: nil, verdict: nil, ticket: ticket, asked: false, stamp: stamp))
             return true
         }
         // What every send checks (membership, mutes, size) comes first: the hook sees only
         // messages that would be sent, and a refused one is answered at once. Behind held
         // commands the check may depend on them (a join held before it): a message that fails
         // it then waits, and is checked and judged when its turn comes.
-        held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: hook, verdict: nil, ticket: ticket, asked: false))
+        held[key, default: []].append(Held(command: command, replyTo: replyTo, hook: hook, verdict: nil, ticket: ticket, asked: false, stamp: stamp))
         if !ask(key, ticket: ticket, hook: hook, command: command, holdOnRefusal: queued) { drain(key) }
         return true
     }
@@ -616,7 +847,7 @@ public final class Engine: @unchecked Sendable {
                 logger.debug("before-send hook failed; the app fails open", metadata: ["why": "\(why)"])
             }
         }
-        perform(command, replyTo: h.replyTo)
+        perform(command, stamp: h.stamp, replyTo: h.replyTo)
     }
 
     static let storageError = ChatError(.storageUnavailable, "the server cannot save changes now (storage unavailable); nothing changed; try again later")

@@ -76,6 +76,15 @@ final class NonceCache: Sendable {
             return true
         }
     }
+
+    /// Cluster mode: a nonce another node (or this one) accepted, learned from the log at log time
+    /// `at`: a later use of it on this node is refused. An entry already held is left as it is.
+    func learn(app: String, nonce: String, at: Int64) {
+        state.withLock { s in
+            let key = app + "\u{0}" + nonce
+            if s.seen[key] == nil { s.seen[key] = at }
+        }
+    }
 }
 
 /// Verifies signed REST requests (SPEC §2) in any of the schemes of `Signing`. Timestamps may be
@@ -96,7 +105,21 @@ public final class RequestAuthenticator: Sendable {
         self.nonces = NonceCache(windowMilliseconds: Signing.windowMilliseconds, seen: seen)
     }
 
-    public func authenticate(_ head: HTTPRequestHead, body: [UInt8]) -> Result<String, GatewayError> {
+    /// A request that passed: its app, its nonce and the header that carried it.
+    public struct Accepted: Sendable {
+        public let app: String
+        public let nonce: String
+        public let nonceField: String
+    }
+
+    /// Cluster mode: a nonce learned from the log (see `NonceCache.learn`). One already past the
+    /// window is not kept: a node starting up replays the whole log, every nonce it ever saw.
+    public func learn(app: String, nonce: String, at: Int64) {
+        guard clock() - at <= 2 * nonces.windowMilliseconds else { return }
+        nonces.learn(app: app, nonce: nonce, at: at)
+    }
+
+    public func authenticate(_ head: HTTPRequestHead, body: [UInt8]) -> Result<Accepted, GatewayError> {
         guard let c = Signing.Credentials.read({ head.headers[$0] }) else {
             return .failure(GatewayError(.missingCredentials, "sign the request (App-Key/Nonce/Timestamp/Signature, AppKey/Nonce/CurTime/CheckSum, or X-Roomcast-*)", field: "headers"))
         }
@@ -123,6 +146,6 @@ public final class RequestAuthenticator: Sendable {
             return .failure(GatewayError(.nonceReused, "nonce already used", field: c.nonceField))
         }
         record(c.appKey, nonce, now)
-        return .success(c.appKey)
+        return .success(Accepted(app: c.appKey, nonce: nonce, nonceField: c.nonceField))
     }
 }

@@ -51,6 +51,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     private let offset = Atomic<Int64>(0)
     private let running = Atomic<Bool>(true)
     private let queue = Mutex<[(seq: UInt64, payload: [UInt8])]>([])
+    /// Records of the batch being appended (taken from `queue` under its lock): `flush` waits
+    /// for them too.
+    private let appending = Atomic<Int>(0)
     private let wake = DispatchSemaphore(value: 0)
     private let pause = DispatchSemaphore(value: 0)
     private let state = Mutex<(members: [ClusterNodes.Node], head: Int64, ownURLs: [String])>(([], 0, []))
@@ -188,6 +191,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 logger.info("cluster: the log can be appended to")
             }
             while running.load(ordering: .relaxed), let conn = db {
+                // The previous batch is done (appended, or handed back to the engine).
+                appending.store(0, ordering: .releasing)
                 // A connection the server already closed (PostgreSQL stopped): nothing is sent,
                 // so nothing can have changed.
                 guard conn.isAlive else {
@@ -239,6 +244,18 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     }
                 }
             }
+            appending.store(0, ordering: .releasing)
+        }
+    }
+
+    /// Waits, at most `milliseconds`, until every record queued so far is in the log or was handed
+    /// back as refused: a stopping node's last records (the answers and nonces of the calls it
+    /// answered while draining) reach the other nodes before its run ends.
+    func flush(milliseconds: Int) {
+        let deadline = wallClockMilliseconds() + Int64(milliseconds)
+        wake.signal()
+        while queue.withLock({ !$0.isEmpty || appending.load(ordering: .acquiring) > 0 }), wallClockMilliseconds() < deadline {
+            usleep(2_000)
         }
     }
 
@@ -251,6 +268,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             }
             let batch = Array(q.prefix(n))
             q.removeFirst(n)
+            appending.store(n, ordering: .releasing)
             return batch
         }
     }

@@ -79,9 +79,13 @@ final class GatewayContext: Sendable {
     /// In a cluster, set once the node has applied the log as it was at start: until then signed
     /// REST calls and WebSocket upgrades are refused with 503 (nil on a single node).
     let catchingUp: ReadyFlag?
+    /// Cluster mode: the link to the shared log (membership, this node run's incarnation).
+    let cluster: ClusterLink?
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
-         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable, idempotency: Idempotency) {
+         publicURLs: [String], webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable, idempotency: Idempotency,
+         cluster: ClusterLink? = nil) {
+        self.cluster = cluster
         self.inCluster = configuration.cluster != nil
         self.catchingUp = configuration.cluster != nil ? ReadyFlag() : nil
         self.hubs = hubs
@@ -168,6 +172,13 @@ final class GatewayCore: Sendable {
             // The replica is in memory: delivered and dead messages are kept an hour, not a week.
             webhookConfiguration.retentionMs = min(webhookConfiguration.retentionMs, Limits.clusterWebhookRetentionMilliseconds)
         }
+        // Replay protection survives restarts: accepted nonces are stored, recent ones reloaded. In a
+        // cluster every node learns them from the shared log instead (the replica is rebuilt from
+        // it at every start), and the engine judges the ones that reach the log alike everywhere.
+        let authenticator = cluster == nil
+            ? RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
+                                   record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
+            : RequestAuthenticator(apps: registry, clock: clock)
         webhooks = WebhookService(store: store, configuration: webhookConfiguration, logger: logger, clock: clock,
                                   random: { Double.random(in: 0..<1) }, makeID: { randomHex(12) }, appSecret: { apps.secret($0) })
         for (app, spec) in configuration.webhookEndpoints {
@@ -209,6 +220,7 @@ final class GatewayCore: Sendable {
                                 entry.clientMessagesPerSecond = settings.clientMessagesPerSecond
                                 registry.set(entry)
                             },
+                            onNonceLearned: { n, at in authenticator.learn(app: n.app, nonce: n.nonce, at: at) },
                             logger: logger)
         // A failed commit (e.g. a full disk) reloads the durable state instead of stopping.
         let engine = self.engine
@@ -218,12 +230,9 @@ final class GatewayCore: Sendable {
                                                           maxPendingMilliseconds: Limits.clusterWebhookMaxPendingMilliseconds))
         }
         store.onFailure = { engine.storeFailed() }
-        // Replay protection survives restarts: accepted nonces are stored, recent ones reloaded.
-        let authenticator = RequestAuthenticator(apps: registry, clock: clock, seen: try store.nonces(since: now - 2 * Signing.windowMilliseconds),
-                                                 record: { [store] app, nonce, at in store.recordNonce(app: app, nonce: nonce, at: at) })
         context = GatewayContext(engine: engine, apps: registry, clock: clock, configuration: configuration, publicURLs: publicURLs,
                                  webhooks: webhooks, authenticator: authenticator, hubs: hubs,
-                                 idempotency: Idempotency(store: store, clock: clock))
+                                 idempotency: Idempotency(store: store, clock: clock, cluster: cluster == nil ? nil : engine), cluster: cluster)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000,
                               stream: try cluster?.settings.id ?? store.streamID(orCreate: { randomHex(8) }))
 
@@ -498,11 +507,16 @@ public final class Gateway: Sendable {
         core.cluster?.setOwnURLs([])
         server.shutdown()
         core.beforeSend.stop()
-        if core.cluster != nil {
+        if let link = core.cluster {
             // CL-6: no attempt starts any more, and what finished is in the log before this run
             // leaves (its unfinished deliveries pass to another run, which sends them).
             webhooks.stop()
             core.engine.settleWebhookOutcomes(timeoutMilliseconds: 3_000)
+            // What the drained calls left for the log (their nonces, kept answers) is appended
+            // before this run ends, so the other nodes replay those answers rather than call
+            // them lost.
+            core.engine.barrier()
+            link.flush(milliseconds: 3_000)
         }
         core.cluster?.stop()
         core.engine.stop()

@@ -135,6 +135,9 @@ final class Hub {
                 sessions[sid]?.send(frame)
             case .closeAll(let code, let reason):
                 for session in Array(sessions.values) + Array(pendingSessions.values) { session.closeRaw(code, reason) }
+            case .disconnectUser(let app, let user, let device, let code, let reason):
+                // PX-5 in a cluster: every node closes its own connections of the user.
+                _ = disconnect(app: app, user: user, device: device, code: CloseCode(rawValue: code) ?? .disconnectedByApp, reason: reason)
             }
         }
     }

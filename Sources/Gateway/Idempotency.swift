@@ -13,9 +13,18 @@ import Wire
 /// true`), also after a restart. The same key with another request is refused (422, 42200);
 /// while the first is still being answered, a retry gets 409 (40900). Answers that say "try
 /// again" (429, 5xx, or any with Retry-After, e.g. NIM's in a 200) are not kept. Keys are per app; at most 255 visible ASCII characters.
+///
+/// In a cluster (CLUSTER.md "Nonces and idempotency keys") the node's replica is checked for a
+/// kept answer as on one node; otherwise the call's first change carries its claim on the key
+/// into the shared log, where every node judges it alike (`RequestLedger`): a key already claimed
+/// is not applied again, and the retry gets the kept answer, 422, 409, or 40903 when the change
+/// was made and its answer lost. The answer sent is appended to the log without waiting, and
+/// every node keeps it in its replica.
 final class Idempotency: Sendable {
     let store: Store
     let clock: @Sendable () -> Int64
+    /// Cluster mode: the engine that appends the kept answers (nil on one node).
+    let cluster: Engine?
     private let inFlight = Mutex<Set<String>>([])
     /// Answers kept per app since its last trim; every `trimEvery` the app's oldest beyond the
     /// bound are dropped.
@@ -23,9 +32,10 @@ final class Idempotency: Sendable {
     static let trimEvery = 1000
     static let maxKeyBytes = 255
 
-    init(store: Store, clock: @escaping @Sendable () -> Int64) {
+    init(store: Store, clock: @escaping @Sendable () -> Int64, cluster: Engine? = nil) {
         self.store = store
         self.clock = clock
+        self.cluster = cluster
     }
 
     /// Counts an answer kept for `app`; true every `trimEvery`-th (that write also trims).
@@ -42,6 +52,19 @@ final class Idempotency: Sendable {
         case invalidKey(header: String)
         case reused(header: String)
         case inFlight(header: String)
+        /// Cluster mode: the key's change was made and its answer lost (40903).
+        case lost(header: String)
+    }
+
+    /// 40903: the key's change was made, and its answer lost with the node that made it.
+    static func lostError(_ header: String) -> ChatError { Engine.answerLostError(header: header) }
+
+    /// The answer kept for a key, replayed.
+    static func replay(_ kept: StoredAnswer) -> Response {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", kept.contentType)
+        headers.add("Idempotent-Replayed", "true")
+        return Response(status: HTTPStatus(code: kept.status), headers: headers, body: kept.body)
     }
 
     /// The key a request carries, and the header it came in.
@@ -77,14 +100,15 @@ final class Idempotency: Sendable {
             if let kept {
                 release()
                 guard kept.fingerprint == fingerprint else { return writer.send(refuse(.reused(header: header))) }
-                var headers = HTTPHeaders()
-                headers.add("Content-Type", kept.contentType)
-                headers.add("Idempotent-Replayed", "true")
-                return writer.send(Response(status: HTTPStatus(code: kept.status), headers: headers, body: kept.body))
+                return writer.send(Self.replay(kept))
+            }
+            if let engine = self.cluster, let stamp = writer.stamp {
+                return self.runInCluster(stamp: stamp, engine: engine, app: app, key: key, header: header, fingerprint: fingerprint, writer: writer,
+                                         refuse: refuse, release: release, handler)
             }
             let trim = self.countAndTrim(app)
             let keeper = AnswerKeeper(app: app, key: key, fingerprint: fingerprint, trim: trim, clock: clock)
-            handler(ResponseWriter(attachment: keeper) { response in
+            handler(ResponseWriter(attachment: CallAttachment(stamp: nil, keeper: keeper)) { response in
                 // "Try again" answers are not kept; everything else is on disk before it is sent.
                 // (A commit that failed after the engine rendered its answer is answered "try
                 // again", so an answer rendered for it is never sent.)
@@ -109,6 +133,65 @@ final class Idempotency: Sendable {
             })
         }
     }
+}
+
+extension Idempotency {
+    /// Cluster mode: the call's first change claims the key in the shared log; what the log
+    /// decided replaces the call's own answer when the key was claimed before.
+    private func runInCluster(stamp: RequestStamp, engine: Engine, app: String, key: String, header: String, fingerprint: String,
+                              writer: ResponseWriter, refuse: @escaping @Sendable (Refusal) -> Response, release: @escaping @Sendable () -> Void,
+                              _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
+        stamp.setKey(key, fingerprint: fingerprint, header: header)
+        let store = self.store, clock = self.clock
+        handler(ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in
+            release()
+            switch stamp.refusal {
+            case .none:
+                break
+            case .nonceReused:
+                // A replayed request: the nonce's refusal, and nothing about the key.
+                return writer.send(response)
+            case .duplicate(.otherRequest):
+                return writer.send(refuse(.reused(header: header)))
+            case .duplicate(.inProgress):
+                return writer.send(refuse(.inFlight(header: header)))
+            case .duplicate(.answerLost):
+                return writer.send(refuse(.lost(header: header)))
+            case .duplicate(.answered):
+                // Kept by every node before the retry's change was applied (it is earlier in the
+                // log): replayed from this node's replica.
+                return store.read { s in
+                    if let kept = try? s.storedAnswer(app: app, key: key, now: clock()), kept.fingerprint == fingerprint {
+                        writer.send(Self.replay(kept))
+                    } else {
+                        // Forgotten in between (the app's bound): the change was made, its answer is gone.
+                        writer.send(refuse(.lost(header: header)))
+                    }
+                }
+            }
+            if AnswerKeeper.isKeepable(response) {
+                engine.keepAnswer(stamp, status: response.status.code, contentType: response.headers["content-type"] ?? "application/json",
+                                  body: response.body)
+            } else {
+                engine.answerNotKept(stamp)
+            }
+            writer.send(response)
+        })
+    }
+}
+
+/// What the gateway hands a signed call's handler with its writer: in a cluster the call's stamp
+/// (its nonce and idempotency key go into the log with its first change), on one node the
+/// idempotency keeper.
+struct CallAttachment: Sendable {
+    let stamp: RequestStamp?
+    let keeper: AnswerKeeper?
+}
+
+extension ResponseWriter {
+    /// Cluster mode: the signed call this writer answers.
+    var stamp: RequestStamp? { (attachment as? CallAttachment)?.stamp }
+    var keeper: AnswerKeeper? { (attachment as? CallAttachment)?.keeper }
 }
 
 /// PX-2: hands a request's answer to the transaction that makes its change durable (the engine's
@@ -165,7 +248,7 @@ extension ReplyTo {
     /// `done` runs once the change is durable, before the answer is sent.
     static func answer(_ writer: ResponseWriter, done: @escaping @Sendable (Result<Reply, ChatError>) -> Void = { _ in },
                        _ render: @escaping @Sendable (Result<Reply, ChatError>) -> Response) -> ReplyTo {
-        guard let keeper = writer.attachment as? AnswerKeeper else {
+        guard let keeper = writer.keeper else {
             return .callback({ result in
                 done(result)
                 writer.send(render(result))

@@ -24,6 +24,7 @@ struct RESTAPI: Sendable {
         let clock = context.clock
         let idempotency = context.idempotency
         let catchingUp = context.catchingUp
+        let cluster = context.inCluster ? context.engine : nil
         return { request, writer in
             // A cluster node that has not applied the log yet would answer from a stale replica.
             if let catchingUp, !catchingUp.isReady {
@@ -31,7 +32,11 @@ struct RESTAPI: Sendable {
             }
             switch auth.authenticate(request.head, body: request.body) {
             case .failure(let e): writer.send(Self.error(e))
-            case .success(let app):
+            case .success(let accepted):
+                let app = accepted.app
+                // In a cluster, the call's nonce goes into the log (with its first change, or
+                // alone once it is answered), so no node accepts the call again.
+                let writer = cluster.map { Self.stamped(writer, accepted, engine: $0) } ?? writer
                 // PX-1: the app's calls per second; another app's bucket is not touched.
                 guard apps.takeRESTCall(app, now: clock()) else {
                     return writer.send(Self.error(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil)))
@@ -48,6 +53,16 @@ struct RESTAPI: Sendable {
         }
     }
 
+    /// Cluster mode: a writer that carries the call's stamp to the engine and, once the call is
+    /// answered, sends its nonce to the log if none of its changes did.
+    static func stamped(_ writer: ResponseWriter, _ accepted: RequestAuthenticator.Accepted, engine: Engine) -> ResponseWriter {
+        let stamp = RequestStamp(nonce: RequestNonce(app: accepted.app, nonce: accepted.nonce), nonceField: accepted.nonceField)
+        return ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in
+            engine.finish(stamp)
+            writer.send(response)
+        }
+    }
+
     /// PX-2 refusals on the native surface.
     static func refusal(_ r: Idempotency.Refusal) -> Response {
         switch r {
@@ -57,6 +72,8 @@ struct RESTAPI: Sendable {
             return error(GatewayError(.idempotencyKeyReused, "this \(header) was used with another request", field: header))
         case .inFlight(let header):
             return error(GatewayError(.idempotencyKeyInFlight, "a request with this \(header) is still being answered", field: header))
+        case .lost(let header):
+            return error(Idempotency.lostError(header))
         }
     }
 
@@ -82,7 +99,7 @@ struct RESTAPI: Sendable {
     func command(_ writer: ResponseWriter, status: HTTPStatus = .ok, _ build: () throws(ChatError) -> Command) {
         do {
             let command = try build()
-            engine.submit(command, replyTo: .answer(writer) { result in Self.respond(result, status: status) })
+            engine.submit(command, stamp: writer.stamp, replyTo: .answer(writer) { result in Self.respond(result, status: status) })
         } catch {
             writer.send(Self.error(error))
         }
@@ -322,7 +339,7 @@ struct RESTAPI: Sendable {
                     throw ChatError(.invalidParameter, "beforeSend.\(error)", field: "beforeSend.url")
                 }
             }
-            engine.submit(.updateAppSettings(app: app, patch), replyTo: .answer(writer, done: { result in
+            engine.submit(.updateAppSettings(app: app, patch), stamp: writer.stamp, replyTo: .answer(writer, done: { result in
                 if case .success(.appSettings(let s)) = result, var entry = apps.app(app) {
                     entry.allowedOrigins = s.allowedOrigins
                     entry.restCallsPerSecond = s.restCallsPerSecond

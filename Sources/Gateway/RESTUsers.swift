@@ -5,34 +5,39 @@ import Wire
 
 /// A user's connections (PX-5): list them and their rooms, and disconnect them (all, or one
 /// device) with a close code and a reason that reach the client. Answered from every I/O loop's
-/// hub, where the connections live.
+/// hub, where the connections live; in a cluster, from the domain, which holds every node's
+/// sessions, and disconnected through the shared log, each node closing its own.
 extension RESTAPI {
     func registerUsers(_ r: inout Router.Builder) {
         let hubs = context.hubs
         let node = context.nodeURLs
+        let engine = context.engine
+        let cluster = context.cluster
 
         r.add(.GET, "/v1/users/{userId}/connections", signed { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
                 let app = caller.app
+                if let cluster {
+                    return engine.query(.connections(app: app, userId: user)) { result in
+                        guard case .success(.connections(let list)) = result else { return writer.send(Self.respond(result)) }
+                        // Each connection's node, by the node run in its session id (CL-5's membership).
+                        let own = UInt64(cluster.incarnation)
+                        let ownURL = node.value.first ?? ""
+                        var urls: [UInt64: String] = [:]
+                        for m in cluster.snapshot.members { urls[UInt64(m.incarnation)] = m.urls.first ?? "" }
+                        writer.send(.json(.ok, Self.connections(user: user, list.sorted { ($0.since, $0.session) < ($1.since, $1.session) }.map {
+                            (sessionId: String($0.session.raw), device: $0.device,
+                             node: $0.session.incarnation == own ? ownURL : urls[$0.session.incarnation] ?? "", since: $0.since, rooms: $0.rooms)
+                        })))
+                    }
+                }
                 hubs.gather({ $0.connections(app: app, user: user) }) { found in
                     let list = found.flatMap { $0 }.sorted { $0.since < $1.since }
                     let url = node.value.first ?? ""
-                    writer.send(.json(.ok, JSONWriter.object { w in
-                        w.field("userId", user)
-                        w.key("connections")
-                        w.beginArray()
-                        for c in list {
-                            w.beginObject()
-                            w.field("sessionId", c.sessionId)
-                            w.field("device", c.device)
-                            w.field("node", url)
-                            w.field("since", c.since)
-                            w.field("rooms", c.rooms)
-                            w.endObject()
-                        }
-                        w.endArray()
-                    }))
+                    writer.send(.json(.ok, Self.connections(user: user, list.map {
+                        (sessionId: $0.sessionId, device: $0.device, node: url, since: $0.since, rooms: $0.rooms)
+                    })))
                 }
             } catch {
                 writer.send(Self.error(error))
@@ -43,6 +48,12 @@ extension RESTAPI {
             do throws(ChatError) {
                 let user = try Self.user(req)
                 let app = caller.app
+                if cluster != nil {
+                    return engine.query(.connections(app: app, userId: user)) { result in
+                        guard case .success(.connections(let list)) = result else { return writer.send(Self.respond(result)) }
+                        writer.send(.json(.ok, JSONWriter.object { w in w.field("roomIds", Set(list.flatMap(\.rooms)).sorted()) }))
+                    }
+                }
                 hubs.gather({ $0.connections(app: app, user: user) }) { found in
                     let rooms = Set(found.flatMap { $0.flatMap(\.rooms) }).sorted()
                     writer.send(.json(.ok, JSONWriter.object { w in w.field("roomIds", rooms) }))
@@ -53,7 +64,6 @@ extension RESTAPI {
         })
 
         // PX-3: who is online.
-        let engine = context.engine
         r.add(.GET, "/v1/users/{userId}/presence", signed { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
@@ -78,13 +88,7 @@ extension RESTAPI {
             }
         })
 
-        let inCluster = context.inCluster
         r.add(.DELETE, "/v1/users/{userId}/connections", signed { req, caller, writer in
-            // A node reaches its own connections only: refused rather than done on one node of many.
-            if inCluster {
-                return writer.send(Self.error(GatewayError(.notOnClusterNodes,
-                    "in a cluster, a node can disconnect only its own connections; this call is not available on cluster nodes yet")))
-            }
             do throws(ChatError) {
                 let user = try Self.user(req)
                 let q = Self.query(req)
@@ -98,6 +102,18 @@ extension RESTAPI {
                 }
                 let code: CloseCode = try q.bool("reconnect") == true ? .disconnectedByAppReconnect : .disconnectedByApp
                 let app = caller.app
+                if cluster != nil {
+                    // Through the shared log: every node closes its own matching connections, and
+                    // the count is the cluster's (the domain's sessions when the record is applied).
+                    let d = UserDisconnect(app: app, userId: user, device: device, closeCode: code.rawValue, reason: reason)
+                    return engine.disconnectUser(d, stamp: writer.stamp, replyTo: .answer(writer) { result in
+                        guard case .success(.disconnected(let n)) = result else { return Self.respond(result) }
+                        return .json(.ok, JSONWriter.object { w in
+                            w.field("disconnected", n)
+                            w.field("closeCode", Int(code.rawValue))
+                        })
+                    })
+                }
                 hubs.gather({ $0.disconnect(app: app, user: user, device: device, code: code, reason: reason) }) { counts in
                     writer.send(.json(.ok, JSONWriter.object { w in
                         w.field("disconnected", counts.reduce(0, +))
@@ -108,6 +124,25 @@ extension RESTAPI {
                 writer.send(Self.error(error))
             }
         })
+    }
+
+    /// The body of `GET /v1/users/{userId}/connections`.
+    static func connections(user: String, _ list: [(sessionId: String, device: String, node: String, since: Int64, rooms: [String])]) -> [UInt8] {
+        JSONWriter.object { w in
+            w.field("userId", user)
+            w.key("connections")
+            w.beginArray()
+            for c in list {
+                w.beginObject()
+                w.field("sessionId", c.sessionId)
+                w.field("device", c.device)
+                w.field("node", c.node)
+                w.field("since", c.since)
+                w.field("rooms", c.rooms)
+                w.endObject()
+            }
+            w.endArray()
+        }
     }
 
     static func user(_ req: Request) throws(ChatError) -> String {

@@ -29,11 +29,15 @@ extension RESTAPI {
             return writer.send(Self.answer(vendor.failure(ChatError(.storageUnavailable, "the node is catching up with the cluster's log; try again shortly", field: nil))))
         }
         let app: String
+        var writer = writer
         switch context.authenticator.authenticate(req.head, body: req.body) {
         case .failure(let e):
             writer.send(Self.answer(vendor.authFailure(e.code, message: e.message, field: e.field)))
             return
-        case .success(let a): app = a
+        case .success(let accepted):
+            app = accepted.app
+            // In a cluster, the call's nonce goes into the log (with its first change, or alone).
+            if context.inCluster { writer = Self.stamped(writer, accepted, engine: context.engine) }
         }
         // PX-1: one bucket per app for all its surfaces; RongCloud/Nexconn answer 1008, NIM 416.
         guard context.apps.takeRESTCall(app, now: context.clock()) else {
@@ -47,6 +51,7 @@ extension RESTAPI {
                 case .invalidKey(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)))
                 case .reused(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "this \(h) was used with another request", field: h)))
                 case .inFlight(let h): return Self.answer(vendor.failure(ChatError(.alreadyExists, "a request with this \(h) is still being answered", field: h)))
+                case .lost(let h): return Self.answer(vendor.failure(Idempotency.lostError(h)))
                 }
             }) { w in self.vendorResolved(vendor, endpoint, req, app: app, w) }
         }
@@ -74,29 +79,31 @@ extension RESTAPI {
                 }
             }
             // One change: its answer is kept with it (PX-2) when the call carries a key.
-            if case .command(let c) = call.work { return context.engine.submit(c, replyTo: .answer(writer, render)) }
-            Self.run(context.engine, call.work) { result in writer.send(render(result)) }
+            if case .command(let c) = call.work { return context.engine.submit(c, stamp: writer.stamp, replyTo: .answer(writer, render)) }
+            Self.run(context.engine, call.work, stamp: writer.stamp) { result in writer.send(render(result)) }
         }
     }
 
-    private static func run(_ engine: Engine, _ work: VendorCall.Work, _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+    /// `stamp`: the signed call (cluster mode), whose first change carries its nonce and key.
+    private static func run(_ engine: Engine, _ work: VendorCall.Work, stamp: RequestStamp?,
+                            _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         switch work {
-        case .command(let c): engine.submit(c, replyTo: .callback(finish))
+        case .command(let c): engine.submit(c, stamp: stamp, replyTo: .callback(finish))
         case .query(let q): engine.query(q, reply: finish)
         case .commandThenQuery(let c, let q):
-            engine.submit(c, replyTo: .callback({ result in
+            engine.submit(c, stamp: stamp, replyTo: .callback({ result in
                 switch result {
                 case .success: engine.query(q, reply: finish)
                 case .failure: finish(result)
                 }
             }))
         case .commands(let commands, let tolerated):
-            inOrder(engine, commands[...], tolerating: tolerated, finish)
+            inOrder(engine, commands[...], tolerating: tolerated, stamp: stamp, finish)
         case .checked(let q, let check, let then):
             engine.query(q) { result in
                 switch result {
                 case .success(let reply):
-                    if let refusal = check(reply) { finish(.failure(refusal)) } else { run(engine, then, finish) }
+                    if let refusal = check(reply) { finish(.failure(refusal)) } else { run(engine, then, stamp: stamp, finish) }
                 case .failure: finish(result)
                 }
             }
@@ -105,13 +112,15 @@ extension RESTAPI {
 
     /// Applies `commands` one after another, each once the one before is durable; stops at the
     /// first refusal that is not tolerated.
-    private static func inOrder(_ engine: Engine, _ commands: ArraySlice<Command>, tolerating: Set<ChatErrorCode>,
+    private static func inOrder(_ engine: Engine, _ commands: ArraySlice<Command>, tolerating: Set<ChatErrorCode>, stamp: RequestStamp?,
                                 _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         guard let first = commands.first else { finish(.success(.done)); return }
         let rest = commands.dropFirst()
-        engine.submit(first, replyTo: .callback({ result in
+        engine.submit(first, stamp: stamp, replyTo: .callback({ result in
             if case .failure(let e) = result, !tolerating.contains(e.code) { finish(result); return }
-            inOrder(engine, rest, tolerating: tolerating, finish)
+            // A call whose first change the cluster's log refused (replayed nonce, claimed key) stops.
+            if stamp?.refusal != nil { finish(result); return }
+            inOrder(engine, rest, tolerating: tolerating, stamp: stamp, finish)
         }))
     }
 }

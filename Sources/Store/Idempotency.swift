@@ -1,3 +1,4 @@
+import Chat
 import Foundation
 import GRDB
 
@@ -21,7 +22,7 @@ public struct StoredAnswer: Sendable, Equatable {
 
 extension Store {
     /// How long an answer is replayed.
-    public static let idempotencyRetentionMilliseconds: Int64 = 24 * 3600 * 1000
+    public static let idempotencyRetentionMilliseconds: Int64 = Limits.idempotencyRetentionMilliseconds
 
     /// The answer kept for `key` of `app`, if it is younger than the retention.
     public func storedAnswer(app: String, key: String, now: Int64) throws -> StoredAnswer? {
@@ -47,5 +48,12 @@ extension Store {
         try tx.database.execute(sql: "INSERT OR REPLACE INTO idempotencyKey (app, key, fingerprint, status, contentType, body, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                                 arguments: [app, key, a.fingerprint, a.status, a.contentType, Data(a.body), a.at])
         try tx.database.execute(sql: "DELETE FROM idempotencyKey WHERE at < ?", arguments: [a.at - idempotencyRetentionMilliseconds])
+    }
+
+    /// Cluster mode: drops the answers of keys the cluster's ledger forgot (past its bound).
+    public static func forgetAnswers(_ keys: [(app: String, key: String)], _ tx: Transaction) throws {
+        for k in keys {
+            try tx.database.execute(sql: "DELETE FROM idempotencyKey WHERE app = ? AND key = ?", arguments: [k.app, k.key])
+        }
     }
 }

@@ -465,6 +465,20 @@ extension Encode {
             w.endArray()
             w.field("cursor", cursor)
             w.field("more", more)
+        case .connections(let list):
+            w.key("connections")
+            w.beginArray()
+            for c in list {
+                w.beginObject()
+                w.field("sessionId", String(c.session.raw))
+                w.field("device", c.device)
+                w.field("since", c.since)
+                w.field("rooms", c.rooms)
+                w.endObject()
+            }
+            w.endArray()
+        case .disconnected(let count):
+            w.field("disconnected", count)
         }
         w.endObject()
     }

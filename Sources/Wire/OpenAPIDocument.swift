@@ -133,7 +133,7 @@ public enum OpenAPIDocument {
     /// `X-Request-ID`, which its SDK sends).
     static var idempotencyParameters: [String: Any] { [
         "IdempotencyKey": ["name": "Idempotency-Key", "in": "header", "required": false,
-                           "description": "A retry with the same key and request gets the first answer again for 24 h (Idempotent-Replayed: true); another request with it is refused with 422 (42200); 409 (40900) while the first is being answered",
+                           "description": "A retry with the same key and request gets the first answer again for 24 h (Idempotent-Replayed: true), on a cluster from any node; another request with it is refused with 422 (42200); 409 (40900) while the first is being answered; on a cluster, 409 (40903) when the first made its change and its answer was lost with the node that made it",
                            "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
         "RequestID": ["name": "X-Request-ID", "in": "header", "required": false, "description": "Nexconn's idempotency key (as Idempotency-Key)",
                       "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
@@ -160,7 +160,7 @@ public enum OpenAPIDocument {
         [
             "RongCloudSignature": [
                 "type": "apiKey", "in": "header", "name": "App-Key",
-                "description": "With headers Nonce, Timestamp (seconds or milliseconds, within ±300 s) and Signature = lowercase hex SHA1(appSecret + nonce + timestamp). RC- prefixed names are accepted. A nonce may be used once.",
+                "description": "With headers Nonce, Timestamp (seconds or milliseconds, within ±300 s) and Signature = lowercase hex SHA1(appSecret + nonce + timestamp). RC- prefixed names are accepted. A nonce may be used once (on a cluster, once on any node).",
             ],
             "NIMCheckSum": [
                 "type": "apiKey", "in": "header", "name": "AppKey",
@@ -190,9 +190,9 @@ public enum OpenAPIDocument {
                                  "responses": ["200": ["description": "Prometheus text format 0.0.4",
                                                        "content": ["text/plain": ["schema": ["type": "string"]]]]]]],
             "/v1/users/{userId}/connections": [
-                "get": op("A user's connections on this node: device, since when, rooms", tag: rooms, spec: ["PX-5"],
+                "get": op("A user's connections (on a cluster, on every node): device, node, since when, rooms", tag: rooms, spec: ["PX-5", "CL-2"],
                           params: [param("userId", "path", id)], ok: (200, "UserConnections")),
-                "delete": op("Disconnect a user's connections (all, or one device): they are closed with 4010 (do not reconnect) or 4011 (reconnect=true) and the reason", tag: rooms, spec: ["PX-5"],
+                "delete": op("Disconnect a user's connections (all, or one device): they are closed with 4010 (do not reconnect) or 4011 (reconnect=true) and the reason; on a cluster every node closes its own, and disconnected counts them cluster-wide", tag: rooms, spec: ["PX-5", "CL-2"],
                              params: [param("userId", "path", id), param("device", "query", str("Only this device's connections", maxLength: Limits.maxUserIdBytes)),
                                       param("reason", "query", str("The close reason the client receives", maxLength: Limits.maxDisconnectReasonBytes)),
                                       param("reconnect", "query", bool("Let the client connect again (close code 4011 instead of 4010)"))],
@@ -207,7 +207,7 @@ public enum OpenAPIDocument {
                            body: "PresenceQuery", ok: (200, "PresenceList")),
             ],
             "/v1/users/{userId}/rooms": [
-                "get": op("The rooms a user's connections are in", tag: rooms, spec: ["PX-5"], params: [param("userId", "path", id)], ok: (200, "RoomIdList")),
+                "get": op("The rooms a user's connections are in (on a cluster, on every node)", tag: rooms, spec: ["PX-5"], params: [param("userId", "path", id)], ok: (200, "RoomIdList")),
             ],
             "/v1/users/{userId}/tokens": ["post": op("Issue a client token (JWT HS256)", tag: "Tokens", spec: ["§2"],
                                                      params: [param("userId", "path", id)], body: "TokenRequest", ok: (201, "Token"))],
@@ -379,11 +379,11 @@ public enum OpenAPIDocument {
             "PresenceQuery": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxPresenceQueryUsers]], required: ["userIds"]),
             "PresenceList": obj(["users": arr(obj(["userId": str(), "online": bool(), "connections": int(minimum: 0)],
                                                   required: ["userId", "online", "connections"]))], required: ["users"]),
-            "UserConnections": obj(["userId": str(), "connections": arr(obj(["sessionId": str(), "device": str(), "node": str("The node's public WebSocket URL"),
-                                                                           "since": int("Connected at (ms)"), "rooms": arr(str())],
+            "UserConnections": obj(["userId": str(), "connections": arr(obj(["sessionId": str(), "device": str(), "node": str("The public WebSocket URL of the node holding the connection (empty while that node has announced none)"),
+                                                                           "since": int("Connected at (ms; on a cluster, when its connect reached the shared log)"), "rooms": arr(str())],
                                                                           required: ["sessionId", "device", "node", "since", "rooms"]))],
                                    required: ["userId", "connections"]),
-            "Disconnected": obj(["disconnected": int("Connections closed", minimum: 0), "closeCode": int()], required: ["disconnected", "closeCode"]),
+            "Disconnected": obj(["disconnected": int("Connections closed (on a cluster: the matching connections on every node)", minimum: 0), "closeCode": int()], required: ["disconnected", "closeCode"]),
             "RoomIdList": obj(["roomIds": arr(str())], required: ["roomIds"]),
             "RoomDirectoryPage": obj(["rooms": arr(obj(["roomId": str(), "name": str(), "onlineCount": int(minimum: 0), "creator": str(),
                                                         "createdAt": int(), "muted": bool(), "open": bool(), "epoch": str()],

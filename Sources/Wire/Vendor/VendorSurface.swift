@@ -154,8 +154,17 @@ public enum Vendor: String, Sendable, CaseIterable {
         return VendorAnswer(status: 200, body: w.bytes)
     }
 
-    /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes).
+    /// A domain refusal in this vendor's codes (the table `VendorCodes` publishes). The refusals a
+    /// cluster's log makes of a replayed nonce or a reused idempotency key are spelled as the
+    /// single node spells them: a signature refusal, and the vendor's parameter error or
+    /// "already exists".
     public func failure(_ e: ChatError) -> VendorAnswer {
+        switch e.code {
+        case .nonceReused: return authFailure(.nonceReused, message: e.message, field: e.field)
+        case .idempotencyKeyReused: return failure(ChatError(.invalidParameter, e.message, field: e.field))
+        case .idempotencyKeyInFlight: return failure(ChatError(.alreadyExists, e.message, field: e.field))
+        default: break
+        }
         let code = VendorCodes.code(self, e.code)
         let retry = ErrorTable.retryAfter(e.code)
         return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
@@ -251,7 +260,9 @@ public enum VendorCodes {
             let c = auth(vendor, g)
             add(c.code, c.status, meaning)
         }
-        for c in ChatErrorCode.allCases {
+        // A replayed nonce and a reused key (also when a cluster's log refuses them) are answered
+        // with the rows above and the vendor's parameter error or "already exists".
+        for c in ChatErrorCode.allCases where ![.nonceReused, .idempotencyKeyReused, .idempotencyKeyInFlight].contains(c) {
             add(code(vendor, c), vendor == .nim ? 200 : c.httpStatus, c.summary)
         }
         let u = unsupported(vendor)
