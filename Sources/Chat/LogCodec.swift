@@ -16,6 +16,9 @@ extension LogRecord {
         case tick = 4
         case endSessions = 5
         case joinRoom = 6
+        /// A signed REST call's change (its nonce, its idempotency claim), followed by the change
+        /// itself as one of the records above.
+        case signed = 7
     }
 
     /// The binary form of `record`, or nil when it has none (the log then carries its JSON).
@@ -53,6 +56,22 @@ extension LogRecord {
             w.string(profile.avatar)
             w.string(profile.ext)
             w.string(profile.notifyExt)
+        case .signed(let call):
+            guard case .command(let command) = call.change, let inner = binary(.command(command)) else { return nil }
+            w.tag(.signed)
+            w.byte((call.nonce == nil ? 0 : 1) | (call.key == nil ? 0 : 2))
+            if let n = call.nonce {
+                w.string(n.app)
+                w.string(n.nonce)
+            }
+            if let k = call.key {
+                w.string(k.app)
+                w.string(k.key)
+                w.string(k.fingerprint)
+                w.varint(k.claim.incarnation)
+                w.varint(k.claim.serial)
+            }
+            w.bytes.append(contentsOf: inner)
         case .tick:
             w.tag(.tick)
         case .endSessions(let incarnation):
@@ -95,6 +114,18 @@ extension LogRecord {
             let roomId = try r.string()
             let profile = EnterProfile(nickname: try r.string(), avatar: try r.string(), ext: try r.string(), notifyExt: try r.string())
             record = .command(.join(sid, roomId: roomId, profile, .join))
+        case .signed:
+            let flags = try r.byte()
+            guard flags <= 3 else { throw .badValue("signed", flags) }
+            let nonce = flags & 1 == 0 ? nil : RequestNonce(app: try r.string(), nonce: try r.string())
+            var key: IdempotencyClaim?
+            if flags & 2 != 0 {
+                key = IdempotencyClaim(app: try r.string(), key: try r.string(), fingerprint: try r.string(),
+                                       claim: ClaimID(incarnation: try r.varint(), serial: try r.varint()))
+            }
+            // The change: one record of its own, to the end.
+            guard case .command(let command) = try decodeBinary(Array(bytes[r.at...])) else { throw .badValue("signed change", bytes[r.at]) }
+            return .signed(SignedCall(.command(command), nonce: nonce, key: key))
         case .tick:
             record = .tick
         case .endSessions:

@@ -19,6 +19,14 @@ struct LogCodecTests {
             .command(.join(sid, roomId: "r", EnterProfile(), .join)),
             .command(.join(SessionID(1), roomId: "r", EnterProfile(nickname: "N", avatar: "A", ext: "{\"a\":1}", notifyExt: "x"), .join)),
             .tick, .endSessions(incarnation: 0), .endSessions(incarnation: 1_048_575),
+            // Signed REST calls' changes, with and without their nonce and idempotency claim.
+            .signed(SignedCall(.command(.sendMessage(app: "a", roomId: "r", .server(userId: "u", nickname: "", avatar: ""), .text, content: "x")),
+                               nonce: RequestNonce(app: "a", nonce: "n-1"), key: nil)),
+            .signed(SignedCall(.command(.sendMessage(app: "a", roomId: "r", .session(sid), .custom, content: "")), nonce: nil,
+                               key: IdempotencyClaim(app: "a", key: "k", fingerprint: "f0", claim: ClaimID(incarnation: 3, serial: 1 << 40)))),
+            .signed(SignedCall(.command(.leave(sid, roomId: "r")), nonce: RequestNonce(app: "a", nonce: "ü"),
+                               key: IdempotencyClaim(app: "a", key: "", fingerprint: "", claim: ClaimID(incarnation: 0, serial: 0)))),
+            .signed(SignedCall(.command(.disconnect(sid)), nonce: nil, key: nil)),
         ]
     }
 
@@ -42,6 +50,9 @@ struct LogCodecTests {
                 == [1, 1, 0x61, 1, 0x72, 1, 1, 0x75, 0, 0, 0, 0])
         // The largest session id takes ten varint bytes.
         #expect(LogRecord.binary(.command(.disconnect(SessionID(.max)))) == [2] + [UInt8](repeating: 0xFF, count: 9) + [0x01])
+        // A signed change: its flags (1: a nonce, 2: a key), the nonce, then the change's own record.
+        #expect(LogRecord.binary(.signed(SignedCall(.command(.disconnect(SessionID(1))), nonce: RequestNonce(app: "a", nonce: "n"), key: nil)))
+                == [7, 1, 1, 0x61, 1, 0x6E, 2, 1])
         #expect(try LogRecord.decodeBinary([2] + [UInt8](repeating: 0xFF, count: 9) + [0x01]) == .command(.disconnect(SessionID(.max))))
     }
 
@@ -50,6 +61,9 @@ struct LogCodecTests {
         #expect(LogRecord.binary(.ensureApp("a")) == nil)
         #expect(LogRecord.binary(.command(.join(Self.sid, roomId: "r", EnterProfile(), .enter(RoomConfig(roomId: "r"))))) == nil)
         #expect(LogRecord.binary(.command(.createRoom(app: "a", RoomConfig(roomId: "r")))) == nil)
+        #expect(LogRecord.binary(.signed(SignedCall(.command(.createRoom(app: "a", RoomConfig(roomId: "r"))), nonce: nil, key: nil))) == nil)
+        #expect(LogRecord.binary(.signed(SignedCall(.disconnectUser(UserDisconnect(app: "a", userId: "u", device: nil, closeCode: 4010, reason: "")),
+                                                    nonce: nil, key: nil))) == nil)
         for c in CommandCodecTests.corpus {
             if let bytes = LogRecord.binary(.command(c)) { #expect(try LogRecord.decodeBinary(bytes) == .command(c)) }
         }
@@ -71,7 +85,12 @@ struct LogCodecTests {
 
     @Test func malformedValuesAreRefused() {
         #expect(throws: LogCodecError.unknownTag(0)) { try LogRecord.decodeBinary([0]) }
-        #expect(throws: LogCodecError.unknownTag(7)) { try LogRecord.decodeBinary([7, 1]) }
+        #expect(throws: LogCodecError.unknownTag(8)) { try LogRecord.decodeBinary([8, 1]) }
+        // A signed change with unknown flags, without its change, or whose change is not a command.
+        #expect(throws: LogCodecError.badValue("signed", 4)) { try LogRecord.decodeBinary([7, 4, 2, 1]) }
+        #expect(throws: LogCodecError.truncated) { try LogRecord.decodeBinary([7, 0]) }
+        #expect(throws: LogCodecError.badValue("signed change", 4)) { try LogRecord.decodeBinary([7, 0, 4]) }
+        #expect(throws: LogCodecError.badValue("signed change", 7)) { try LogRecord.decodeBinary([7, 0, 7, 0, 2, 1]) }
         #expect(throws: LogCodecError.unknownTag(0xFF)) { try LogRecord.decodeBinary([0xFF]) }
         // Sender 2 and kind 3 do not exist.
         #expect(throws: LogCodecError.badValue("sender", 2)) { try LogRecord.decodeBinary([1, 1, 0x61, 1, 0x72, 2, 5, 0, 0]) }
@@ -92,7 +111,7 @@ struct LogCodecTests {
         for _ in 0..<20_000 {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let n = Int(state >> 60)
-            var bytes: [UInt8] = [UInt8(truncatingIfNeeded: state >> 8) % 8]
+            var bytes: [UInt8] = [UInt8(truncatingIfNeeded: state >> 8) % 9]
             for i in 0..<n { bytes.append(UInt8(truncatingIfNeeded: state >> UInt64(i * 4 % 56))) }
             if let record = try? LogRecord.decodeBinary(bytes) {
                 // What reads back encodes to the same bytes (one form per record).
