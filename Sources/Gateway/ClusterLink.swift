@@ -176,9 +176,19 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
 
     // MARK: Appender
 
+    /// Under load, an append waits this long for more records before it goes, and a reader woken
+    /// again this soon after its last read waits as long for more entries: PostgreSQL's cost is
+    /// mostly per transaction and per statement, not per entry. After a pause (no append or read in
+    /// the last `coalesceAfterMilliseconds`) they go at once, so a lone change waits for nothing.
+    static let coalesceMicroseconds: UInt32 = 1_000
+    static let coalesceAfterMilliseconds: Int64 = 3
+    /// A batch this large goes without waiting.
+    static let coalesceBelow = 64
+
     private func appendLoop() {
         guard let engine else { return }
         var db: PGConnection?
+        var lastAppend: Int64 = 0
         while running.load(ordering: .relaxed) {
             _ = wake.wait(timeout: .now() + .milliseconds(500))
             if db == nil {
@@ -207,8 +217,12 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     }
                     continue
                 }
+                if wallClockMilliseconds() - lastAppend <= Self.coalesceAfterMilliseconds, queue.withLock({ $0.count }) < Self.coalesceBelow {
+                    usleep(Self.coalesceMicroseconds)
+                }
                 let batch = takeBatch()
                 if batch.isEmpty { break }
+                defer { lastAppend = wallClockMilliseconds() }
                 let seqs = batch.map(\.seq)
                 do {
                     _ = try ClusterLog.append(conn, batch.map { LogAppend(origin: origin, seq: Int64($0.seq), payload: $0.payload) })
@@ -295,6 +309,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         var lastKey: (origin: String, seq: Int64)?
         // Pages handed over and not yet applied: (last position, payload bytes).
         var handed: [(end: Int64, bytes: Int)] = []
+        var lastRead: Int64 = 0
         var handedBytes = 0
         while running.load(ordering: .relaxed) {
             if db == nil {
@@ -329,6 +344,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     usleep(1_000)
                 }
                 let entries = try ClusterLog.read(conn, after: last, limit: ClusterLog.maxBatch)
+                lastRead = wallClockMilliseconds()
                 if let end = entries.last?.position {
                     engine.apply(entries: entries.map {
                         ReplicatedEntry(position: $0.position, origin: $0.origin, seq: UInt64(max(0, $0.seq)), at: $0.at, payload: $0.payload)
@@ -348,6 +364,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     _ = try? syscall("poll") { poll(&pfd, 1, 1_000) }
                     _ = try conn.notifications()
                 }
+                // Woken again this soon: under load, let the next appends land and read them together.
+                if wallClockMilliseconds() - lastRead <= Self.coalesceAfterMilliseconds { usleep(Self.coalesceMicroseconds) }
             } catch {
                 logger.warning("cluster: reading the log failed; reconnecting", metadata: ["error": "\(error)"])
                 db = nil
