@@ -35,7 +35,8 @@ let package = Package(
         .target(name: "Chat"),
         // SQLite through GRDB: schema, migrations, group-committing writer.
         .target(name: "Store", dependencies: [
-            "Chat", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            "Chat", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // Connection state machines, router, one loop per core.
         .target(name: "Server", dependencies: [

@@ -36,7 +36,7 @@ public struct RequestLedger {
         case duplicate(Duplicate)
     }
 
-    enum KeyState: Equatable {
+    enum KeyState: String, Equatable, Codable, Sendable {
         case pending
         case answered
         case lost
@@ -177,6 +177,82 @@ public struct RequestLedger {
         return forgotten
     }
 
+    // MARK: Snapshots (CLUSTER.md)
+
+    /// The ledger's state as a value, for a cluster snapshot: a node that starts from it judges
+    /// every later entry as a node that applied the whole log does.
+    public struct Image: Codable, Equatable, Sendable {
+        struct NonceAt: Codable, Equatable, Sendable {
+            var nonce: String
+            var at: Int64
+        }
+        struct Nonces: Codable, Equatable, Sendable {
+            var app: String
+            var seen: [NonceAt]
+            /// Oldest first, as they expire.
+            var order: [NonceAt]
+        }
+        struct KeyImage: Codable, Equatable, Sendable {
+            var key: String
+            var fingerprint: String
+            var claim: ClaimID
+            var position: Int64
+            var at: Int64
+            var state: KeyState
+        }
+        struct KeyAt: Codable, Equatable, Sendable {
+            var key: String
+            var position: Int64
+        }
+        struct Keys: Codable, Equatable, Sendable {
+            var app: String
+            var keys: [KeyImage]
+            var order: [KeyAt]
+        }
+        var nonces: [Nonces] = []
+        var keys: [Keys] = []
+        var endedRuns: [UInt64] = []
+    }
+
+    public var image: Image {
+        var image = Image()
+        image.nonces = nonces.keys.sorted().map { app in
+            let n = nonces[app]!
+            return Image.Nonces(app: app, seen: n.seen.sorted { $0.key < $1.key }.map { Image.NonceAt(nonce: $0.key, at: $0.value) },
+                                order: n.order.elements.map { Image.NonceAt(nonce: $0.nonce, at: $0.at) })
+        }
+        image.keys = keys.keys.sorted().map { app in
+            let k = keys[app]!
+            return Image.Keys(app: app, keys: k.keys.sorted { $0.key < $1.key }.map {
+                Image.KeyImage(key: $0.key, fingerprint: $0.value.fingerprint, claim: $0.value.claim, position: $0.value.position, at: $0.value.at,
+                               state: $0.value.state)
+            }, order: k.order.elements.map { Image.KeyAt(key: $0.key, position: $0.position) })
+        }
+        image.endedRuns = endedRuns.sorted()
+        return image
+    }
+
+    /// A ledger in the state of `image`, with these bounds.
+    public init(image: Image, nonceMilliseconds: Int64, maxNoncesPerApp: Int = Limits.maxClusterNoncesPerApp,
+                keyMilliseconds: Int64 = Limits.idempotencyRetentionMilliseconds, maxKeysPerApp: Int = Limits.maxIdempotentAnswersPerApp) {
+        self.init(nonceMilliseconds: nonceMilliseconds, maxNoncesPerApp: maxNoncesPerApp, keyMilliseconds: keyMilliseconds, maxKeysPerApp: maxKeysPerApp)
+        for n in image.nonces {
+            var app = AppNonces()
+            for s in n.seen { app.seen[s.nonce] = s.at }
+            for o in n.order { app.order.append((o.nonce, o.at)) }
+            nonces[n.app] = app
+        }
+        for k in image.keys {
+            var app = AppKeys()
+            for key in k.keys {
+                app.keys[key.key] = Key(fingerprint: key.fingerprint, claim: key.claim, position: key.position, at: key.at, state: key.state)
+            }
+            for o in k.order { app.order.append((o.key, o.position)) }
+            keys[k.app] = app
+        }
+        endedRuns = Set(image.endedRuns)
+    }
+
     // MARK: Reading (tests, /metrics-style counts)
 
     public func nonceCount(app: String) -> Int { nonces[app]?.seen.count ?? 0 }
@@ -240,6 +316,9 @@ struct FIFO<Element> {
         }
         return e
     }
+
+    /// The elements, first to last.
+    var elements: [Element] { Array(items[head...]) }
 
     mutating func removeAll(where drop: (Element) -> Bool) {
         items = items[head...].filter { !drop($0) }

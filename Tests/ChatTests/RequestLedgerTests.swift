@@ -134,10 +134,17 @@ struct RequestLedgerTests {
             default: entries.append(rng.next() % 10 == 0 ? .endSessions(incarnation: ref.claim.incarnation) : .tick)
             }
         }
-        func run() -> [String] {
+        // `cut`: the ledger is replaced there by one made from its image (a snapshot), through JSON.
+        func run(cut: Int? = nil) -> [String] {
             var l = Self.ledger(maxNonces: 300, maxKeys: 40)
             var out: [String] = []
             for (i, e) in entries.enumerated() {
+                if i == cut {
+                    let image = try! JSONDecoder().decode(RequestLedger.Image.self, from: try! JSONEncoder().encode(l.image))
+                    #expect(image == l.image)
+                    l = RequestLedger(image: image, nonceMilliseconds: l.nonceMilliseconds, maxNoncesPerApp: l.maxNoncesPerApp,
+                                      keyMilliseconds: l.keyMilliseconds, maxKeysPerApp: l.maxKeysPerApp)
+                }
                 let at = Self.t0 + Int64(i) * 1_000, position = Int64(i + 1)
                 switch e {
                 case .signed(let c): out.append("\(l.admit(c, position: position, at: at))")
@@ -154,6 +161,8 @@ struct RequestLedgerTests {
         }
         let first = run()
         #expect(first == run())
+        // Snapshots: a ledger made from an image at any point judges the rest alike.
+        for cut in [1, 500, 1_234, 2_999] { #expect(run(cut: cut) == first, "cut at \(cut)") }
         // The mix exercised every verdict.
         for v in ["admitted", "nonceReused", "inProgress", "answered", "otherRequest", "answerLost"] {
             #expect(first.contains { $0.contains(v) }, "no \(v)")
