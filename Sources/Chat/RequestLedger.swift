@@ -212,6 +212,11 @@ public struct RequestLedger {
         var nonces: [Nonces] = []
         var keys: [Keys] = []
         var endedRuns: [UInt64] = []
+
+        /// Every nonce held, with its app and time.
+        public var nonceList: [(app: String, nonce: String, at: Int64)] {
+            nonces.flatMap { n in n.seen.map { (n.app, $0.nonce, $0.at) } }
+        }
     }
 
     public var image: Image {

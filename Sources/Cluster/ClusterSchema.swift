@@ -109,6 +109,20 @@ public enum ClusterSchema {
         END
         $fn$
         """,
+    ], [
+        // Snapshots (CLUSTER.md "Snapshots and trimming"): a node's state at a log position, so a
+        // starting node need not apply the whole log, and the entries before it can go.
+        """
+        CREATE TABLE roomcast_snapshots (
+            position bigint PRIMARY KEY CHECK (position > 0),
+            at bigint NOT NULL,
+            node text NOT NULL,
+            created_at bigint NOT NULL,
+            format integer NOT NULL,
+            state bytea NOT NULL,
+            replica bytea NOT NULL
+        )
+        """,
     ]]
 
     public static var version: Int { migrations.count }

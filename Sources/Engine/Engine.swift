@@ -106,7 +106,7 @@ public final class Engine: @unchecked Sendable {
     // thread: every entry point (`submit`, `query`, `apply(entries:)`, `webhookOutcomes`, the timers) runs its work
     // through `loop.execute`; `thread` only by the owner's `start` and `stop`.
     public let loop: EventLoop
-    private var domain: ChatDomain
+    var domain: ChatDomain
     let store: Store
     let logger: Logger
     let clock: @Sendable () -> Int64
@@ -134,7 +134,7 @@ public final class Engine: @unchecked Sendable {
     private var owedRecords: [(record: LogRecord, bytes: Int)] = []
     private var owedBytes = 0
     /// Signed REST calls' nonces and idempotency keys, judged alike on every node (CLUSTER.md).
-    private var ledger = RequestLedger(nonceMilliseconds: 2 * Signing.windowMilliseconds)
+    var ledger = RequestLedger(nonceMilliseconds: 2 * Signing.windowMilliseconds)
     /// Called (on the engine thread) with each nonce this node learns from the log, so that its
     /// own authenticator refuses a replay of it at once.
     private let onNonceLearned: @Sendable (RequestNonce, Int64) -> Void
@@ -153,10 +153,12 @@ public final class Engine: @unchecked Sendable {
     private var inFlightSessions: [UInt64: SessionID] = [:]
     private var nextSeq: UInt64 = 0
     /// The last position applied by the engine (engine thread only).
-    private var position: Int64 = 0
+    var position: Int64 = 0
+    /// The log time of the entry at `position` (a snapshot records it).
+    var lastAppliedAt: Int64 = 0
     /// The last position applied and committed to this node's replica, so what it changed can be
     /// read (read by other threads: the log reader's hand-off bound, heartbeats, /readyz).
-    private let appliedPosition = Atomic<Int64>(0)
+    let appliedPosition = Atomic<Int64>(0)
     /// The leader's tick record on its way through the log (one at a time).
     private var tickSeq: UInt64?
     private var lastTickAppended: Int64 = 0
@@ -193,7 +195,7 @@ public final class Engine: @unchecked Sendable {
         var epoch: String
         var offset: Int64
     }
-    private var streams: [RoomKey: Stream] = [:]
+    var streams: [RoomKey: Stream] = [:]
 
     /// How long and how many events of each room's stream are kept for resuming clients (BX-1);
     /// they are written with the outcome that caused them, so a client can resume across a restart.
@@ -563,6 +565,7 @@ public final class Engine: @unchecked Sendable {
                     exit(75)
                 }
                 position = e.position
+                lastAppliedAt = e.at
                 let own = e.origin == cluster.origin
                 var replyTo = ReplyTo.none
                 var stamp: RequestStamp?

@@ -18,6 +18,12 @@ public struct ClusterConfiguration: Sendable {
     public var nodeID: String
     /// A node whose heartbeat is older than this is dead: its sessions end (CL-4).
     public var nodeTimeoutMilliseconds: Int64 = 10_000
+    /// The leader publishes a snapshot once the log has this many entries past the newest one
+    /// (and at most one a minute); the entries every node and the snapshot have passed are then
+    /// deleted. 0: no snapshots (the log is never trimmed).
+    public var snapshotEvery: Int64 = 100_000
+    /// ... and at most one snapshot this often.
+    public var snapshotIntervalMilliseconds: Int64 = 60_000
 
     public init(url: String, nodeID: String) {
         self.url = url
@@ -58,6 +64,16 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     private let pause = DispatchSemaphore(value: 0)
     private let state = Mutex<(members: [ClusterNodes.Node], head: Int64, ownURLs: [String])>(([], 0, []))
     private var engine: Engine?
+    /// The newest snapshot when this node started (it starts from it), if there was one.
+    let startSnapshot: ClusterSnapshots.Stored?
+    /// The newest snapshot's position this node knows of (published by it or read back).
+    private let lastSnapshot = Atomic<Int64>(0)
+    /// The leader's snapshot on its way: taken by the engine, then published by the snapshot
+    /// thread (one at a time).
+    private let snapshotTaking = Atomic<Bool>(false)
+    private let snapshotWaiting = Mutex<Snapshot?>(nil)
+    private let snapshotWake = DispatchSemaphore(value: 0)
+    private let snapshotClock = Atomic<Int64>(0)
     private var onMembers: @Sendable ([String]) -> Void = { _ in }
     private var threads: [PosixThread] = []
 
@@ -119,6 +135,22 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             (try? LogRecord.encode(.endSessions(incarnation: UInt64(previous)), format: format)) ?? []
         })
         headAtStart = try ClusterLog.head(db)
+        // Read after registering: this node's row (applied 0) keeps the log from being trimmed
+        // past what it needs while it starts.
+        let latest = try ClusterSnapshots.latest(db)
+        let first = try ClusterSnapshots.firstPosition(db)
+        if first > 1 {
+            guard let latest, latest.position >= first - 1 else {
+                throw GatewayError(.unavailable, "the cluster's log starts at position \(first) and no snapshot reaches it: this node cannot start")
+            }
+        }
+        if let latest {
+            guard latest.format == SnapshotState.version else {
+                throw GatewayError(.unavailable, "the cluster's newest snapshot has format \(latest.format); this roomcast reads \(SnapshotState.version): upgrade it")
+            }
+            lastSnapshot.store(latest.position, ordering: .relaxed)
+        }
+        startSnapshot = latest
     }
 
     var isWritable: Bool { writable.load(ordering: .relaxed) }
@@ -144,6 +176,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             PosixThread.start(name: "roomcast-append") { [self] in appendLoop() },
             PosixThread.start(name: "roomcast-logread") { [self] in readLoop() },
             PosixThread.start(name: "roomcast-members") { [self] in membershipLoop() },
+            PosixThread.start(name: "roomcast-snapshot") { [self] in snapshotLoop() },
         ]
     }
 
@@ -153,6 +186,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         running.store(false, ordering: .relaxed)
         wake.signal()
         for _ in 0..<2 { pause.signal() }
+        snapshotWake.signal()
         for t in threads { t.join() }
         threads = []
         do {
@@ -374,6 +408,79 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         }
     }
 
+    // MARK: Snapshots
+
+    /// The newest snapshot's position this node knows of (for /readyz).
+    var snapshotPosition: Int64 { lastSnapshot.load(ordering: .relaxed) }
+
+    private var lastSnapshotAt: Int64 {
+        get { snapshotClock.load(ordering: .relaxed) }
+        set { snapshotClock.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The leader asks the engine for a snapshot when enough entries were applied since the last.
+    private func snapshotIfDue(_ engine: Engine, now: Int64) {
+        let every = configuration.snapshotEvery
+        guard every > 0, engine.applied - lastSnapshot.load(ordering: .relaxed) >= every,
+              now - lastSnapshotAt >= configuration.snapshotIntervalMilliseconds,
+              snapshotTaking.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        lastSnapshotAt = now
+        engine.snapshot { [self] result in
+            switch result {
+            case .success(let s):
+                snapshotWaiting.withLock { $0 = s }
+                snapshotWake.signal()
+            case .failure(let error):
+                logger.warning("cluster: no snapshot taken", metadata: ["error": "\(error)"])
+                snapshotTaking.store(false, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Publishes the snapshots the engine took, then trims the log below them.
+    private func snapshotLoop() {
+        var db: PGConnection?
+        while running.load(ordering: .relaxed) {
+            _ = snapshotWake.wait(timeout: .now() + .seconds(5))
+            guard let s = snapshotWaiting.withLock({ w -> Snapshot? in defer { w = nil }; return w }) else {
+                // Now and then the leader trims again: nodes that lagged at the snapshot's time
+                // have caught up since.
+                let published = lastSnapshot.load(ordering: .relaxed)
+                if isLeader, configuration.snapshotEvery > 0, published > 0, running.load(ordering: .relaxed) {
+                    do {
+                        let conn: PGConnection
+                        if let db, db.isAlive { conn = db } else { conn = try Self.connect(configuration.url) }
+                        db = conn
+                        try ClusterSnapshots.trim(conn, below: published)
+                    } catch {
+                        db = nil
+                    }
+                }
+                continue
+            }
+            defer { snapshotTaking.store(false, ordering: .relaxed) }
+            do {
+                let conn: PGConnection
+                if let db, db.isAlive { conn = db } else { conn = try Self.connect(configuration.url) }
+                db = conn
+                // No statement limit for the upload of a large snapshot.
+                try conn.query("SET statement_timeout = 0")
+                let state = try s.state.encoded()
+                try ClusterSnapshots.put(conn, ClusterSnapshots.Stored(position: s.state.position, at: s.state.at, node: configuration.nodeID,
+                                                                       format: SnapshotState.version, state: state, replica: s.replica),
+                                         createdAt: try ClusterNodes.serverTime(conn))
+                lastSnapshot.store(s.state.position, ordering: .relaxed)
+                let deleted = try ClusterSnapshots.trim(conn, below: s.state.position)
+                logger.info("cluster: snapshot published; log trimmed", metadata: [
+                    "position": "\(s.state.position)", "bytes": "\(state.count + s.replica.count)", "entries.deleted": "\(deleted)",
+                ])
+            } catch {
+                logger.warning("cluster: the snapshot could not be published", metadata: ["error": "\(error)"])
+                db = nil
+            }
+        }
+    }
+
     // MARK: Membership
 
     private func membershipLoop() {
@@ -413,6 +520,7 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                             logger.warning("cluster: a node stopped beating; its sessions end", metadata: ["node": "\(node.id)"])
                         }
                     }
+                    if isLeader { snapshotIfDue(engine, now: now) }
                     let live = try ClusterNodes.live(conn, timeout: configuration.nodeTimeoutMilliseconds)
                     let head = try ClusterLog.head(conn)
                     state.withLock {

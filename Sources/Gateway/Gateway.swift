@@ -160,7 +160,9 @@ final class GatewayCore: Sendable {
         // ids derived from its entries.
         let ids = IDGenerator(clock: clock)
         let entryIDs = EntryIDs()
-        let domain = ChatDomain(makeID: cluster == nil ? { ids.next() } : { entryIDs.next() })
+        let snapshot = try cluster?.startSnapshot.map { try SnapshotState.decode($0.state) }
+        let domain = try snapshot.map { try ChatDomain(image: $0.domain, makeID: { entryIDs.next() }) }
+            ?? ChatDomain(makeID: cluster == nil ? { ids.next() } : { entryIDs.next() })
         // In a cluster, the grace is the cluster's (it decides what applying the log does).
         domain.presenceGraceMilliseconds = cluster?.settings.presenceGraceMilliseconds ?? configuration.presenceGraceSeconds * 1000
         if cluster == nil { try store.restore(into: domain, now: now) }
@@ -222,6 +224,11 @@ final class GatewayCore: Sendable {
                             },
                             onNonceLearned: { n, at in authenticator.learn(app: n.app, nonce: n.nonce, at: at) },
                             logger: logger)
+        if let snapshot {
+            engine.restore(snapshot)
+            // The nonces the ledger holds are refused by this node's own checks too.
+            for app in snapshot.ledgerNonces { authenticator.learn(app: app.app, nonce: app.nonce, at: app.at) }
+        }
         // A failed commit (e.g. a full disk) reloads the durable state instead of stopping.
         let engine = self.engine
         if let cluster {
@@ -275,6 +282,7 @@ final class GatewayCore: Sendable {
                     w.field("applied", applied)
                     w.field("head", max(head, applied))
                     w.field("lag", max(0, head - applied))
+                    w.field("snapshot", cluster.snapshotPosition)
                     w.key("members")
                     w.beginArray()
                     for m in members {
@@ -368,6 +376,8 @@ public final class Gateway: Sendable {
             // every start (CLUSTER.md), PostgreSQL is what is durable.
             store = try Store(inMemory: logger)
             link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger)
+            // A node starts from the cluster's newest snapshot, when there is one: its replica first.
+            if let snapshot = link?.startSnapshot { try store.load(image: snapshot.replica) }
         } else {
             store = try Store(path: configuration.dataDirectory + "/roomcast.sqlite", durability: configuration.durability, logger: logger)
         }
@@ -403,7 +413,7 @@ public final class Gateway: Sendable {
     /// Starts the store writer, the engine and the server; returns once they serve.
     public func start() throws {
         store.start()
-        try webhooks.start()
+        try webhooks.start(resumePending: core.cluster == nil)
         core.beforeSend.start()
         core.engine.start()
         try server.start()

@@ -157,6 +157,12 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Seconds without a node's heartbeat before the cluster ends its sessions [ROOMCAST_NODE_TIMEOUT].")
     var nodeTimeout: Int = environment("ROOMCAST_NODE_TIMEOUT").flatMap(Int.init) ?? 10
 
+    @Option(help: "Cluster: the leader publishes a snapshot every this many log entries (at most one a minute), and the log is trimmed below it; 0: never [ROOMCAST_SNAPSHOT_EVERY].")
+    var snapshotEvery: Int = environment("ROOMCAST_SNAPSHOT_EVERY").flatMap(Int.init) ?? 100_000
+
+    @Option(help: "Cluster: seconds at least between two snapshots [ROOMCAST_SNAPSHOT_INTERVAL].")
+    var snapshotInterval: Int = environment("ROOMCAST_SNAPSHOT_INTERVAL").flatMap(Int.init) ?? 60
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
@@ -168,6 +174,10 @@ struct RoomcastCommand: ParsableCommand {
             guard v > 0 else { throw ValidationError("\(name) must be positive") }
         }
         guard (5...3600).contains(nodeTimeout) else { throw ValidationError("--node-timeout must be 5 to 3600 seconds") }
+        guard snapshotEvery == 0 || (10...100_000_000).contains(snapshotEvery) else {
+            throw ValidationError("--snapshot-every must be 0 (never) or 10 to 100000000 entries")
+        }
+        guard (1...86_400).contains(snapshotInterval) else { throw ValidationError("--snapshot-interval must be 1 to 86400 seconds") }
         if !nodeId.isEmpty, nodeId.utf8.count > 64 || nodeId.contains(where: { $0.isWhitespace || $0 == "#" }) {
             throw ValidationError("--node-id: at most 64 bytes, without spaces or '#'")
         }
@@ -228,6 +238,8 @@ struct RoomcastCommand: ParsableCommand {
         if !cluster.isEmpty {
             var c = ClusterConfiguration(url: cluster, nodeID: try resolvedNodeID())
             c.nodeTimeoutMilliseconds = Int64(nodeTimeout) * 1000
+            c.snapshotEvery = Int64(snapshotEvery)
+            c.snapshotIntervalMilliseconds = Int64(snapshotInterval) * 1000
             g.cluster = c
         }
         return g

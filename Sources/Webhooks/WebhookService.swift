@@ -224,10 +224,14 @@ public final class WebhookService: @unchecked Sendable {
     // MARK: Start and stop
 
     /// Loads endpoints and pending deliveries, then starts the delivery thread.
-    public func start() throws {
-        let (endpoints, pending, maxSeq) = try store.database.read { db in
+    /// `resumePending`: false on a cluster node, whose replica's pending deliveries (from a
+    /// snapshot) belong to other node runs; the runs that own them send them, or the log hands
+    /// them to this one.
+    public func start(resumePending: Bool = true) throws {
+        let (endpoints, loaded, maxSeq) = try store.database.read { db in
             (try WebhookDatabase.endpoints(db), try WebhookDatabase.pending(db), try WebhookDatabase.maxSequence(db))
         }
+        let pending = resumePending ? loaded : []
         sequence.store(maxSeq, ordering: .relaxed)
         registry.withLock { r in for e in endpoints { r.put(e) } }
         let now = clock()

@@ -338,7 +338,10 @@ struct WebhookTests {
     // WH-4: kill -9 during deliveries; after the restart the receiver ends with every message.
     @Test func killNineDuringDeliveriesLosesNothing() async throws {
         try await offPool { () throws in
-            let receiver = try HTTPReceiver { _ in .init(status: 204, delay: 0.01) }
+            // 50 ms an answer, two at a time: the 150 messages need at least 3.75 s, so the kill
+            // (after the 20th) finds most of them pending however slowly the rooms are made
+            // (with 10 ms they could all be delivered first on a loaded machine).
+            let receiver = try HTTPReceiver { _ in .init(status: 204, delay: 0.05) }
             defer { receiver.stop() }
             let data = temporaryDirectory("roomcast-webhook-kill9")
             var g = try GatewayProcess(dataDirectory: data, extra: ["--webhook-concurrency", "2"] + Self.allowPrivate)

@@ -1,0 +1,112 @@
+import Chat
+import Foundation
+import Store
+
+/// Cluster snapshots (CLUSTER.md "Snapshots and trimming"): everything a node has made from the
+/// log up to a position, so that a node can start there instead of at the log's first entry, and
+/// the entries before it can be deleted. The engine's part is a value (`SnapshotState`); the
+/// replica's part is its SQLite image, taken by the store in commit order at the same position.
+public struct SnapshotState: Codable, Equatable, Sendable {
+    /// Bumped when the layout changes (the domain image has its own version inside).
+    public static let version = 1
+
+    public struct StreamImage: Codable, Equatable, Sendable {
+        var app: String
+        var roomId: String
+        var epoch: String
+        var offset: Int64
+    }
+
+    public var version = SnapshotState.version
+    /// The last log position applied, and its time.
+    public var position: Int64
+    public var at: Int64
+    public var domain: DomainImage
+    /// Each room stream's epoch and offset (BX-1: offsets go on from there).
+    var streams: [StreamImage]
+    /// Node runs whose sessions were ended: their later commands are refused.
+    var endedIncarnations: [UInt64]
+    /// Signed calls' nonces and idempotency keys (PX-2).
+    var ledger: RequestLedger.Image
+    /// CL-6: runs whose pending webhook deliveries wait for an owner, and the log time of the
+    /// replica's last webhook pruning.
+    var webhookOrphans: [UInt64]
+    var webhookLastPrune: Int64
+
+    /// The nonces the ledger holds (a starting node's own checks learn them).
+    public var ledgerNonces: [(app: String, nonce: String, at: Int64)] { ledger.nonceList }
+
+    public func encoded() throws -> [UInt8] { Array(try JSONEncoder().encode(self)) }
+
+    public static func decode(_ bytes: [UInt8]) throws -> SnapshotState {
+        let state = try JSONDecoder().decode(SnapshotState.self, from: Data(bytes))
+        guard state.version == version else {
+            throw SnapshotError("the snapshot's layout is version \(state.version); this roomcast reads version \(version)")
+        }
+        return state
+    }
+}
+
+public struct SnapshotError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A snapshot as the engine hands it over: its state and the replica's image at its position.
+public struct Snapshot: Sendable {
+    public var state: SnapshotState
+    public var replica: [UInt8]
+}
+
+extension Engine {
+    /// Takes a snapshot at the position applied so far (engine thread) and the replica's image in
+    /// commit order at that position (store thread); `done` is called on the store's thread.
+    public func snapshot(_ done: @escaping @Sendable (Result<Snapshot, Error>) -> Void) {
+        loop.execute { [self] in
+            guard cluster != nil, position > 0 else {
+                done(.failure(SnapshotError("nothing applied yet")))
+                return
+            }
+            let state = SnapshotState(
+                position: position, at: lastAppliedAt, domain: domain.image(),
+                streams: streams.sorted { ($0.key.app, $0.key.roomId) < ($1.key.app, $1.key.roomId) }.map {
+                    SnapshotState.StreamImage(app: $0.key.app, roomId: $0.key.roomId, epoch: $0.value.epoch, offset: $0.value.offset)
+                },
+                endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
+                webhookOrphans: replicatedHooks.orphans.sorted(), webhookLastPrune: replicatedHooks.lastPrune)
+            let replica = SnapshotBytes()
+            store.submit(Store.Commit(mutations: [], extra: { tx in replica.set(try Store.image(tx)) }, onDurable: {
+                done(.success(Snapshot(state: state, replica: replica.take())))
+            }, onFailed: {
+                done(.failure(SnapshotError("the replica could not be read")))
+            }))
+        }
+    }
+
+    /// Before `start`: the engine goes on from a snapshot (its domain was made from the image, its
+    /// replica loaded from the snapshot's).
+    public func restore(_ state: SnapshotState) {
+        position = state.position
+        lastAppliedAt = state.at
+        appliedPosition.store(state.position, ordering: .relaxed)
+        streams = [:]
+        for s in state.streams { streams[RoomKey(app: s.app, roomId: s.roomId)] = Stream(epoch: s.epoch, offset: s.offset) }
+        endedIncarnations = Set(state.endedIncarnations)
+        ledger = RequestLedger(image: state.ledger, nonceMilliseconds: ledger.nonceMilliseconds, maxNoncesPerApp: ledger.maxNoncesPerApp,
+                               keyMilliseconds: ledger.keyMilliseconds, maxKeysPerApp: ledger.maxKeysPerApp)
+        replicatedHooks.orphans = Set(state.webhookOrphans)
+        replicatedHooks.lastPrune = state.webhookLastPrune
+    }
+}
+
+/// The replica's image, written once on the store's thread and read in the same commit's callback.
+private final class SnapshotBytes: @unchecked Sendable {
+    // Safety: `set` runs in a commit's `extra` and `take` in the same commit's `onDurable`, both on
+    // the store's writer thread, one after the other.
+    private var bytes: [UInt8] = []
+    func set(_ b: [UInt8]) { bytes = b }
+    func take() -> [UInt8] {
+        defer { bytes = [] }
+        return bytes
+    }
+}
