@@ -392,6 +392,9 @@ public enum Limits {
     /// it 42901 (PostgreSQL is slower than the node's callers).
     public static let maxClusterWaiting = 100_000
     public static let maxClusterWaitingBytes = 64 * 1_048_576
+    /// A cluster node's caller waits at most this long for its change to come back from the log;
+    /// then it is answered 50303 (the change may have been made).
+    public static let clusterAnswerDeadlineMilliseconds: Int64 = 30_000
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000

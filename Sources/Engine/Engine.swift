@@ -126,7 +126,9 @@ public final class Engine: @unchecked Sendable {
     /// entries (bounded by `Limits.maxClusterWaiting` and `Limits.maxClusterWaitingBytes`); the
     /// signed REST call an entry carries the nonce of, and the records appended without waiting
     /// (appended again if the log could not take them).
-    private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int, stamp: RequestStamp?, owed: LogRecord?)] = [:]
+    private var waiting: [UInt64: (replyTo: ReplyTo, bytes: Int, stamp: RequestStamp?, owed: LogRecord?, since: Int64)] = [:]
+    /// No caller below this sequence number is waiting (the deadline's scan starts here).
+    private var waitingFloor: UInt64 = 1
     private var waitingBytes = 0
     /// Records appended without waiting (nonces of calls that made no change, kept answers, keys
     /// released) that the log could not take: appended once it can, at most
@@ -249,6 +251,7 @@ public final class Engine: @unchecked Sendable {
                 guard store.isWritable else { return }
                 if cluster != nil {
                     appendOwedDisconnects()
+                    expireWaiting()
                     appendOwedRecords()
                     appendTickIfDue()
                 } else {
@@ -269,6 +272,7 @@ public final class Engine: @unchecked Sendable {
         loop.execute { [self] in
             guard store.isWritable else { return }
             if cluster != nil {
+                expireWaiting()
                 appendTickIfDue()
             } else {
                 process(domain.tick(now: clock()), replyTo: .none)
@@ -394,7 +398,7 @@ public final class Engine: @unchecked Sendable {
             return nil
         }
         nextSeq += 1
-        waiting[nextSeq] = (replyTo, payload.count, stamp, owed ? record : nil)
+        waiting[nextSeq] = (replyTo, payload.count, stamp, owed ? record : nil, clock())
         waitingBytes += payload.count
         if let disconnecting { waitingDisconnects[nextSeq] = disconnecting }
         if beforeSend != nil, case .command(let command) = record, let sid = ChatDomain.issuingSession(command) {
@@ -410,6 +414,28 @@ public final class Engine: @unchecked Sendable {
         guard let w = waiting.removeValue(forKey: seq) else { return nil }
         waitingBytes -= w.bytes
         return (w.replyTo, w.stamp, w.owed)
+    }
+
+    /// Callers whose entry has not come back within `Limits.clusterAnswerDeadlineMilliseconds`
+    /// (PostgreSQL, or this node's way to it, stalled after the append was sent) are told the
+    /// change may have been made (50303), as when the connection is lost during an append; if the
+    /// entry comes back later it is applied as usual, with no one to answer. Sequence numbers grow
+    /// with time, so the scan starts at the oldest caller and stops at the first young one.
+    private func expireWaiting() {
+        guard !waiting.isEmpty else { return }
+        let cutoff = clock() - Limits.clusterAnswerDeadlineMilliseconds
+        var expired: [UInt64] = []
+        while waitingFloor <= nextSeq {
+            if let w = waiting[waitingFloor] {
+                guard w.since < cutoff else { break }
+                expired.append(waitingFloor)
+            }
+            waitingFloor += 1
+        }
+        guard !expired.isEmpty else { return }
+        logger.warning("cluster: changes were not back from the log in time; their callers are told they may have been made",
+                       metadata: ["count": "\(expired.count)"])
+        appendFailed(expired, ambiguous: true)
     }
 
     /// A disconnect that cannot be appended now is owed to the log.
