@@ -123,7 +123,9 @@ extension LogRecord {
                 key = IdempotencyClaim(app: try r.string(), key: try r.string(), fingerprint: try r.string(),
                                        claim: ClaimID(incarnation: try r.varint(), serial: try r.varint()))
             }
-            // The change: one record of its own, to the end.
+            // The change: one record of its own, to the end (never another signed one: no nesting).
+            guard r.at < bytes.count else { throw .truncated }
+            guard bytes[r.at] != Tag.signed.rawValue else { throw .badValue("signed change", bytes[r.at]) }
             guard case .command(let command) = try decodeBinary(Array(bytes[r.at...])) else { throw .badValue("signed change", bytes[r.at]) }
             return .signed(SignedCall(.command(command), nonce: nonce, key: key))
         case .tick:

@@ -395,6 +395,10 @@ public enum Limits {
     /// A cluster node's caller waits at most this long for its change to come back from the log;
     /// then it is answered 50303 (the change may have been made).
     public static let clusterAnswerDeadlineMilliseconds: Int64 = 30_000
+    /// Each part of a cluster snapshot (the engine's state, the replica's image) is at most this
+    /// large (PostgreSQL's `bytea` takes up to 1 GB): past it no snapshot is taken, the log keeps
+    /// growing, and the leader says why in its log.
+    public static let maxSnapshotPartBytes = 1_000_000_000
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000

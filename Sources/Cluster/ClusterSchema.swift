@@ -158,6 +158,11 @@ public enum ClusterSchema {
         }
     }
 
+    /// Raises the cluster's log format to `format` (never lowers it).
+    public static func raiseLogFormat(_ db: PGConnection, to format: Int) throws(PGError) {
+        try db.query("UPDATE roomcast_cluster SET log_format = $1 WHERE log_format < $1", [String(format)])
+    }
+
     /// The cluster's settings: `proposed` if this is the first node, else the first node's.
     public static func settings(_ db: PGConnection, proposing proposed: ClusterSettings) throws(PGError) -> ClusterSettings {
         try db.query("INSERT INTO roomcast_cluster (id, presence_grace_ms, log_format) VALUES ($1, $2, $3) ON CONFLICT (single) DO NOTHING",

@@ -139,7 +139,13 @@ public final class PGConnection {
             try check(made)
             prepared.insert(name)
         }
-        let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
+        var lengths: [Int32] = []
+        for p in parameters {
+            guard let n = Int32(exactly: p.bytes?.count ?? 0) else {
+                throw PGError(sqlState: "54000", message: "a parameter of \(p.bytes?.count ?? 0) bytes is more than PostgreSQL takes")
+            }
+            lengths.append(n)
+        }
         let formats = [Int32](repeating: 1, count: parameters.count)
         let result: OpaquePointer? = withBuffers(parameters.map(\.bytes)) { values in
             PQexecPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)

@@ -102,9 +102,11 @@ public struct ClusterRole: Sendable {
 /// through its event loop's inbox; each outcome is committed by the store before its replies and
 /// events are released, so nothing is acknowledged before it is durable.
 public final class Engine: @unchecked Sendable {
-    // Safety: `domain`, `streams`, `lastTrim`, `held`, `nextTicket` and `replicatedHooks` are touched only on `loop`'s
-    // thread: every entry point (`submit`, `query`, `apply(entries:)`, `webhookOutcomes`, the timers) runs its work
-    // through `loop.execute`; `thread` only by the owner's `start` and `stop`.
+    // Safety: `domain`, `streams`, `lastTrim`, `held`, `nextTicket`, `replicatedHooks`, `position`,
+    // `lastAppliedAt`, `ledger`, `endedIncarnations`, the waiting and owed records are touched only on
+    // `loop`'s thread: every entry point (`submit`, `query`, `apply(entries:)`, `webhookOutcomes`,
+    // `snapshot`, the timers) runs its work through `loop.execute`; `restore` only before `start`;
+    // `thread` only by the owner's `start` and `stop`; `appliedPosition` is an atomic.
     public let loop: EventLoop
     var domain: ChatDomain
     let store: Store
@@ -477,7 +479,7 @@ public final class Engine: @unchecked Sendable {
     private func appendOwed(_ record: LogRecord) {
         guard let cluster else { return }
         guard cluster.log.isWritable, store.isWritable else {
-            oweRecord(record, bytes: (try? LogRecord.encode(record).count) ?? 0)
+            oweRecord(record, bytes: (try? LogRecord.encode(record, format: cluster.logFormat).count) ?? 0)
             return
         }
         append(record, replyTo: .none, owed: true)
@@ -538,7 +540,7 @@ public final class Engine: @unchecked Sendable {
                 defer { landed(seq) }
                 guard let w = takeWaiting(seq) else { continue }
                 // Records appended without waiting are appended again (each is harmless twice).
-                if let record = w.owed { oweRecord(record, bytes: (try? LogRecord.encode(record).count) ?? 0) }
+                if let record = w.owed { oweRecord(record, bytes: (try? LogRecord.encode(record, format: cluster?.logFormat ?? LogRecord.format).count) ?? 0) }
                 // A change known not to be in the log leaves its call's nonce and key to the
                 // call's own records (a later change, the nonce record, or nothing to release);
                 // one that may be in it keeps its key's claim (abandoned if it is), and its nonce
@@ -576,7 +578,7 @@ public final class Engine: @unchecked Sendable {
     }
 
     /// The last log position this node has applied (any thread).
-    public var applied: Int64 { appliedPosition.load(ordering: .relaxed) }
+    public var applied: Int64 { appliedPosition.load(ordering: .acquiring) }
 
     /// Applies entries of the shared log in position order (from the log's reader thread): the
     /// same change on every node, with the entry's time and ids derived from its position. This
@@ -669,7 +671,9 @@ public final class Engine: @unchecked Sendable {
             // Published once the replica has committed what these entries changed (commits run in
             // order): a read after `applied` reached a position sees that position's changes.
             let reached = position
-            store.submit(Store.Commit(mutations: [], onDurable: { [self] in appliedPosition.store(reached, ordering: .relaxed) }))
+            // (An `extra` that writes nothing: a store that cannot write refuses it instead of
+            // publishing a position whose changes it did not commit.)
+            store.submit(Store.Commit(mutations: [], extra: { _ in }, onDurable: { [self] in appliedPosition.store(reached, ordering: .releasing) }))
         }
     }
 

@@ -75,20 +75,35 @@ extension Engine {
                 endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
                 webhookOrphans: replicatedHooks.orphans.sorted(), webhookLastPrune: replicatedHooks.lastPrune)
             let replica = SnapshotBytes()
-            store.submit(Store.Commit(mutations: [], extra: { tx in replica.set(try Store.image(tx)) }, onDurable: {
-                done(.success(Snapshot(state: state, replica: replica.take())))
+            // Nothing in here may throw: a failed commit stops a cluster node.
+            store.submit(Store.Commit(mutations: [], extra: { tx in
+                do {
+                    let size = try Store.size(tx)
+                    guard size <= Int64(Limits.maxSnapshotPartBytes) else {
+                        replica.fail("the replica holds \(size) bytes, more than a snapshot may (\(Limits.maxSnapshotPartBytes))")
+                        return
+                    }
+                    replica.set(try Store.image(tx))
+                } catch {
+                    replica.fail("the replica could not be read: \(error)")
+                }
+            }, onDurable: {
+                switch replica.take() {
+                case .success(let bytes): done(.success(Snapshot(state: state, replica: bytes)))
+                case .failure(let error): done(.failure(error))
+                }
             }, onFailed: {
                 done(.failure(SnapshotError("the replica could not be read")))
             }))
         }
     }
 
-    /// Before `start`: the engine goes on from a snapshot (its domain was made from the image, its
-    /// replica loaded from the snapshot's).
+    /// Before `start` only (it touches the engine thread's state directly): the engine goes on from
+    /// a snapshot (its domain was made from the image, its replica loaded from the snapshot's).
     public func restore(_ state: SnapshotState) {
         position = state.position
         lastAppliedAt = state.at
-        appliedPosition.store(state.position, ordering: .relaxed)
+        appliedPosition.store(state.position, ordering: .releasing)
         streams = [:]
         for s in state.streams { streams[RoomKey(app: s.app, roomId: s.roomId)] = Stream(epoch: s.epoch, offset: s.offset) }
         endedIncarnations = Set(state.endedIncarnations)
@@ -101,12 +116,13 @@ extension Engine {
 
 /// The replica's image, written once on the store's thread and read in the same commit's callback.
 private final class SnapshotBytes: @unchecked Sendable {
-    // Safety: `set` runs in a commit's `extra` and `take` in the same commit's `onDurable`, both on
-    // the store's writer thread, one after the other.
-    private var bytes: [UInt8] = []
-    func set(_ b: [UInt8]) { bytes = b }
-    func take() -> [UInt8] {
-        defer { bytes = [] }
-        return bytes
+    // Safety: `set`/`fail` run in a commit's `extra` and `take` in the same commit's `onDurable`,
+    // both on the store's writer thread, one after the other.
+    private var result: Result<[UInt8], SnapshotError> = .failure(SnapshotError("the replica was not read"))
+    func set(_ b: [UInt8]) { result = .success(b) }
+    func fail(_ why: String) { result = .failure(SnapshotError(why)) }
+    func take() -> Result<[UInt8], SnapshotError> {
+        defer { result = .failure(SnapshotError("taken")) }
+        return result
     }
 }

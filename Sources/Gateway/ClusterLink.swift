@@ -116,11 +116,21 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         // Migrating may wait for another node's migration: no lock or statement limit yet.
         try ClusterSchema.migrate(db)
         try Self.limit(db)
-        settings = try ClusterSchema.settings(db, proposing: .init(id: randomHex(8), presenceGraceMilliseconds: presenceGraceMilliseconds,
-                                                                  logFormat: LogRecord.format))
-        guard settings.logFormat <= LogRecord.format else {
-            throw GatewayError(.unavailable, "the cluster's log format is \(settings.logFormat); this roomcast writes \(LogRecord.format): upgrade it")
+        var found = try ClusterSchema.settings(db, proposing: .init(id: randomHex(8), presenceGraceMilliseconds: presenceGraceMilliseconds,
+                                                                    logFormat: LogRecord.format))
+        guard found.logFormat <= LogRecord.format else {
+            throw GatewayError(.unavailable, "the cluster's log format is \(found.logFormat); this roomcast writes \(LogRecord.format): upgrade it")
         }
+        // A cluster made by an older roomcast: this node raises its format (it writes records an
+        // older node cannot read; such a node stops at the first one, and refuses to start again
+        // until it is upgraded). A rolling upgrade therefore upgrades every node.
+        if found.logFormat < LogRecord.format {
+            try ClusterSchema.raiseLogFormat(db, to: LogRecord.format)
+            logger.warning("cluster: the log format is raised; nodes of an older roomcast stop until upgraded",
+                           metadata: ["from": "\(found.logFormat)", "to": "\(LogRecord.format)"])
+            found.logFormat = LogRecord.format
+        }
+        settings = found
         if settings.presenceGraceMilliseconds != presenceGraceMilliseconds {
             logger.warning("cluster: --presence-grace differs from the cluster's; the cluster's applies",
                            metadata: ["cluster": "\(settings.presenceGraceMilliseconds / 1000) s"])
@@ -137,7 +147,10 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         headAtStart = try ClusterLog.head(db)
         // Read after registering: this node's row (applied 0) keeps the log from being trimmed
         // past what it needs while it starts.
+        // A large snapshot takes longer than the usual statement limit to download.
+        try db.query("SET statement_timeout = 0")
         let latest = try ClusterSnapshots.latest(db)
+        try db.query("SET statement_timeout = '15s'")
         let first = try ClusterSnapshots.firstPosition(db)
         if first > 1 {
             guard let latest, latest.position >= first - 1 else {
@@ -389,8 +402,9 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     handed.append((end, bytes))
                     handedBytes += bytes
                     state.withLock { $0.head = max($0.head, end) }
-                    // A full page: there may be more. Otherwise what comes next sends a wake-up.
-                    if entries.count == ClusterLog.maxBatch { continue }
+                    // A full page (in entries or bytes): there may be more. Otherwise what comes
+                    // next sends a wake-up.
+                    if entries.count == ClusterLog.maxBatch || bytes >= ClusterLog.maxReadBytes { continue }
                 }
                 // Wait for a wake-up: those libpq already queued first, then the socket.
                 if try conn.notifications().isEmpty {
@@ -466,10 +480,15 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 // No statement limit for the upload of a large snapshot.
                 try conn.query("SET statement_timeout = 0")
                 let state = try s.state.encoded()
+                guard state.count <= Limits.maxSnapshotPartBytes else {
+                    throw SnapshotError("the engine's state takes \(state.count) bytes, more than a snapshot may (\(Limits.maxSnapshotPartBytes))")
+                }
                 try ClusterSnapshots.put(conn, ClusterSnapshots.Stored(position: s.state.position, at: s.state.at, node: configuration.nodeID,
                                                                        format: SnapshotState.version, state: state, replica: s.replica),
                                          createdAt: try ClusterNodes.serverTime(conn))
-                lastSnapshot.store(s.state.position, ordering: .relaxed)
+                try conn.query("SET statement_timeout = '15s'")
+                // (Another leader may have published a later one meanwhile.)
+                lastSnapshot.max(s.state.position, ordering: .relaxed)
                 let deleted = try ClusterSnapshots.trim(conn, below: s.state.position)
                 logger.info("cluster: snapshot published; log trimmed", metadata: [
                     "position": "\(s.state.position)", "bytes": "\(state.count + s.replica.count)", "entries.deleted": "\(deleted)",

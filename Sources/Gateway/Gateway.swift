@@ -149,7 +149,10 @@ final class GatewayCore: Sendable {
         }
         createdDevelopmentApp = created
         let registry = AppRegistry()
-        for row in try store.apps() {
+        // A cluster node serves the apps on its own command line (a replica loaded from another
+        // node's snapshot also lists that node's).
+        let configured = Set(configuration.apps.map(\.key))
+        for row in try store.apps() where cluster == nil || configured.contains(row.key) {
             let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(row.settings.utf8))) ?? AppSettings()
             registry.set(AppRegistry.App(key: row.key, secret: row.secret,
                                          allowedOrigins: row.allowedOrigins.isEmpty ? nil : row.allowedOrigins.split(separator: "\n").map(String.init),

@@ -63,6 +63,44 @@ struct ImageTests {
         #expect(refused.withLock { $0 })
     }
 
+    /// A replica loaded from an image gives images of its own that hold every commit before them,
+    /// also those in the image commit's own batch (still in the open transaction): a node that
+    /// started from a snapshot may lead and publish the next one.
+    @Test func aLoadedReplicasImagesHoldTheirWholeBatch() throws {
+        let a = try Store(inMemory: logger)
+        try a.upsertApp(key: "a", secret: "s", origin: "config", settings: AppSettings(), now: 1)
+        a.start()
+        commitAndWait(a, [.putRoom(room("r1"))])
+        let first = Mutex<[UInt8]>([])
+        commitAndWait(a, [], extra: { tx in
+            let bytes = try Store.image(tx)
+            first.withLock { $0 = bytes }
+        })
+        a.stop()
+
+        let b = try Store(inMemory: logger)
+        try b.load(image: first.withLock { $0 })
+        b.start()
+        defer { b.stop() }
+        // Many commits queued at once (one batch, one transaction), the image last among them.
+        let second = Mutex<[UInt8]>([])
+        let done = DispatchSemaphore(value: 0)
+        for i in 0..<300 {
+            let m = ChatMessage(id: "m\(i)", roomId: "r1", sender: "u", senderNickname: "", senderAvatar: "", senderExt: "", kind: .text,
+                                content: String(repeating: "x", count: 200), time: Int64(i), fromServer: false)
+            b.submit(Store.Commit(mutations: [.appendMessage(RoomKey(app: "a", roomId: "r1"), m)], onDurable: {}))
+        }
+        b.submit(Store.Commit(mutations: [], extra: { tx in
+            let bytes = try Store.image(tx)
+            second.withLock { $0 = bytes }
+        }, onDurable: { done.signal() }))
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let c = try Store(inMemory: logger)
+        try c.load(image: second.withLock { $0 })
+        #expect(try Self.rows(c) == Self.rows(b))
+        #expect(try Self.rows(c).count == 301)
+    }
+
     @Test func bytesThatAreNotADatabaseAreRefused() throws {
         let b = try Store(inMemory: logger)
         #expect(throws: (any Error).self) { try b.load(image: Array("not a database at all, not even close".utf8)) }
