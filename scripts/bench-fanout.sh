@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fan-out: roomcast against nginx+nchan in the same run, same subscribers, same publishers.
 #
-#   scripts/bench-fanout.sh [subscribers]     (default 10000)
+#   scripts/bench-fanout.sh [--payload-bytes N] [subscribers]     (default 10000 subscribers; payload:
+#                                                                  the send time alone)
 #
 # 1. Throughput: N subscribers in one room; 300 messages published as fast as P concurrent HTTP
 #    publishers get answers (P = 4 and 16); delivered messages/s = deliveries / (last delivery -
@@ -9,10 +10,18 @@
 # 2. Latency: 100 publishes/s for 3 s; publish->receive p50/p99/p99.9 (send time is in the
 #    message). Target: p99 < 20 ms. Run at 1,000 subscribers and at N.
 #
+# Cost: each throughput run also reports the server's CPU-seconds (user + system, from
+# /proc/PID/stat: roomcast's process; nginx's master and workers) per million deliveries, and the
+# wire bytes per delivery (WebSocket payload and header) the subscribers received; the summary
+# prints roomcast/nchan ratios of both. --payload-bytes pads every published message to N bytes
+# (the send time, then padding) so the two servers carry payloads of the same size.
+#
 # roomcast and nchan both get two workers (event loops); the load generator (roomcast-bench,
 # our own reactor, two client loops) shares the same two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+payload=0
+if [ "${1:-}" = --payload-bytes ]; then payload=$2; shift 2; fi
 n=${1:-10000}
 command -v nginx >/dev/null || { echo "nginx is not installed (apt-get install -y nginx libnginx-mod-nchan)"; exit 1; }
 [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] || { echo "nchan is not installed (apt-get install -y libnginx-mod-nchan)"; exit 1; }
@@ -35,15 +44,38 @@ trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
 
 results="$work/results"
+# CPU seconds (user + system) of the server: roomcast's process, or nginx's master and workers.
+server_pids() { # target
+  if [ "$1" = roomcast ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/logs/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
+}
+cpu_seconds() { # pid...
+  python3 -c 'import os,sys
+t=0
+for p in sys.argv[1:]:
+    try:
+        f=open(f"/proc/{p}/stat").read().rsplit(")",1)[1].split()
+        t+=int(f[11])+int(f[12])
+    except OSError:
+        pass
+print(t/os.sysconf("SC_CLK_TCK"))' "$@"
+}
 run() { # target port label args...
   local target=$1 port=$2 label=$3; shift 3
-  local out
-  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 "$@" 2>&1) || true
+  local out pids c0 c1
+  # shellcheck disable=SC2046
+  pids=$(server_pids "$target")
+  # shellcheck disable=SC2086
+  c0=$(cpu_seconds $pids)
+  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 --payload-bytes "$payload" "$@" 2>&1) || true
+  # shellcheck disable=SC2086
+  c1=$(cpu_seconds $pids)
   echo "$out" | sed "s/^/[$target $label] /"
-  local per p50 p99 p999
+  local per p50 p99 p999 delivered wire
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
+  delivered=$(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/.*/\1/p')
+  wire=$(echo "$out" | sed -n 's/.*wire_bytes_per_delivery=\([0-9]*\).*/\1/p')
   read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
-  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan}" >>"$results"
+  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} $(python3 -c "print($c1 - $c0)")" >>"$results"
 }
 
 for p in 4 16; do
@@ -63,15 +95,22 @@ python3 - "$results" "$n" <<'PY'
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    t, label, per, p50, p99, p999 = line.split()
-    rows[(t, label)] = (int(per), p50, p99, p999)
+    t, label, per, p50, p99, p999, delivered, wire, cpu = line.split()
+    rows[(t, label)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu))
 n = sys.argv[2]
 for label in ("throughput-p4", "throughput-p16"):
     r, g = rows[("roomcast", label)][0], rows[("nchan", label)][0]
     ratio = r / g if g else float("inf")
     print(f"bench-fanout: {label} subscribers={n}: roomcast {r:,} msg/s, nchan {g:,} msg/s, ratio {ratio:.2f}x (target >= 2x)")
+    cost = {}
+    for t in ("roomcast", "nchan"):
+        _, _, _, _, delivered, wire, cpu = rows[(t, label)]
+        cost[t] = cpu / delivered * 1e6 if delivered else float("nan")
+        print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries,"
+              f" {wire} wire bytes per delivery")
+    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x")
 for label in ("latency-1000", f"latency-{n}"):
     for t in ("roomcast", "nchan"):
-        per, p50, p99, p999 = rows[(t, label)]
+        per, p50, p99, p999 = rows[(t, label)][:4]
         print(f"bench-fanout: {label} 100 pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms)")
 PY

@@ -123,6 +123,20 @@ public struct RequestLedger {
         return nil
     }
 
+    /// What a call with this key would be told, without claiming it: nil when the key is free.
+    /// A retry asks before it runs again, since the first call's change can be applied on this
+    /// node before its answer record is (a handler that reads before it writes would otherwise
+    /// answer from the changed state, e.g. "already exists").
+    public func peek(app appKey: String, key: String, fingerprint: String, at: Int64) -> Duplicate? {
+        guard let k = keys[appKey]?.keys[key], k.at >= at - keyMilliseconds else { return nil }
+        if k.fingerprint != fingerprint { return .otherRequest }
+        switch k.state {
+        case .answered: return .answered
+        case .lost: return .answerLost
+        case .pending: return endedRuns.contains(k.claim.incarnation) ? .answerLost : .inProgress
+        }
+    }
+
     /// The claiming call's answer: true when every node keeps it (the key is the claim's, or is
     /// new: a call that made no change registers its key with its answer).
     public mutating func keepAnswer(_ a: KeptAnswer, position: Int64, at: Int64) -> Bool {

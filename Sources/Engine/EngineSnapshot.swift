@@ -59,6 +59,12 @@ public struct Snapshot: Sendable {
 }
 
 extension Engine {
+    /// PX-2 in a cluster: what the log has decided about an idempotency key so far on this node
+    /// (nil: free), without claiming it (any thread; `reply` on the engine's).
+    public func keyVerdict(app: String, key: String, fingerprint: String, reply: @escaping @Sendable (RequestLedger.Duplicate?) -> Void) {
+        loop.execute { [self] in reply(ledger.peek(app: app, key: key, fingerprint: fingerprint, at: lastAppliedAt)) }
+    }
+
     /// Takes a snapshot at the position applied so far (engine thread) and the replica's image in
     /// commit order at that position (store thread); `done` is called on the store's thread.
     public func snapshot(_ done: @escaping @Sendable (Result<Snapshot, Error>) -> Void) {

@@ -141,6 +141,31 @@ extension Idempotency {
     private func runInCluster(stamp: RequestStamp, engine: Engine, app: String, key: String, header: String, fingerprint: String,
                               writer: ResponseWriter, refuse: @escaping @Sendable (Refusal) -> Response, release: @escaping @Sendable () -> Void,
                               _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
+        // The key's first call may be in the log already, its answer not yet in this node's
+        // replica: the retry is told what the log says instead of running again.
+        engine.keyVerdict(app: app, key: key, fingerprint: fingerprint) { [self] verdict in
+            switch verdict {
+            case nil:
+                runClaiming(stamp: stamp, engine: engine, app: app, key: key, header: header, fingerprint: fingerprint, writer: writer,
+                            refuse: refuse, release: release, handler)
+            case .otherRequest?:
+                release()
+                writer.send(refuse(.reused(header: header)))
+            case .answerLost?:
+                release()
+                writer.send(refuse(.lost(header: header)))
+            case .inProgress?, .answered?:
+                // Answered: its record is on its way into the replica (or in it by now); either
+                // way the client retries and gets it.
+                release()
+                writer.send(refuse(.inFlight(header: header)))
+            }
+        }
+    }
+
+    private func runClaiming(stamp: RequestStamp, engine: Engine, app: String, key: String, header: String, fingerprint: String,
+                             writer: ResponseWriter, refuse: @escaping @Sendable (Refusal) -> Response, release: @escaping @Sendable () -> Void,
+                             _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
         stamp.setKey(key, fingerprint: fingerprint, header: header)
         let store = self.store, clock = self.clock
         handler(ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in

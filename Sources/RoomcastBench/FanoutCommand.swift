@@ -60,6 +60,9 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "Requests in flight per publisher connection (pipelined).")
     var pipeline = 16
 
+    @Option(help: "Bytes of each published message's content (roomcast) or body (nchan): the send time, then padding; 0: the send time alone.")
+    var payloadBytes = 0
+
     @Option(help: "Room (roomcast) or channel (nchan) id.")
     var room = "fanout"
 
@@ -127,6 +130,7 @@ struct FanoutCommand: ParsableCommand {
         let total = rate > 0 ? Int((rate * duration).rounded()) : messages
         let pubLoop = try EventLoop(name: "fanout-pub")
         let publisher = Publisher(loop: pubLoop, addresses: addresses, target: target, room: room, appKey: appKey, appSecret: appSecret,
+                                  payloadBytes: payloadBytes,
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
         let publishStart = Instant.now()
@@ -150,7 +154,9 @@ struct FanoutCommand: ParsableCommand {
         var delivered: UInt64 = 0
         var lastDelivery = publishStart
         var lost = 0
+        var wireBytes: UInt64 = 0
         for r in runners {
+            wireBytes += r.deliveredWireBytes
             histogram.merge(r.histogram)
             delivered += r.delivered
             if r.lastDelivery > lastDelivery { lastDelivery = r.lastDelivery }
@@ -171,7 +177,8 @@ struct FanoutCommand: ParsableCommand {
             print("fanout: published_by_port=\(byPort) subscribers_by_port=\(subs)")
         }
         print("fanout: delivered=\(delivered)/\(expected) (\(fixed(expected > 0 ? Double(delivered) * 100 / Double(expected) : 0, 2))%) "
-            + "subscribers_lost=\(lost) elapsed=\(fixed(elapsed, 3)) s delivered_per_s=\(Int(perSecond))")
+            + "subscribers_lost=\(lost) elapsed=\(fixed(elapsed, 3)) s delivered_per_s=\(Int(perSecond)) "
+            + "wire_bytes_per_delivery=\(delivered > 0 ? Int(wireBytes / delivered) : 0)")
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
     }
@@ -243,6 +250,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     private let failed = Atomic<Int>(0)
     private let lost = Atomic<Int>(0)
     private let deliveredCount = Atomic<UInt64>(0)
+    private let deliveredBytes = Atomic<UInt64>(0)
+    var deliveredWireBytes: UInt64 { deliveredBytes.load(ordering: .relaxed) }
     private let failure = Mutex<String?>(nil)
     private(set) var histogram = LatencyHistogram()
     private(set) var lastDelivery = Instant(nanoseconds: 0)
@@ -316,6 +325,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
         case Self.subscribed:
             guard let sent = Self.timestamp(in: bytes, target: target) else { return }
             deliveredCount.add(1, ordering: .relaxed)
+            // Wire bytes: the frame's payload and its header (2, 4 or 10 bytes; unmasked).
+            deliveredBytes.add(UInt64(bytes.count + (bytes.count < 126 ? 2 : bytes.count < 65_536 ? 4 : 10)), ordering: .relaxed)
             lastDelivery = now
             histogram.record(microseconds: now.nanoseconds >= sent ? (now.nanoseconds - sent) / 1000 : 0)
         case Self.authenticating:
@@ -415,6 +426,8 @@ final class Publisher: @unchecked Sendable {
     let total: Int
     let rate: Double
     let pipeline: Int
+    /// Content (body) bytes of each message: the send time, a space, then padding.
+    let payloadBytes: Int
     private var connections: [PublisherConnection] = []
     private var sent = 0
     private var startedAt = Instant(nanoseconds: 0)
@@ -434,7 +447,8 @@ final class Publisher: @unchecked Sendable {
     }
 
     init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, room: String, appKey: String, appSecret: String,
-         total: Int, rate: Double, connections: Int, pipeline: Int) {
+         payloadBytes: Int = 0, total: Int, rate: Double, connections: Int, pipeline: Int) {
+        self.payloadBytes = payloadBytes
         self.loop = loop
         self.addresses = addresses
         self.target = target
@@ -473,7 +487,8 @@ final class Publisher: @unchecked Sendable {
     }
 
     private func request() -> [UInt8] {
-        let stamp = String(Instant.now().nanoseconds)
+        var stamp = String(Instant.now().nanoseconds)
+        if payloadBytes > stamp.utf8.count + 1 { stamp += " " + String(repeating: "x", count: payloadBytes - stamp.utf8.count - 1) }
         switch target {
         case .nchan:
             return Array("POST /pub?id=\(room) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: \(stamp.utf8.count)\r\n\r\n\(stamp)".utf8)

@@ -70,6 +70,26 @@ struct RequestLedgerTests {
         #expect(l.keyCount(app: "app") == 1)
     }
 
+    /// A retry asks the ledger before it runs again (its first call's change may be applied on
+    /// this node before the answer record): what it would be told, without claiming the key.
+    @Test func peekingAtAKeyClaimsNothing() {
+        var l = Self.ledger()
+        #expect(l.peek(app: "app", key: "k", fingerprint: "f1", at: Self.t0) == nil)
+        do { let v = l.admit(Self.call("a", key: "k"), position: 1, at: Self.t0); #expect(v == .admitted) }
+        #expect(l.peek(app: "app", key: "k", fingerprint: "f1", at: Self.t0 + 1) == .inProgress)
+        #expect(l.peek(app: "app", key: "k", fingerprint: "f2", at: Self.t0 + 1) == .otherRequest)
+        #expect(l.peek(app: "other", key: "k", fingerprint: "f1", at: Self.t0 + 1) == nil)
+        do { let v = l.keepAnswer(Self.answer("k"), position: 2, at: Self.t0 + 2); #expect(v) }
+        #expect(l.peek(app: "app", key: "k", fingerprint: "f1", at: Self.t0 + 3) == .answered)
+        // Past the key's time it is free again; peeking changed nothing.
+        #expect(l.peek(app: "app", key: "k", fingerprint: "f1", at: Self.t0 + 3 + l.keyMilliseconds) == nil)
+        #expect(l.keyCount(app: "app") == 1)
+        // A claim whose run ended before it was answered is lost.
+        do { let v = l.admit(Self.call("b", key: "k2", run: 7), position: 3, at: Self.t0 + 4); #expect(v == .admitted) }
+        l.endRun(7)
+        #expect(l.peek(app: "app", key: "k2", fingerprint: "f1", at: Self.t0 + 5) == .answerLost)
+    }
+
     @Test func aReleasedKeyRunsAgainAndAnAbandonedOrEndedOneIsLost() {
         var l = Self.ledger()
         // Released (the answer said "try again"): a retry makes the change.

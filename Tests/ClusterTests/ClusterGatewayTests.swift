@@ -240,7 +240,12 @@ struct ClusterGatewayTests {
                     do {
                         let r = try rest.call("POST", "/v1/rooms/\(room(phase, w, i))/messages", ["content": content, "fromUserId": "admin"])
                         answers.withLock { $0["\(r.status)/\(r.json.int("code") ?? 0)", default: 0] += 1 }
-                        if r.status == 201 { acked.withLock { $0.append(content) } }
+                        if r.status == 201 {
+                            acked.withLock { $0.append(content) }
+                            // What answered it (for a failure's message): the port, the message id
+                            // (its log position is inside) and the answer's body.
+                            answered.withLock { $0[content] = "port \(rest.port): \(r.text)" }
+                        }
                         // 50301 says nothing changed (50303 would say it may have).
                         if r.status == 503, r.json.int("code") == 50301 { refused.withLock { $0.append(content) } }
                     } catch {
@@ -255,10 +260,34 @@ struct ClusterGatewayTests {
         return (acked.withLock { $0 }, refused.withLock { $0 }, answers.withLock { $0 })
     }
 
-    /// Where the log has these messages (for a failure's message).
+    /// The answers of acknowledged writes, by content (for a failure's message).
+    static let answered = Mutex<[String: String]>([:])
+
+    /// Where the log has these messages (for a failure's message), with the answer each got and
+    /// the entries holding the content anywhere in their payload.
     static func whereIs(_ c: TestCluster, _ contents: ArraySlice<String>) -> String {
         guard let db = try? PGConnection(c.url) else { return "(no database)" }
         return contents.map { content in
+            let anywhere = (try? db.query("SELECT position, origin, seq, at, encode(payload, 'hex') FROM roomcast_log WHERE position(convert_to($1, 'UTF8') in payload) > 0",
+                                          [content]).rows) ?? []
+            // The message id names the entry that made it: "<time>-<position>-<n>" in base 36.
+            let answer = answered.withLock { $0[content] } ?? "?"
+            var named = ""
+            if let r = answer.range(of: #""messageId":""#), let id = answer[r.upperBound...].split(separator: "\"").first {
+                let parts = id.split(separator: "-")
+                if parts.count == 3, let p = Int64(parts[1], radix: 36) {
+                    let row = (try? db.query("SELECT position, origin, seq, at, encode(payload, 'hex') FROM roomcast_log WHERE position = $1",
+                                             [String(p)]).rows.first) ?? nil
+                    named = "; the entry its id names (\(p)): \(row.map { $0.map { $0 ?? "-" }.joined(separator: "/") } ?? "none")"
+                }
+            }
+            return "\(content) answered \(answer)\(named); entries holding it: \(anywhere.map { $0.map { $0 ?? "-" }.joined(separator: "/") }); "
+                + whereExactly(db, content)
+        }.joined(separator: "; ")
+    }
+
+    static func whereExactly(_ db: PGConnection, _ content: String) -> String {
+        [content].map { content in
             // A message's content ends its entry (the binary sendMessage record), after its length.
             let n = content.utf8.count
             let rows = (try? db.query("""
