@@ -291,7 +291,7 @@ public enum ErrorTableCheck {
         guard row.httpStatus == status else {
             throw TestKitError.protocolError("code \(code) came with HTTP \(status); the error table says \(row.httpStatus)")
         }
-        guard json["message"] is String else { throw TestKitError.protocolError("error \(code) without a message") }
+        guard json["message"] is String else { throw TestKitError.protocolError("error \(code) without a message: \(text)") }
     }
 
     public static func wsError(_ error: [String: Any]) throws {
