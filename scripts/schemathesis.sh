@@ -28,9 +28,13 @@ curl -sf "http://127.0.0.1:$port/openapi.json" | "$validator" -
 
 # Creating or re-pointing webhook endpoints would make the server send traffic to whatever hosts the
 # fuzzer invents; those two operations are covered by the end-to-end tests instead.
+# Hypothesis's `filter_too_much` health check is about the generator, not the API: for some seeds it
+# cannot draw enough room-path cases that pass the room id's pattern and the other parameters'
+# constraints at once, and then failed a run that found nothing wrong (CI, 15 room operations). It is
+# suppressed; every other check stays.
 echo "== schemathesis ($examples examples per operation)"
 SCHEMATHESIS_HOOKS=scripts.schemathesis_hooks PYTHONPATH=. timeout 360 "$venv/bin/schemathesis" run \
   "http://127.0.0.1:$port/openapi.json" --url "http://127.0.0.1:$port" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method \
   --exclude-operation-id createWebhook --exclude-operation-id updateWebhook \
-  -n "$examples" --max-failures 25 --no-color
+  -n "$examples" --max-failures 25 --suppress-health-check=filter_too_much --no-color
