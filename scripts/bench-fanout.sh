@@ -11,8 +11,9 @@
 #    message). Target: p99 < 20 ms. Run at 1,000 subscribers and at N.
 #
 # Cost: each throughput run also reports the server's CPU-seconds (user + system, from
-# /proc/PID/stat: roomcast's process; nginx's master and workers) per million deliveries, and the
-# wire bytes per delivery (WebSocket payload and header) the subscribers received; the summary
+# /proc/PID/stat: roomcast's process; nginx's master and workers) per million deliveries, over the
+# whole run (the subscribers' connect and join included) and over the publish phase alone (first
+# publish to last delivery, sampled by roomcast-bench --server-pids), and the wire bytes per delivery (WebSocket payload and header) the subscribers received; the summary
 # prints roomcast/nchan ratios of both. --payload-bytes pads every published message to N bytes
 # (the send time, then padding) so the two servers carry payloads of the same size.
 #
@@ -66,26 +67,31 @@ run() { # target port label args...
   pids=$(server_pids "$target")
   # shellcheck disable=SC2086
   c0=$(cpu_seconds $pids)
-  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 --payload-bytes "$payload" "$@" 2>&1) || true
+  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 --payload-bytes "$payload" \
+    --server-pids "$(echo $pids | tr ' ' ',')" "$@" 2>&1) || true
   # shellcheck disable=SC2086
   c1=$(cpu_seconds $pids)
   echo "$out" | sed "s/^/[$target $label] /"
-  local per p50 p99 p999 delivered wire
+  local per p50 p99 p999 delivered wire pubcpu
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
   delivered=$(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/.*/\1/p')
   wire=$(echo "$out" | sed -n 's/.*wire_bytes_per_delivery=\([0-9]*\).*/\1/p')
+  pubcpu=$(echo "$out" | sed -n 's/.*publish_cpu_s=\([0-9.]*\).*/\1/p')
   read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
-  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} $(python3 -c "print($c1 - $c0)")" >>"$results"
+  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} $(python3 -c "print($c1 - $c0)") ${pubcpu:-0}" >>"$results"
 }
 
+# BENCH_TARGETS / BENCH_CASES narrow a run while iterating (the summary needs both targets).
+targets=${BENCH_TARGETS:-roomcast nchan}
 for p in 4 16; do
-  for t in roomcast nchan; do
+  for t in $targets; do
     port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
     run $t "$port" "throughput-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "tp$p"
   done
 done
+[ "${BENCH_CASES:-all}" = throughput ] && { cat "$results"; exit 0; }
 for subs in 1000 "$n"; do
-  for t in roomcast nchan; do
+  for t in $targets; do
     port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
     run $t "$port" "latency-$subs" --subscribers "$subs" --rate 100 --duration 3 --publishers 4 --pipeline 1 --room "lat$subs"
   done
@@ -95,20 +101,23 @@ python3 - "$results" "$n" <<'PY'
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    t, label, per, p50, p99, p999, delivered, wire, cpu = line.split()
-    rows[(t, label)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu))
+    t, label, per, p50, p99, p999, delivered, wire, cpu, pubcpu = line.split()
+    rows[(t, label)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu), float(pubcpu))
 n = sys.argv[2]
 for label in ("throughput-p4", "throughput-p16"):
     r, g = rows[("roomcast", label)][0], rows[("nchan", label)][0]
     ratio = r / g if g else float("inf")
     print(f"bench-fanout: {label} subscribers={n}: roomcast {r:,} msg/s, nchan {g:,} msg/s, ratio {ratio:.2f}x (target >= 2x)")
-    cost = {}
+    cost, pub = {}, {}
     for t in ("roomcast", "nchan"):
-        _, _, _, _, delivered, wire, cpu = rows[(t, label)]
+        _, _, _, _, delivered, wire, cpu, pubcpu = rows[(t, label)]
         cost[t] = cpu / delivered * 1e6 if delivered else float("nan")
-        print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries,"
+        pub[t] = pubcpu / delivered * 1e6 if delivered else float("nan")
+        print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries"
+              f" (whole run, subscribers' connect and join included); publish phase alone {pubcpu:.2f} CPU-s = {pub[t]:.2f} per million;"
               f" {wire} wire bytes per delivery")
-    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x")
+    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x whole run,"
+          f" {pub['roomcast'] / pub['nchan']:.2f}x publish phase")
 for label in ("latency-1000", f"latency-{n}"):
     for t in ("roomcast", "nchan"):
         per, p50, p99, p999 = rows[(t, label)][:4]

@@ -81,6 +81,9 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "roomcast: set the app's before-send hook (PX-4) to this URL first (\"\": remove it).")
     var beforeSendUrl: String?
 
+    @Option(help: "Server process ids, comma-separated: their CPU time (user + system, /proc/PID/stat) from the first publish to the last delivery is printed as publish_cpu_s.")
+    var serverPids: String?
+
     func validate() throws {
         guard subscribers > 0 else { throw ValidationError("--subscribers must be positive") }
         guard (port == nil) != (ports == nil), !targetPorts.isEmpty,
@@ -133,6 +136,8 @@ struct FanoutCommand: ParsableCommand {
                                   payloadBytes: payloadBytes,
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
+        let pids = (serverPids ?? "").split(separator: ",").compactMap { Int32(String($0)) }
+        let cpuStart = Self.cpuSeconds(pids)
         let publishStart = Instant.now()
         pubLoop.execute { publisher.start() }
         while !publisher.finished { usleep(5_000) }
@@ -143,8 +148,9 @@ struct FanoutCommand: ParsableCommand {
         while Instant.now() < deadline {
             let delivered = runners.reduce(UInt64(0)) { $0 + $1.delivered }
             if delivered >= expected { break }
-            usleep(5_000)
+            usleep(1_000)
         }
+        let publishCPU = Self.cpuSeconds(pids) - cpuStart
         for l in loops { l.stop() }
         for t in threads { t.join() }
         pubLoop.stop()
@@ -179,8 +185,28 @@ struct FanoutCommand: ParsableCommand {
         print("fanout: delivered=\(delivered)/\(expected) (\(fixed(expected > 0 ? Double(delivered) * 100 / Double(expected) : 0, 2))%) "
             + "subscribers_lost=\(lost) elapsed=\(fixed(elapsed, 3)) s delivered_per_s=\(Int(perSecond)) "
             + "wire_bytes_per_delivery=\(delivered > 0 ? Int(wireBytes / delivered) : 0)")
+        if !pids.isEmpty {
+            print("fanout: publish_cpu_s=\(fixed(publishCPU, 3)) publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
+        }
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
+    }
+
+    /// User + system CPU seconds of these processes so far (fields 14 and 15 of /proc/PID/stat).
+    static func cpuSeconds(_ pids: [Int32]) -> Double {
+        var ticks = 0
+        for pid in pids {
+            guard let f = fopen("/proc/\(pid)/stat", "r") else { continue }
+            defer { fclose(f) }
+            var buffer = [CChar](repeating: 0, count: 1024)
+            guard fgets(&buffer, Int32(buffer.count), f) != nil else { continue }
+            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+            guard let close = line.lastIndex(of: ")") else { continue }
+            let fields = line[line.index(after: close)...].split(separator: " ")
+            if fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) { ticks += user + system }
+        }
+        return Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// App settings for a large room (no per-join traffic), and the room itself.
