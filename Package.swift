@@ -44,7 +44,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "Server", "Gateway", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            "CShims", "Server", "Gateway", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

@@ -47,7 +47,7 @@ for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/nul
 results="$work/results"
 # CPU seconds (user + system) of the server: roomcast's process, or nginx's master and workers.
 server_pids() { # target
-  if [ "$1" = roomcast ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/logs/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
+  if [ "$1" = roomcast ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
 }
 cpu_seconds() { # pid...
   python3 -c 'import os,sys

@@ -10,3 +10,8 @@ int cshims_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
 int cshims_set_thread_name(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+#include <malloc.h>
+int cshims_set_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}

@@ -20,7 +20,11 @@ final class ClientSession: WebSocketHandler {
     let context: GatewayContext
     let hub: Hub
     let origin: String?
-    weak var connection: (any SessionTransport)?
+    /// Strong: `closed()` clears it, and the connection calls that when it is gone (its handler
+    /// reference, the other half of the cycle, is cleared then too). A weak reference cost a
+    /// side-table load and slow reference counting on every delivery. Confined to the loop, so
+    /// the per-delivery read skips the dynamic exclusivity check.
+    @exclusivity(unchecked) var connection: (any SessionTransport)?
     private(set) var id = SessionID(0)
     private(set) var app = ""
     private(set) var userId = ""
@@ -36,7 +40,7 @@ final class ClientSession: WebSocketHandler {
     private var tokenExpiry: Int64?
     private var expiryNoticeSent = false
     /// Position in each room's member list on this loop (kept by the hub).
-    var roomSlots: [RoomKey: Int] = [:]
+    var roomSlots = RoomSlots()
     /// BX-3: whether the token lets this session watch rooms, and the rooms it watches (kept by
     /// the hub).
     private var observerToken = false

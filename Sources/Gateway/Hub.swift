@@ -19,7 +19,7 @@ final class Hub {
     var pendingSessions: [ObjectIdentifier: ClientSession] = [:]
     private(set) var sessions: [SessionID: ClientSession] = [:]
     private var rooms: [RoomKey: RoomMembers] = [:]
-    private var users: [UserKey: [ClientSession]] = [:]
+    private var users: [UserKey: UserSessions] = [:]
     private var rings: [RoomKey: EventRing] = [:]
     /// BX-3: sessions watching a room's stream without being members.
     private var observers: [RoomKey: [ClientSession]] = [:]
@@ -56,16 +56,17 @@ final class Hub {
 
     func register(_ s: ClientSession) {
         sessions[s.id] = s
-        users[UserKey(app: s.app, user: s.userId), default: []].append(s)
+        let key = UserKey(app: s.app, user: s.userId)
+        if users[key] == nil { users[key] = UserSessions(s) } else { users[key]!.append(s) }
     }
 
     /// Forgets a closed session at once (the engine's `left` effects for it come later).
     func unregister(_ s: ClientSession) {
         guard sessions.removeValue(forKey: s.id) != nil else { return }
-        for room in Array(s.roomSlots.keys) { removeFromRoom(s, room) }
+        for room in s.roomSlots.keys { removeFromRoom(s, room) }
         for roomId in s.observing { unobserve(s, RoomKey(app: s.app, roomId: roomId)) }
         let key = UserKey(app: s.app, user: s.userId)
-        users[key]?.removeAll { $0 === s }
+        users[key]?.remove(s)
         if users[key]?.isEmpty == true { users[key] = nil }
     }
 
@@ -82,14 +83,14 @@ final class Hub {
 
     /// A user's connections on this loop.
     func connections(app: String, user: String) -> [ConnectionInfo] {
-        (users[UserKey(app: app, user: user)] ?? []).map {
+        (users[UserKey(app: app, user: user)]?.all ?? []).map {
             ConnectionInfo(sessionId: String($0.id.raw), device: $0.device, since: $0.openedAt, rooms: $0.roomSlots.keys.map(\.roomId).sorted())
         }
     }
 
     /// Closes a user's connections on this loop (those of `device` only, when given); how many.
     func disconnect(app: String, user: String, device: String?, code: CloseCode, reason: String) -> Int {
-        let matching = (users[UserKey(app: app, user: user)] ?? []).filter { device == nil || $0.device == device }
+        let matching = (users[UserKey(app: app, user: user)]?.all ?? []).filter { device == nil || $0.device == device }
         for s in matching { s.close(code, reason) }
         return matching.count
     }
@@ -172,7 +173,7 @@ final class Hub {
             }
         case .users(let app, let list):
             for u in list {
-                for s in users[UserKey(app: app, user: u)] ?? [] {
+                users[UserKey(app: app, user: u)]?.forEach { s in
                     s.send(frame)
                     n += 1
                 }

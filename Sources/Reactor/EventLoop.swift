@@ -109,7 +109,7 @@ public final class EventLoop: @unchecked Sendable {
     private var nextTimerID: UInt64 = 1
     private var armedDeadline: Instant?
 
-    private var beforeSleepHooks: [() -> Void] = []
+    private var beforeSleepHooks: [() -> Bool] = []
     /// The time when the loop last woke up: what connection timers compare against. Read on the
     /// loop thread; refreshed once per iteration instead of once per use.
     public private(set) var now = Instant.now()
@@ -272,8 +272,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Hooks and cross-thread tasks
 
-    /// Runs `hook` on every iteration before the loop waits (loop thread only).
-    public func addBeforeSleepHook(_ hook: @escaping () -> Void) {
+    /// Runs `hook` on every iteration before the loop waits (loop thread only). A hook that returns
+    /// true has work left (it did a bounded share of it): the loop then only polls for events,
+    /// without sleeping, and calls the hook again on its next iteration.
+    public func addBeforeSleepHook(_ hook: @escaping () -> Bool) {
         beforeSleepHooks.append(hook)
     }
 
@@ -311,12 +313,13 @@ public final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
-            for hook in beforeSleepHooks { hook() }
+            var more = false
+            for hook in beforeSleepHooks where hook() { more = true }
             let n: Int32
             do {
                 // A signal interrupting the wait (EINTR) is retried by the wrapper. Any other error
                 // means the loop's epoll instance is unusable, and the loop cannot go on.
-                n = try syscallChecked("epoll_wait") { epoll_wait(epfd, events, capacity, -1) }
+                n = try syscallChecked("epoll_wait") { epoll_wait(epfd, events, capacity, more ? 0 : -1) }
             } catch {
                 fatalError("\(error)")
             }
@@ -338,7 +341,7 @@ public final class EventLoop: @unchecked Sendable {
         }
         // Run what was queued before the stop so nothing posted is silently lost.
         drainInbox()
-        for hook in beforeSleepHooks { hook() }
+        for hook in beforeSleepHooks { while hook() {} }
     }
 
     /// Asks the loop to return from `run()` after its current iteration. Callable from any thread.

@@ -36,11 +36,24 @@ public final class Connection: EventHandler {
     let fd: Int32
     public let peer: Socket.Address
     private(set) var registration: RegistrationID?
-    var phase: Phase = .http
+    var phase: Phase = .http {
+        didSet { updateAcceptsFrames() }
+    }
     // The state machines are stored apart from `phase` and mutated in place: keeping them in
     // an enum payload meant copying them out and back on every read, which also copied their
     // buffers. A connection is confined to its loop, so these skip dynamic exclusivity checks.
-    @exclusivity(unchecked) private var http: HTTPConnectionStateMachine?
+    /// The HTTP phase's state machine, on the heap: once upgraded, a WebSocket connection (most of
+    /// the connections a gateway holds) does not carry its ~600 bytes.
+    final class HTTPState {
+        @exclusivity(unchecked) var machine: HTTPConnectionStateMachine
+        var requestSequence: UInt64 = 0
+        /// The request in flight, and a response its handler gave before returning.
+        @exclusivity(unchecked) var inFlight: InFlight?
+        var dispatching = false
+        var syncResponse: Response?
+        init(_ machine: HTTPConnectionStateMachine) { self.machine = machine }
+    }
+    @exclusivity(unchecked) private var httpState: HTTPState?
     @exclusivity(unchecked) private var ws: WebSocketConnectionStateMachine?
     var index = -1 // position in context.connections
     @exclusivity(unchecked) private var output = OutboundQueue()
@@ -64,17 +77,12 @@ public final class Connection: EventHandler {
     // request is being dispatched continues the pipeline iteratively, not by recursion.
     @exclusivity(unchecked) private var httpActions: [HTTPConnectionAction] = []
     private var runningHTTPActions = false
-    private var dispatching = false
-    private var requestSequence: UInt64 = 0
-    private var syncResponse: Response?
     /// What answering the request in flight needs to know about it (not the whole head).
-    private struct InFlight {
+    struct InFlight {
         var keepAlive: Bool
         var http10: Bool
         var headRequest: Bool
     }
-    @exclusivity(unchecked) private var inFlight: InFlight?
-    private var pendingLeftover: [UInt8] = []
 
     // WebSocket.
     private var wsHandler: WebSocketHandler?
@@ -84,15 +92,20 @@ public final class Connection: EventHandler {
     /// Set when our close frame is queued: nothing may be sent after it. (Not the state
     /// machine's state: messages received before a protocol error are still delivered, and the
     /// application's replies to them must go out before the close frame.)
-    private var closeFrameQueued = false
+    private var closeFrameQueued = false {
+        didSet { updateAcceptsFrames() }
+    }
+    /// `phase == .webSocket && !closeFrameQueued`, kept as one flag for the per-delivery check.
+    @exclusivity(unchecked) private var acceptsFrames = false
+    private func updateAcceptsFrames() { acceptsFrames = phase == .webSocket && !closeFrameQueued }
 
     init(context: LoopContext, fd: Int32, peer: Socket.Address, now: Instant) {
         self.context = context
         self.fd = fd
         self.peer = peer
         self.maxOutboundBytes = context.configuration.maxOutboundBytes
-        self.http = HTTPConnectionStateMachine(
-            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now)
+        self.httpState = HTTPState(HTTPConnectionStateMachine(
+            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now))
     }
 
     func start() throws(SyscallError) {
@@ -140,7 +153,7 @@ public final class Connection: EventHandler {
                 }
                 return
             }
-            if phase == .http ? http?.wantsInput != true : (phase == .webSocket && output.heldBytes > maxOutboundBytes) {
+            if phase == .http ? httpState?.machine.wantsInput != true : (phase == .webSocket && output.heldBytes > maxOutboundBytes) {
                 readPending = true
                 return
             }
@@ -181,7 +194,7 @@ public final class Connection: EventHandler {
         let now = context.now
         switch phase {
         case .http:
-            http!.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
+            httpState!.machine.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
             runHTTPActions()
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
@@ -197,7 +210,7 @@ public final class Connection: EventHandler {
     private func handleEOF() {
         switch phase {
         case .http:
-            http!.peerClosed(into: &httpActions)
+            httpState!.machine.peerClosed(into: &httpActions)
             // A request still being answered keeps the connection until its response is written.
             runHTTPActions()
         case .webSocket:
@@ -214,7 +227,7 @@ public final class Connection: EventHandler {
     func tick(now: Instant) {
         switch phase {
         case .http:
-            http!.tick(now: now, into: &httpActions)
+            httpState!.machine.tick(now: now, into: &httpActions)
             if !httpActions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
@@ -262,9 +275,10 @@ public final class Connection: EventHandler {
     private static let continueBlock = ByteBlock.from(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
 
     private func dispatch(_ head: HTTPRequestHead, _ body: [UInt8]) {
-        requestSequence &+= 1
-        let sequence = requestSequence
-        inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
+        guard let state = httpState else { return }
+        state.requestSequence &+= 1
+        let sequence = state.requestSequence
+        state.inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
         context.metrics.requests.add(1, ordering: .relaxed)
         // Only `OPTIONS *` has this path (the parser accepts the asterisk-form for nothing else):
         // it asks about the server, not a resource (RFC 9110 §9.3.7).
@@ -285,11 +299,11 @@ public final class Connection: EventHandler {
             complete(sequence, handler(Request(head: head, body: body, pathParameters: parameters, peer: peer)))
         case .handler(.async(let handler), let parameters):
             let writer = context.responseWriter(for: self, sequence: sequence)
-            dispatching = true
+            state.dispatching = true
             handler(Request(head: head, body: body, pathParameters: parameters, peer: peer), writer)
-            dispatching = false
-            if let response = syncResponse {
-                syncResponse = nil
+            state.dispatching = false
+            if let response = state.syncResponse {
+                state.syncResponse = nil
                 complete(sequence, response)
             }
         }
@@ -297,17 +311,17 @@ public final class Connection: EventHandler {
 
     /// A handler's response arrives (on the loop). Out-of-date or duplicate ones are ignored.
     func complete(_ sequence: UInt64, _ response: Response) {
-        guard sequence == requestSequence, let request = inFlight, phase == .http else { return }
-        if dispatching {
-            if syncResponse == nil { syncResponse = response }
+        guard phase == .http, let state = httpState, sequence == state.requestSequence, let request = state.inFlight else { return }
+        if state.dispatching {
+            if state.syncResponse == nil { state.syncResponse = response }
             return
         }
-        inFlight = nil
-        let keepAlive = request.keepAlive && http!.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
+        state.inFlight = nil
+        let keepAlive = request.keepAlive && httpState!.machine.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
         write(response, http10: request.http10, headRequest: request.headRequest, close: !keepAlive)
         // The response is queued whatever its size; past the bound, the next pipelined request
         // waits until the peer has read enough (`flush` → `outputDrained`).
-        http!.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
+        httpState!.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
                            now: context.now, into: &httpActions)
         runHTTPActions()
         // Input paused for this response may be waiting (no new edge will announce it).
@@ -384,7 +398,7 @@ public final class Connection: EventHandler {
         })
 
         phase = .webSocket
-        http = nil
+        httpState = nil
         httpActions = []
         self.ws = WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now)
         wsHandler = handler
@@ -433,7 +447,7 @@ public final class Connection: EventHandler {
 
     /// Sends a text or binary message (compressed when permessage-deflate was negotiated).
     public func send(_ message: WebSocketMessage) {
-        guard isWebSocket, !closeFrameQueued else { return }
+        guard acceptsFrames else { return }
         let opcode: WebSocketOpcode
         switch message {
         case .text: opcode = .text
@@ -468,8 +482,9 @@ public final class Connection: EventHandler {
     /// A consumer whose queue passes the bound (ServerConfiguration.maxOutboundBytes) is closed
     /// as slow.
     public func sendFrame(_ frame: ByteBlock) {
-        guard isWebSocket, !closeFrameQueued else { return }
-        enqueue(frame)
+        guard acceptsFrames else { return }
+        output.append(frame)
+        if !isDirty { markDirty() }
         if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()
         }
@@ -517,7 +532,7 @@ public final class Connection: EventHandler {
                 closeNow()
                 return
             }
-            if (readPending || (phase == .http && http!.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
+            if (readPending || (phase == .http && httpState!.machine.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
                 resumeInput()
                 if phase == .closed { return }
             }
@@ -530,8 +545,8 @@ public final class Connection: EventHandler {
 
     /// The output queue is within its bound again: input paused for it continues.
     private func resumeInput() {
-        if phase == .http, http!.isOutputBlocked {
-            http!.outputDrained(now: context.now, into: &httpActions)
+        if phase == .http, httpState!.machine.isOutputBlocked {
+            httpState!.machine.outputDrained(now: context.now, into: &httpActions)
             runHTTPActions()
         }
         // Input that arrived while paused raised no new edge. (Inside a read loop this is a no-op:
@@ -557,7 +572,7 @@ public final class Connection: EventHandler {
         Socket.shutdownWrite(fd)
         notifyClosed()
         phase = .lingering(deadline: context.now + context.configuration.http.lingerTimeout)
-        http = nil
+        httpState = nil
         ws = nil
         // Input already waiting raises no new edge: drain it now.
         readAvailable()
@@ -567,7 +582,7 @@ public final class Connection: EventHandler {
         if phase == .closed { return }
         notifyClosed()
         phase = .closed
-        http = nil
+        httpState = nil
         ws = nil
         output.removeAll()
         if let registration { context.loop.deregister(registration) }
@@ -589,7 +604,7 @@ public final class Connection: EventHandler {
     func drain() {
         switch phase {
         case .http:
-            if http?.isIdle == true { beginClose() }
+            if httpState?.machine.isIdle == true { beginClose() }
         case .webSocket:
             close(code: .goingAway, reason: "server shutting down")
         case .lingering, .closed:

@@ -49,6 +49,8 @@ final class LoopContext {
     /// Connections with output to write before the loop sleeps. HTTP answers go first: a REST
     /// call's answer is not held behind a fan-out to thousands of WebSockets.
     @exclusivity(unchecked) var dirty: [Connection] = []
+    /// `dirty[..<dirtyHead]` are written; the rest wait for the next slice.
+    private var dirtyHead = 0
     @exclusivity(unchecked) var dirtyHTTP: [Connection] = []
     private(set) var dateString = ""
     private var dateSecond: Int64 = -1
@@ -111,20 +113,40 @@ final class LoopContext {
         metrics.open.subtract(1, ordering: .relaxed)
     }
 
-    /// Writes every connection's queued output: one writev per connection per loop iteration,
-    /// however many responses or events were queued during it.
-    func flushDirty() {
-        while !dirty.isEmpty || !dirtyHTTP.isEmpty {
-            if !dirtyHTTP.isEmpty {
-                let batch = dirtyHTTP
-                dirtyHTTP.removeAll(keepingCapacity: true)
-                for connection in batch { connection.flush() }
-            }
-            let batch = dirty
-            dirty.removeAll(keepingCapacity: true)
+    /// Writes queued output, one writev per connection: every HTTP answer, then at most
+    /// `flushBudget` WebSocket connections in the order they became dirty. Returns true if some are
+    /// left: the loop then polls (without sleeping) and comes back for them. A fan-out to many
+    /// thousands of connections is thus written in slices, and events, answers and requests that
+    /// arrive meanwhile are taken between slices: a new event joins the queues of the connections
+    /// not yet written (one writev carries both), and a REST answer is not held behind the whole
+    /// fan-out.
+    func flushDirty() -> Bool {
+        flushHTTP()
+        var budget = Self.flushBudget
+        while dirtyHead < dirty.count {
+            if budget == 0 { return true }
+            let connection = dirty[dirtyHead]
+            dirtyHead += 1
+            connection.flush()
+            budget -= 1
+            // An HTTP answer queued by this flush (input resumed) goes out first.
+            if !dirtyHTTP.isEmpty { flushHTTP() }
+        }
+        dirty.removeAll(keepingCapacity: true)
+        dirtyHead = 0
+        return false
+    }
+
+    private func flushHTTP() {
+        while !dirtyHTTP.isEmpty {
+            let batch = dirtyHTTP
+            dirtyHTTP.removeAll(keepingCapacity: true)
             for connection in batch { connection.flush() }
         }
     }
+
+    /// WebSocket connections written per loop iteration (see `flushDirty`).
+    static let flushBudget = 256
 
     /// Once a second: the Date header and every connection's timers.
     func sweep() {

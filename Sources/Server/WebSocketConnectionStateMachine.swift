@@ -39,14 +39,19 @@ public struct WebSocketConnectionStateMachine {
         case closed
     }
 
-    public let configuration: WebSocketConfiguration
+    // The three timers it needs, not the whole configuration (kept once per open connection).
+    private let pingInterval: Duration
+    private let pongTimeout: Duration
+    private let closeTimeout: Duration
     private(set) var state: State = .open
     private var assembler: WebSocketMessageAssembler
     private var lastInbound: Instant
     private var pingSentAt: Instant?
 
     public init(configuration: WebSocketConfiguration, inflater: MessageInflater?, now: Instant) {
-        self.configuration = configuration
+        self.pingInterval = configuration.pingInterval
+        self.pongTimeout = configuration.pongTimeout
+        self.closeTimeout = configuration.closeTimeout
         self.assembler = WebSocketMessageAssembler(role: .server, maxMessageBytes: configuration.maxMessageBytes, inflater: inflater)
         self.lastInbound = now
     }
@@ -113,15 +118,15 @@ public struct WebSocketConnectionStateMachine {
         switch state {
         case .open:
             if let sent = pingSentAt {
-                if now - sent >= configuration.pongTimeout {
+                if now - sent >= pongTimeout {
                     fail(.goingAway, "no pong", into: &actions)
                 }
-            } else if now - lastInbound >= configuration.pingInterval {
+            } else if now - lastInbound >= pingInterval {
                 pingSentAt = now
                 actions.append(.sendPing)
             }
         case .closeSent(let at):
-            if now - at >= configuration.closeTimeout {
+            if now - at >= closeTimeout {
                 state = .closed
                 actions.append(.closeNow)
             }

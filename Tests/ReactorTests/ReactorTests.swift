@@ -200,6 +200,27 @@ struct ReactorTests {
         #expect(queue.heldBytes == 0)
     }
 
+    @Test func aHookWithWorkLeftKeepsTheLoopPollingUntilItIsDone() throws {
+        // A hook that does a bounded share of its work returns true: the loop polls instead of
+        // sleeping and calls it again, with nothing else waking it. Once it returns false the
+        // loop sleeps (no more calls until something wakes it).
+        final class Calls: Sendable {
+            let n = Atomic<Int>(0)
+            var value: Int { n.load(ordering: .relaxed) }
+        }
+        let calls = Calls()
+        try withRunningLoop { loop in
+            loop.execute {
+                loop.addBeforeSleepHook { calls.n.add(1, ordering: .relaxed).newValue < 5 }
+            }
+            #expect(waitUntil { calls.value >= 5 })
+            usleep(100_000)
+            #expect(calls.value == 5, "the loop kept calling a hook that had no work left")
+            loop.execute {}
+            #expect(waitUntil { calls.value == 6 })
+        }
+    }
+
     @Test func syscallWrapperMapsErrno() throws {
         // EAGAIN is "would block"; other errors name the call.
         let (a, b) = socketPair()
