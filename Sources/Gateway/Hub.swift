@@ -105,20 +105,44 @@ final class Hub {
             if loopIndex == 0 && events > 0 { counters.events.add(events, ordering: .relaxed) }
             if sent > 0 { counters.deliveries.add(sent, ordering: .relaxed) }
         }
-        for item in items {
+        var i = 0
+        while i < items.count {
+            let item = items[i]
+            i += 1
             switch item {
             case .deliver(let frame, let audience, let offset, let epoch):
-                if let room = audience.room {
-                    ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow)
+                guard let room = audience.room else {
+                    events += 1
+                    sent += deliver(frame, to: audience)
+                    continue
                 }
+                ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow)
                 events += 1
-                sent += deliver(frame, to: audience)
-                if !observers.isEmpty, let room = audience.room, let watching = observers[room] {
+                // Consecutive events of one batch for the same audience (a room's messages
+                // committed together) go out as one block: each recipient's queue takes one
+                // reference instead of one per event, and the bytes on the wire are the same.
+                var block = frame
+                var merged = 1
+                if i < items.count, case .deliver(let next, let a, _, _) = items[i], a == audience, frame.count + next.count <= Self.maxMergedBytes {
+                    var frames = [frame]
+                    var bytes = frame.count
+                    while i < items.count, case .deliver(let f, let a, let o, let e) = items[i], a == audience, bytes + f.count <= Self.maxMergedBytes {
+                        ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow)
+                        frames.append(f)
+                        bytes += f.count
+                        events += 1
+                        i += 1
+                    }
+                    block = ByteBlock.concatenating(frames, totalCount: bytes)
+                    merged = frames.count
+                }
+                sent += deliver(block, to: audience) * merged
+                if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already
                     // had it by the member rules.
                     for s in watching where s.roomSlots[room] == nil {
-                        s.send(frame)
-                        sent += 1
+                        s.send(block)
+                        sent += merged
                     }
                 }
             case .joined(let sid, let room, let epoch, let offset):
@@ -150,6 +174,10 @@ final class Hub {
             ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: at, window: resumeWindow)
         }
     }
+
+    /// The largest block consecutive events are merged into (a merged block counts whole against
+    /// a connection's output bound, so it stays far below it).
+    static let maxMergedBytes = 64 * 1024
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
     private func deliver(_ frame: ByteBlock, to audience: Audience) -> Int {
@@ -227,6 +255,11 @@ final class Hub {
     }
 
     var ringCount: Int { rings.count }
+
+    /// The offsets a resume from `offset` would replay (nil: out of the window); for tests.
+    func resumableOffsets(_ room: RoomKey, after offset: Int64) -> [Int64]? {
+        rings[room]?.entries(after: offset, now: clock(), window: resumeWindow)?.map(\.offset)
+    }
 
     // MARK: Resume (BX-1)
 

@@ -33,6 +33,17 @@ public struct ByteBlock: @unchecked Sendable {
         return make(count: bytes.count) { dst in _ = dst.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
+    /// One block holding `blocks` back to back (`totalCount`: the sum of their counts).
+    public static func concatenating(_ blocks: [ByteBlock], totalCount: Int) -> ByteBlock {
+        make(count: totalCount) { dst in
+            var at = 0
+            for b in blocks {
+                (dst.baseAddress! + at).copyMemory(from: b.base, byteCount: b.count)
+                at += b.count
+            }
+        }
+    }
+
     public var count: Int { storage.header }
 
     /// The first byte. Stable while the block is alive (the elements are inside the object).

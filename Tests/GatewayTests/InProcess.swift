@@ -295,6 +295,7 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     private var inbox: [String] = []
     private var read = 0
     private var serverClose: UInt16?
+    private var blocks = 0
     private var serverCloseReason: String?
     let gateway: InProcessGateway
     var session: ClientSession?
@@ -320,14 +321,25 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     // MARK: SessionTransport (on the hub's loop)
 
     func sendFrame(_ frame: ByteBlock) {
-        let text = String(decoding: Self.payload(frame.array), as: UTF8.self)
+        // A block may hold several frames back to back (a batch's events merged by the hub).
+        let texts = Self.payloads(frame.array).map { String(decoding: $0, as: UTF8.self) }
         condition.lock()
         defer { condition.unlock() }
         // As the real connection does: nothing is sent after the close frame.
         guard serverClose == nil else { return }
-        FrameLog.record(logId, "in", text)
-        inbox.append(text)
+        blocks += 1
+        for text in texts {
+            FrameLog.record(logId, "in", text)
+            inbox.append(text)
+        }
         condition.broadcast()
+    }
+
+    /// Blocks the session handed to its transport (each may carry several frames).
+    var blocksReceived: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return blocks
     }
 
     func close(code: WebSocketCloseCode, reason: String) {
@@ -488,6 +500,27 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     }
 
     /// The payload of one unmasked server frame.
+    /// The payloads of the unmasked frames in `bytes`, in order.
+    static func payloads(_ bytes: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var rest = bytes[...]
+        while rest.count >= 2 {
+            let b = Array(rest)
+            var length = Int(b[1] & 0x7F)
+            var offset = 2
+            if length == 126 {
+                length = Int(b[2]) << 8 | Int(b[3])
+                offset = 4
+            } else if length == 127 {
+                length = (0..<8).reduce(0) { $0 << 8 | Int(b[2 + $1]) }
+                offset = 10
+            }
+            out.append(Array(b[offset..<min(b.count, offset + length)]))
+            rest = rest.dropFirst(min(rest.count, offset + length))
+        }
+        return out
+    }
+
     static func payload(_ bytes: [UInt8]) -> [UInt8] {
         guard bytes.count >= 2 else { return [] }
         var length = Int(bytes[1] & 0x7F)
