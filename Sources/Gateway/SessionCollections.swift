@@ -56,7 +56,8 @@ struct UserSessions {
 
     mutating func remove(_ s: ClientSession) {
         if first === s {
-            first = rest.isEmpty ? nil : rest.removeLast()
+            // The next oldest takes its place (registration order is kept).
+            first = rest.isEmpty ? nil : rest.removeFirst()
         } else {
             rest.removeAll { $0 === s }
         }

@@ -124,7 +124,16 @@ final class LoopContext {
         flushHTTP()
         var budget = Self.flushBudget
         while dirtyHead < dirty.count {
-            if budget == 0 { return true }
+            if budget == 0 {
+                // Under a steady fan-out the list may never run empty (connections written in this
+                // pass are added again by the next event): drop the written prefix once it is
+                // most of the list, so the list stays within about twice the dirty connections.
+                if dirtyHead >= Self.flushBudget * 4 && dirtyHead * 2 >= dirty.count {
+                    dirty.removeSubrange(0..<dirtyHead)
+                    dirtyHead = 0
+                }
+                return true
+            }
             let connection = dirty[dirtyHead]
             dirtyHead += 1
             connection.flush()
@@ -132,7 +141,7 @@ final class LoopContext {
             // An HTTP answer queued by this flush (input resumed) goes out first.
             if !dirtyHTTP.isEmpty { flushHTTP() }
         }
-        dirty.removeAll(keepingCapacity: true)
+        dirty.removeAll(keepingCapacity: dirty.count <= Self.flushBudget * 64)
         dirtyHead = 0
         return false
     }
@@ -144,6 +153,9 @@ final class LoopContext {
             for connection in batch { connection.flush() }
         }
     }
+
+    /// The slice list's written prefix, for tests (see `flushDirty`).
+    var dirtyListCount: Int { dirty.count }
 
     /// WebSocket connections written per loop iteration (see `flushDirty`).
     static let flushBudget = 256
