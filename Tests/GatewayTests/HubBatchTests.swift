@@ -22,17 +22,31 @@ struct HubBatchTests {
         let epoch = try #require(joined.obj("room").str("epoch"))
         // Past the room's own events (the joins' notices come after bob's position).
         let offset = Int64(try #require(joined.int("offset"))) + 100
+        // A real message event, as the template of the batch's events (so every frame the test
+        // transport records is a protocol frame: scripts/websocket-schema.sh checks them all).
+        #expect(try g.rest().call("POST", "/v1/rooms/batch/messages", ["content": "template"]).status == 201)
+        let template = try #require(bob.drain().first { $0.str("ev") == "room.message" })
         _ = alice.drain()
-        _ = bob.drain()
         let aliceBlocks = alice.blocksReceived, bobBlocks = bob.blocksReceived
+        var frames: [Int64: [UInt8]] = [:]
+        for n in Int64(1)...4 {
+            var event = template
+            var data = event.obj("data")
+            var message = data.obj("message")
+            message["content"] = "e\(n)"
+            data["message"] = message
+            event["data"] = data
+            event["offset"] = offset + n
+            frames[n] = Array(try JSONSerialization.data(withJSONObject: event))
+        }
+        let encoded = frames
 
         let room = RoomKey(app: g.appKey, roomId: "batch")
         let aliceBox = LoopBoundBox(alice)
         g.onLoop { () -> Bool in
             let aliceSession = aliceBox.value.session!.id
             func event(_ n: Int64, _ audience: Audience) -> Published {
-                let json = #"{"ev":"room.message","roomId":"batch","epoch":"\#(epoch)","offset":\#(offset + n),"data":{"message":{"content":"e\#(n)"}}}"#
-                return .deliver(frame: Frames.text(Array(json.utf8)), audience: audience, offset: offset + n, epoch: epoch)
+                .deliver(frame: Frames.text(encoded[n]!), audience: audience, offset: offset + n, epoch: epoch)
             }
             g.core.hubs.hub(0)!.apply([
                 event(1, .room(room)), event(2, .room(room)),
