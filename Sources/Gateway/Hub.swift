@@ -121,21 +121,18 @@ final class Hub {
                 // Consecutive events of one batch for the same audience (a room's messages
                 // committed together) go out as one block: each recipient's queue takes one
                 // reference instead of one per event, and the bytes on the wire are the same.
-                var block = frame
-                var merged = 1
-                if i < items.count, case .deliver(let next, let a, _, _) = items[i], a == audience, frame.count + next.count <= Self.maxMergedBytes {
-                    var frames = [frame]
-                    var bytes = frame.count
-                    while i < items.count, case .deliver(let f, let a, let o, let e) = items[i], a == audience, bytes + f.count <= Self.maxMergedBytes {
-                        ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow)
-                        frames.append(f)
-                        bytes += f.count
-                        events += 1
-                        i += 1
-                    }
-                    block = ByteBlock.concatenating(frames, totalCount: bytes)
-                    merged = frames.count
+                var run: [ByteBlock] = []
+                var bytes = frame.count
+                while i < items.count, case .deliver(let f, let a, let o, let e) = items[i], a == audience, bytes + f.count <= Self.maxMergedBytes {
+                    ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow)
+                    if run.isEmpty { run.append(frame) }
+                    run.append(f)
+                    bytes += f.count
+                    events += 1
+                    i += 1
                 }
+                let block = run.isEmpty ? frame : ByteBlock.concatenating(run)
+                let merged = max(run.count, 1)
                 sent += deliver(block, to: audience) * merged
                 if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already

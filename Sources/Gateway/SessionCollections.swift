@@ -32,8 +32,6 @@ struct RoomSlots {
         return slot
     }
 
-    var isEmpty: Bool { first == nil && rest.isEmpty }
-
     /// The rooms, in no particular order.
     var keys: [RoomKey] {
         var all = Array(rest.keys)

@@ -33,9 +33,9 @@ public struct ByteBlock: @unchecked Sendable {
         return make(count: bytes.count) { dst in _ = dst.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
-    /// One block holding `blocks` back to back (`totalCount`: the sum of their counts).
-    public static func concatenating(_ blocks: [ByteBlock], totalCount: Int) -> ByteBlock {
-        make(count: totalCount) { dst in
+    /// One block holding `blocks` back to back.
+    public static func concatenating(_ blocks: [ByteBlock]) -> ByteBlock {
+        make(count: blocks.reduce(0) { $0 + $1.count }) { dst in
             var at = 0
             for b in blocks {
                 (dst.baseAddress! + at).copyMemory(from: b.base, byteCount: b.count)

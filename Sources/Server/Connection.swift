@@ -44,7 +44,7 @@ public final class Connection: EventHandler {
     // buffers. A connection is confined to its loop, so these skip dynamic exclusivity checks.
     /// The HTTP phase's state machine, on the heap: once upgraded, a WebSocket connection (most of
     /// the connections a gateway holds) does not carry its ~600 bytes.
-    final class HTTPState {
+    private final class HTTPState {
         @exclusivity(unchecked) var machine: HTTPConnectionStateMachine
         var requestSequence: UInt64 = 0
         /// The request in flight, and a response its handler gave before returning.
@@ -78,7 +78,7 @@ public final class Connection: EventHandler {
     @exclusivity(unchecked) private var httpActions: [HTTPConnectionAction] = []
     private var runningHTTPActions = false
     /// What answering the request in flight needs to know about it (not the whole head).
-    struct InFlight {
+    private struct InFlight {
         var keepAlive: Bool
         var http10: Bool
         var headRequest: Bool
@@ -317,12 +317,12 @@ public final class Connection: EventHandler {
             return
         }
         state.inFlight = nil
-        let keepAlive = request.keepAlive && httpState!.machine.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
+        let keepAlive = request.keepAlive && state.machine.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
         write(response, http10: request.http10, headRequest: request.headRequest, close: !keepAlive)
         // The response is queued whatever its size; past the bound, the next pipelined request
         // waits until the peer has read enough (`flush` → `outputDrained`).
-        httpState!.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
-                           now: context.now, into: &httpActions)
+        state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
+                                   now: context.now, into: &httpActions)
         runHTTPActions()
         // Input paused for this response may be waiting (no new edge will announce it).
         if readPending && !inReadLoop { readAvailable() }
@@ -483,8 +483,7 @@ public final class Connection: EventHandler {
     /// as slow.
     public func sendFrame(_ frame: ByteBlock) {
         guard acceptsFrames else { return }
-        output.append(frame)
-        if !isDirty { markDirty() }
+        enqueue(frame)
         if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()
         }

@@ -154,7 +154,7 @@ final class LoopContext {
         }
     }
 
-    /// The slice list's written prefix, for tests (see `flushDirty`).
+    /// Entries in the slice list, written ones not yet dropped included; for tests (see `flushDirty`).
     var dirtyListCount: Int { dirty.count }
 
     /// WebSocket connections written per loop iteration (see `flushDirty`).
