@@ -499,40 +499,25 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
         drain(for: seconds).compactMap { $0["ev"] as? String }
     }
 
-    /// The payload of one unmasked server frame.
     /// The payloads of the unmasked frames in `bytes`, in order.
     static func payloads(_ bytes: [UInt8]) -> [[UInt8]] {
         var out: [[UInt8]] = []
-        var rest = bytes[...]
-        while rest.count >= 2 {
-            let b = Array(rest)
-            var length = Int(b[1] & 0x7F)
-            var offset = 2
+        var at = 0
+        while bytes.count - at >= 2 {
+            var length = Int(bytes[at + 1] & 0x7F)
+            var header = 2
             if length == 126 {
-                length = Int(b[2]) << 8 | Int(b[3])
-                offset = 4
+                length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+                header = 4
             } else if length == 127 {
-                length = (0..<8).reduce(0) { $0 << 8 | Int(b[2 + $1]) }
-                offset = 10
+                length = (0..<8).reduce(0) { $0 << 8 | Int(bytes[at + 2 + $1]) }
+                header = 10
             }
-            out.append(Array(b[offset..<min(b.count, offset + length)]))
-            rest = rest.dropFirst(min(rest.count, offset + length))
+            let end = min(bytes.count, at + header + length)
+            out.append(Array(bytes[(at + header)..<end]))
+            at = end
         }
         return out
-    }
-
-    static func payload(_ bytes: [UInt8]) -> [UInt8] {
-        guard bytes.count >= 2 else { return [] }
-        var length = Int(bytes[1] & 0x7F)
-        var offset = 2
-        if length == 126 {
-            length = Int(bytes[2]) << 8 | Int(bytes[3])
-            offset = 4
-        } else if length == 127 {
-            length = (0..<8).reduce(0) { $0 << 8 | Int(bytes[2 + $1]) }
-            offset = 10
-        }
-        return Array(bytes[offset..<min(bytes.count, offset + length)])
     }
 }
 
