@@ -12,9 +12,9 @@
 #    (the last asks for N x 100 deliveries a second: past what two cores deliver at 10,000).
 #
 # Cost: each throughput run also reports the server's CPU-seconds (user + system, from
-# /proc/PID/stat: roomcast's process; nginx's master and workers) per million deliveries, over the
-# whole run (the subscribers' connect and join included) and over the publish phase alone (first
-# publish to last delivery, sampled by roomcast-bench --server-pids), and the wire bytes per delivery (WebSocket payload and header) the subscribers received; the summary
+# /proc/PID/stat: roomcast's process; nginx's master and workers, sampled by roomcast-bench
+# --server-pids) per million deliveries, over the whole run (the subscribers' connect and join
+# included) and over the publish phase alone (first publish to last delivery), and the wire bytes per delivery (WebSocket payload and header) the subscribers received; the summary
 # prints roomcast/nchan ratios of both. --payload-bytes pads every published message to N bytes
 # (the send time, then padding) so the two servers carry payloads of the same size.
 #
@@ -46,40 +46,26 @@ trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
 
 results="$work/results"
-# CPU seconds (user + system) of the server: roomcast's process, or nginx's master and workers.
+# The server's processes: roomcast's, or nginx's master and workers (roomcast-bench --server-pids
+# reads their CPU time).
 server_pids() { # target
   if [ "$1" = roomcast ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
 }
-cpu_seconds() { # pid...
-  python3 -c 'import os,sys
-t=0
-for p in sys.argv[1:]:
-    try:
-        f=open(f"/proc/{p}/stat").read().rsplit(")",1)[1].split()
-        t+=int(f[11])+int(f[12])
-    except OSError:
-        pass
-print(t/os.sysconf("SC_CLK_TCK"))' "$@"
-}
 run() { # target port label args...
   local target=$1 port=$2 label=$3; shift 3
-  local out pids c0 c1
-  # shellcheck disable=SC2046
+  local out pids
   pids=$(server_pids "$target")
-  # shellcheck disable=SC2086
-  c0=$(cpu_seconds $pids)
   out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 --payload-bytes "$payload" \
     --server-pids "$(echo $pids | tr ' ' ',')" "$@" 2>&1) || true
-  # shellcheck disable=SC2086
-  c1=$(cpu_seconds $pids)
   echo "$out" | sed "s/^/[$target $label] /"
-  local per p50 p99 p999 delivered wire pubcpu
+  local per p50 p99 p999 delivered wire runcpu pubcpu
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
   delivered=$(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/.*/\1/p')
   wire=$(echo "$out" | sed -n 's/.*wire_bytes_per_delivery=\([0-9]*\).*/\1/p')
+  runcpu=$(echo "$out" | sed -n 's/.*run_cpu_s=\([0-9.]*\).*/\1/p')
   pubcpu=$(echo "$out" | sed -n 's/.*publish_cpu_s=\([0-9.]*\).*/\1/p')
   read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
-  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} $(python3 -c "print($c1 - $c0)") ${pubcpu:-0}" >>"$results"
+  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} ${runcpu:-0} ${pubcpu:-0}" >>"$results"
 }
 
 # BENCH_TARGETS / BENCH_CASES narrow a run while iterating (the summary needs both targets).

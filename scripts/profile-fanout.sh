@@ -28,14 +28,13 @@ command -v perf >/dev/null || { echo "perf is not installed (apt-get install -y 
 swift build -c release --product roomcast >/dev/null
 swift build -c release --product roomcast-bench >/dev/null
 bin=$(swift build -c release --show-bin-path)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 work=$(mktemp -d)
-"$bin/roomcast" --host 127.0.0.1 --port "$port" --event-loops 2 --data-dir "$work/data" \
-  --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast.log" 2>&1 &
-rc=$!
+. scripts/start-roomcast.sh
+start_roomcast "$bin/roomcast" bench:bench-secret-0123456789 --host 127.0.0.1 --event-loops 2 --connects-per-ip 1000000
+rc=$roomcast_pid
+port=$roomcast_port
+# perf record and perf stat follow roomcast's pid: they end when start_roomcast's exit trap stops it.
 perfs=()
-trap 'for p in "${perfs[@]}"; do kill -INT "$p" 2>/dev/null || true; done; kill $rc 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.05; done
 
 out="$work/bench.out"
 timeout 300 "$bin/roomcast-bench" fanout --port "$port" --client-loops 2 --subscribers "$n" --rate 0 --messages 300 \

@@ -81,7 +81,7 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "roomcast: set the app's before-send hook (PX-4) to this URL first (\"\": remove it).")
     var beforeSendUrl: String?
 
-    @Option(help: "Server process ids, comma-separated: their CPU time (user + system, /proc/PID/stat) from the first publish to the last delivery is printed as publish_cpu_s.")
+    @Option(help: "Server process ids, comma-separated: their CPU time (user + system, /proc/PID/stat) is printed for the whole run (run_cpu_s: room set-up, subscribers' connects and joins included) and from the first publish to the last delivery (publish_cpu_s).")
     var serverPids: String?
 
     func validate() throws {
@@ -98,6 +98,8 @@ struct FanoutCommand: ParsableCommand {
     func run() throws {
         _ = raiseDescriptorLimit()
         let addresses = targetPorts.map { Socket.Address(host: "127.0.0.1", port: $0) }
+        let pids = (serverPids ?? "").split(separator: ",").compactMap { Int32(String($0)) }
+        let runCPUStart = Self.cpuSeconds(pids)
         // On each node in turn: a node answers once it has applied its own entry, so every
         // node then has the settings and the room (the cluster's log is one order).
         if target == .roomcast { for address in addresses { try prepareRoomcast(address) } }
@@ -136,7 +138,6 @@ struct FanoutCommand: ParsableCommand {
                                   payloadBytes: payloadBytes,
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
-        let pids = (serverPids ?? "").split(separator: ",").compactMap { Int32(String($0)) }
         let cpuStart = Self.cpuSeconds(pids)
         let publishStart = Instant.now()
         pubLoop.execute { publisher.start() }
@@ -150,7 +151,9 @@ struct FanoutCommand: ParsableCommand {
             if delivered >= expected { break }
             usleep(1_000)
         }
-        let publishCPU = Self.cpuSeconds(pids) - cpuStart
+        let cpuEnd = Self.cpuSeconds(pids)
+        let publishCPU = cpuEnd - cpuStart
+        let runCPU = cpuEnd - runCPUStart
         for l in loops { l.stop() }
         for t in threads { t.join() }
         pubLoop.stop()
@@ -186,7 +189,8 @@ struct FanoutCommand: ParsableCommand {
             + "subscribers_lost=\(lost) elapsed=\(fixed(elapsed, 3)) s delivered_per_s=\(Int(perSecond)) "
             + "wire_bytes_per_delivery=\(delivered > 0 ? Int(wireBytes / delivered) : 0)")
         if !pids.isEmpty {
-            print("fanout: publish_cpu_s=\(fixed(publishCPU, 3)) publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
+            print("fanout: run_cpu_s=\(fixed(runCPU, 3)) publish_cpu_s=\(fixed(publishCPU, 3)) "
+                + "publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
         }
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
