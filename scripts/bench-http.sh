@@ -29,23 +29,54 @@ trap 'kill $rc 2>/dev/null || true; nginx -p "$ngdir" -c nginx.conf -s stop 2>/d
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
 curl -sf "http://127.0.0.1:$ng_port/healthz" >/dev/null
 
-run() { wrk -t2 -c64 -d"${secs}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
+ng_pids=$(cat "$ngdir/nginx.pid"; pgrep -P "$(cat "$ngdir/nginx.pid")" || true)
+# Server CPU seconds (user + system, all threads) of the given pids, from /proc/PID/stat.
+cpu() { for p in "$@"; do cat "/proc/$p/stat"; done | python3 -c '
+import os, sys
+t = 0
+for line in sys.stdin:
+    f = line[line.rindex(")") + 2:].split()
+    t += int(f[11]) + int(f[12])
+print(t / os.sysconf("SC_CLK_TCK"))'; }
+# run URL pid...: one wrk round; prints "req/s server-CPU-us-per-request".
+run() {
+  local url=$1; shift
+  local c0 c1 out
+  c0=$(cpu "$@")
+  out=$(wrk -t2 -c64 -d"${secs}s" "$url")
+  c1=$(cpu "$@")
+  python3 -c 'import sys; r, n, c0, c1 = sys.argv[1:]; print(r, round((float(c1) - float(c0)) * 1e6 / int(n), 2))' \
+    "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '/requests in/ {print $1}')" "$c0" "$c1"
+}
+rc_url="http://127.0.0.1:$rc_port/healthz"
+ng_url="http://127.0.0.1:$ng_port/healthz"
 # Warm-up (not counted).
-run "http://127.0.0.1:$rc_port/healthz" >/dev/null
-run "http://127.0.0.1:$ng_port/healthz" >/dev/null
+run "$rc_url" "$rc" >/dev/null
+run "$ng_url" $ng_pids >/dev/null
 
+# Rounds are pairs, and the pair's order alternates, so a drift in the machine's speed (other
+# tenants on the host) falls on both servers alike; the per-pair ratios are reported with the medians.
 rc_results=(); ng_results=()
 for i in $(seq 1 "$rounds"); do
-  rc_results+=("$(run "http://127.0.0.1:$rc_port/healthz")")
-  ng_results+=("$(run "http://127.0.0.1:$ng_port/healthz")")
-  echo "round $i: roomcast ${rc_results[-1]} req/s, nginx ${ng_results[-1]} req/s"
+  if [ $((i % 2)) = 1 ]; then
+    a=$(run "$rc_url" "$rc"); b=$(run "$ng_url" $ng_pids)
+  else
+    b=$(run "$ng_url" $ng_pids); a=$(run "$rc_url" "$rc")
+  fi
+  rc_results+=("$a"); ng_results+=("$b")
+  echo "round $i: roomcast ${a% *} req/s (${a#* } us CPU/req), nginx ${b% *} req/s (${b#* } us CPU/req)"
 done
-python3 - "${rc_results[*]}" "${ng_results[*]}" <<'PY'
+python3 - "${rc_results[*]}" "${ng_results[*]}" <<'PY2'
 import statistics, sys
-rc = [float(x) for x in sys.argv[1].split()]
-ng = [float(x) for x in sys.argv[2].split()]
+def pairs(s):
+    v = [float(x) for x in s.split()]
+    return v[0::2], v[1::2]
+rc, rc_cpu = pairs(sys.argv[1])
+ng, ng_cpu = pairs(sys.argv[2])
 mr, mn = statistics.median(rc), statistics.median(ng)
-print(f"bench-http: roomcast median {mr:,.0f} req/s (min {min(rc):,.0f}, max {max(rc):,.0f})")
-print(f"bench-http: nginx    median {mn:,.0f} req/s (min {min(ng):,.0f}, max {max(ng):,.0f})")
-print(f"bench-http: ratio roomcast/nginx = {mr/mn:.2f}x (target >= 1.0x)")
-PY
+print(f"bench-http: roomcast median {mr:,.0f} req/s (min {min(rc):,.0f}, max {max(rc):,.0f}), {statistics.median(rc_cpu)} us server CPU per request")
+print(f"bench-http: nginx    median {mn:,.0f} req/s (min {min(ng):,.0f}, max {max(ng):,.0f}), {statistics.median(ng_cpu)} us server CPU per request")
+per_pair = sorted(a / b for a, b in zip(rc, ng))
+print("bench-http: per-round ratios " + " ".join(f"{x:.2f}" for x in per_pair) + f"; median {statistics.median(per_pair):.2f}x")
+print(f"bench-http: ratio roomcast/nginx = {mr/mn:.2f}x (target >= 1.0x); CPU per request roomcast/nginx = {statistics.median(rc_cpu)/statistics.median(ng_cpu):.2f}x")
+PY2
