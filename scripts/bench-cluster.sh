@@ -25,8 +25,11 @@
 #    same query counts the sessions waiting for an advisory lock (the nodes' append lock).
 #
 # Evidence printed with the figures: CPU seconds by thread kind during each write run (the
-# nodes' threads by name, PostgreSQL's processes), and log entries per append transaction (rows
-# per xmin in roomcast_log).
+# nodes' threads by name, PostgreSQL's processes) and the load generator's own, and log entries
+# per append transaction (rows per xmin in roomcast_log). For each fan-out run, the servers' CPU
+# seconds per million deliveries over the publish phase (roomcast-bench --server-pids: the single
+# node; or the three nodes and every PostgreSQL process), the cost per delivery the ratio of
+# delivered msg/s stands for once publishers, not delivery, bound the rate.
 #
 # The single node gets two event loops, each cluster node one (BENCH_NODE_LOOPS) so that the
 # three nodes' loops do not outnumber the two cores three to one. PostgreSQL, the nodes and the
@@ -131,17 +134,20 @@ results="$work/results"
 bench() {
   local ports=$1 label=$2; shift 2
   local out
-  out=$(timeout 120 "$bin/roomcast-bench" fanout --ports "$ports" --client-loops 2 --app-key "$app" --app-secret "$secret" "$@" 2>&1) || true
+  out=$(timeout 120 "$bin/roomcast-bench" fanout --ports "$ports" --client-loops 2 --app-key "$app" --app-secret "$secret" \
+    ${server_pids:+--server-pids "$server_pids"} "$@" 2>&1) || true
   echo "$out" >"$work/bench-$label.out"
   echo "$out" | sed "s/^/[$label] /"
-  local pub errors per delivered expected p50 p99 byport
+  local pub errors per delivered expected p50 p99 byport cpu load
   pub=$(echo "$out" | sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p')
   errors=$(echo "$out" | sed -n 's/.*publish_errors=\([0-9]*\).*/\1/p')
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
   read -r delivered expected < <(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/\([0-9]*\).*/\1 \2/p') || true
   read -r p50 p99 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\).*/\1 \2/p') || true
   byport=$(echo "$out" | sed -n 's/.*published_by_port=\([0-9:,]*\).*/\1/p')
-  echo "run $label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--}" >>"$results"
+  cpu=$(echo "$out" | sed -n 's/.*publish_cpu_s_per_million_deliveries=\([0-9.]*\).*/\1/p')
+  load=$(echo "$out" | sed -n 's/.*load_generator_publish_cpu_s=\([0-9.]*\).*/\1/p')
+  echo "run $label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--} ${cpu:-nan} ${load:-nan}" >>"$results"
 }
 # Messages for a write run of about $target_seconds at the warm-up's rate (5,000 .. 400,000).
 size_run() {
@@ -172,10 +178,12 @@ single=$!
 pids+=("$single")
 wait_ready "$sp" single
 writes "$sp" single "$single"
+server_pids=$single
 for p in 4 16; do
   bench "$sp" "single-fanout-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "fan$p"
 done
 bench "$sp" "single-fanout-pipelined" --subscribers "$n" --rate 0 --messages 600 --publishers 4 --pipeline 16 --room "fanpl"
+server_pids=
 kill "$single"
 wait "$single" 2>/dev/null || true
 # The same node with --durability full (SQLite fsyncs every commit batch, as PostgreSQL does
@@ -295,12 +303,16 @@ h1=$(loghead)
 echo "batches $(sql "SELECT count(*), count(DISTINCT xmin::text) FROM roomcast_log WHERE position > $h0 AND position <= $h1")" \
   "$(sql "SELECT count(*) FROM (SELECT 1 FROM roomcast_log WHERE position > $h0 AND position <= $h1 GROUP BY xmin::text HAVING count(*) = 1) x")" \
   >>"$results"
+# The cluster's fan-out CPU: the three nodes and every PostgreSQL process (the postmaster's
+# children: the nodes' backends, the WAL writer, ...).
+server_pids=$(IFS=,; echo "${nodes[*]},$(pgrep -d, -P "$postmaster")")
 for p in 4 16; do
   catch_up >/dev/null
   bench "$two" "cluster-fanout-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "fan$p"
 done
 catch_up >/dev/null
 bench "$two" "cluster-fanout-pipelined" --subscribers "$n" --rate 0 --messages 600 --publishers 4 --pipeline 16 --room "fanpl"
+server_pids=
 touch "$work/lag.stop"
 wait "$sampler" 2>/dev/null || true
 echo "entries $(sql "SELECT count(*) FROM roomcast_log")" >>"$results"
@@ -317,7 +329,8 @@ rows, windows, extra = {}, {}, {}
 for line in open(results):
     f = line.split()
     if f[0] == "run":
-        rows[f[1]] = dict(pub=int(f[2]), errors=f[3], per=int(f[4]), delivered=int(f[5]), expected=int(f[6]), p50=f[7], p99=f[8], byport=f[9])
+        rows[f[1]] = dict(pub=int(f[2]), errors=f[3], per=int(f[4]), delivered=int(f[5]), expected=int(f[6]), p50=f[7], p99=f[8], byport=f[9],
+                          cpu=float(f[10]), load=float(f[11]))
     elif f[0] == "window":
         windows[f[1]] = (float(f[2]), float(f[3]))
     else:
@@ -327,7 +340,7 @@ def q(xs, p):
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
-blank = dict(pub=0, errors="nan", per=0, delivered=0, expected=0, p50="nan", p99="nan", byport="-")
+blank = dict(pub=0, errors="nan", per=0, delivered=0, expected=0, p50="nan", p99="nan", byport="-", cpu=float("nan"), load=float("nan"))
 s, c = rows.get("single-writes", blank), rows.get("cluster-writes", blank)
 print()
 print("bench-cluster: summary")
@@ -337,6 +350,10 @@ def line(label, a, b, target=""):
     print(f"{label:46} {a:>16,} {b:>18,} {ratio:>7}  {target}")
 def pair(label, a, b):
     print(f"{label:46} {a:>16} {b:>18}")
+def cost(label, a, b):
+    # Publish phase (first publish to last delivery); the cluster's figure includes PostgreSQL.
+    ratio = f"{b / a:.2f}x" if a == a and b == b and a else "-"
+    print(f"{label:46} {a:>16.3f} {b:>18.3f} {ratio:>7}  (cluster: two nodes' deliveries, three nodes + PostgreSQL's CPU)")
 line("acknowledged writes/s", s["pub"], c["pub"], "(targets: cluster >= 10,000/s and >= 0.5x)")
 pair("  publish errors", s["errors"], c["errors"])
 pair("  delivered / expected (3 subscribers)", f"{s['delivered']:,}/{s['expected']:,}", f"{c['delivered']:,}/{c['expected']:,}")
@@ -351,13 +368,15 @@ for p in (4, 16):
     line(f"fan-out delivered msg/s, {n:,} subs, P={p}", a["per"], b["per"], "(target >= 0.9x)")
     pair("  delivered / expected", f"{a['delivered']:,}/{a['expected']:,}", f"{b['delivered']:,}/{b['expected']:,}")
     pair("  published msg/s (answered)", f"{a['pub']:,}", f"{b['pub']:,}")
+    cost("  server CPU s per million deliveries", a["cpu"], b["cpu"])
 a, b = rows.get("single-fanout-pipelined", blank), rows.get("cluster-fanout-pipelined", blank)
 line(f"fan-out delivered msg/s, {n:,} subs, 4x16 pipelined", a["per"], b["per"], "(publishing ahead of delivery)")
 pair("  delivered / expected", f"{a['delivered']:,}/{a['expected']:,}", f"{b['delivered']:,}/{b['expected']:,}")
 pair("  published msg/s (answered)", f"{a['pub']:,}", f"{b['pub']:,}")
+cost("  server CPU s per million deliveries", a["cpu"], b["cpu"])
 
 print()
-print("CPU during the write runs (server side only; the load generator excluded):")
+print("CPU during the write runs (the servers by thread kind; then the load generator, on the same two cores):")
 names = {"roomcast-logrea": "roomcast-logread", "roomcast-member": "roomcast-members"}
 for label, r in (("single", s), ("single-full", rows.get("single-full-writes", blank)), ("cluster", c)):
     try:
@@ -373,6 +392,10 @@ for label, r in (("single", s), ("single-full", rows.get("single-full-writes", b
     per = lambda x: x * 1e6 / writes if writes else 0
     print(f"  {label}: {used:.1f} CPU s in {wall:.1f} s = {used / wall:.2f} cores, {per(used):.0f} us per acknowledged write; by thread kind (us per write):")
     print("    " + ", ".join(f"{names.get(k, k)} {per(v):.0f}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
+    load = r["load"]
+    if load == load and writes:
+        print(f"    load generator (roomcast-bench, publish phase): {load:.1f} CPU s = {per(load):.0f} us per write;"
+              f" servers and load generator together {(used + load) / wall:.2f} of 2 cores")
 if "batches" in extra:
     rows_, txs, singles = (int(x) for x in extra["batches"])
     print(f"  cluster log: {rows_:,} entries in {txs:,} append transactions = {rows_ / txs if txs else 0:.1f} entries per append"

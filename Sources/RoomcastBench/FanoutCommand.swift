@@ -139,6 +139,7 @@ struct FanoutCommand: ParsableCommand {
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
         let cpuStart = Self.cpuSeconds(pids)
+        let ownCPUStart = Self.cpuSeconds([getpid()])
         let publishStart = Instant.now()
         pubLoop.execute { publisher.start() }
         while !publisher.finished { usleep(5_000) }
@@ -153,6 +154,7 @@ struct FanoutCommand: ParsableCommand {
         }
         let cpuEnd = Self.cpuSeconds(pids)
         let publishCPU = cpuEnd - cpuStart
+        let ownCPU = Self.cpuSeconds([getpid()]) - ownCPUStart
         let runCPU = cpuEnd - runCPUStart
         for l in loops { l.stop() }
         for t in threads { t.join() }
@@ -192,6 +194,9 @@ struct FanoutCommand: ParsableCommand {
             print("fanout: run_cpu_s=\(fixed(runCPU, 3)) publish_cpu_s=\(fixed(publishCPU, 3)) "
                 + "publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
         }
+        // The load generator's own CPU over the same phase: with the servers' it shows whether the
+        // machine was saturated (all on the same cores).
+        print("fanout: load_generator_publish_cpu_s=\(fixed(ownCPU, 3))")
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
     }
