@@ -12,7 +12,18 @@ public final class TCPClient {
     /// `receiveBuffer` shrinks the socket's receive buffer before connecting (to play a client
     /// that reads slowly).
     public init(port: UInt16, host: String = "127.0.0.1", timeout: Double = 5, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Connected before `fd` is set: an initializer that throws once every property is set
+        // still runs `deinit`, so closing there and here would close the descriptor twice, and
+        // the second close could hit another thread's new connection that reused the number
+        // (whose requests then went out on a third thread's socket).
+        fd = try Self.connect(port: port, host: host, receiveBuffer: receiveBuffer)
+        setTimeout(timeout)
+    }
+
+    /// A connected socket, or an error with nothing left open.
+    private static func connect(port: UInt16, host: String, receiveBuffer: Int32?) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestKitError.protocolError("socket failed: errno \(errno)") }
         if var size = receiveBuffer {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -24,10 +35,11 @@ public final class TCPClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard rc == 0 else {
+            let e = errno
             close(fd)
-            throw TestKitError.protocolError("connect to \(port) failed: errno \(errno)")
+            throw TestKitError.protocolError("connect to \(port) failed: errno \(e)")
         }
-        setTimeout(timeout)
+        return fd
     }
 
     deinit { close(fd) }

@@ -79,8 +79,10 @@ public final class HTTPReceiver: @unchecked Sendable {
         }
     }
 
+    /// Stops accepting (once: a second close could close another thread's descriptor that
+    /// reused the number).
     public func stop() {
-        closed.store(true, ordering: .relaxed)
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
     }
