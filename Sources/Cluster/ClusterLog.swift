@@ -136,6 +136,19 @@ public enum ClusterLog {
         try db.query("LISTEN " + db.quotedIdentifier(channel))
     }
 
+    /// Whether these wake-ups may announce entries after `position`, the last one a reader has.
+    /// An append's wake-up names its last position; one at or below `position` announces
+    /// entries the reader already read (they came with a read that ran after their commit), so
+    /// it need not read again. Anything else (another channel's, a payload that is not a
+    /// position) may announce something and wakes it: a wrong payload can only cost a read, or
+    /// delay one until the reader's next timed read, never lose an entry.
+    public static func announcesEntries(after position: Int64, in notifications: [(channel: String, payload: String)]) -> Bool {
+        notifications.contains { n in
+            guard n.channel == channel, let last = Int64(n.payload) else { return true }
+            return last > position
+        }
+    }
+
 }
 
 /// The cluster's members (CL-5): each node's public URLs and heartbeat; a node whose heartbeat is

@@ -406,11 +406,17 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                     // next sends a wake-up.
                     if entries.count == ClusterLog.maxBatch || bytes >= ClusterLog.maxReadBytes { continue }
                 }
-                // Wait for a wake-up: those libpq already queued first, then the socket.
-                if try conn.notifications().isEmpty {
+                // Wait for a wake-up that announces entries after `last`: those libpq already
+                // queued first, then the socket. Under load most appends' wake-ups arrive after
+                // a read that already returned their entries; those are passed over, not read
+                // again (ClusterLog.announcesEntries). At most a second passes without a read.
+                let deadline = Instant.now() + .seconds(1)
+                while running.load(ordering: .relaxed), !ClusterLog.announcesEntries(after: last, in: try conn.notifications()) {
+                    let now = Instant.now()
+                    guard now < deadline else { break }
+                    let left = (deadline - now).components
                     var pfd = pollfd(fd: conn.socket, events: Int16(POLLIN), revents: 0)
-                    _ = try? syscall("poll") { poll(&pfd, 1, 1_000) }
-                    _ = try conn.notifications()
+                    _ = try? syscall("poll") { poll(&pfd, 1, Int32(left.seconds * 1_000 + left.attoseconds / 1_000_000_000_000_000 + 1)) }
                 }
                 // Woken again this soon: under load, let the next appends land and read them together.
                 if wallClockMilliseconds() - lastRead <= Self.coalesceAfterMilliseconds { usleep(Self.coalesceMicroseconds) }

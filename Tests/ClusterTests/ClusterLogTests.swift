@@ -124,11 +124,31 @@ struct ClusterLogTests {
             if notes.isEmpty { usleep(10_000) }
         }
         #expect(notes.map(\.channel) == [ClusterLog.channel] && notes.map(\.payload) == ["2"])
+        // The wake-up announces entries to a reader that has less than its position, not to one
+        // that read up to it already.
+        #expect(ClusterLog.announcesEntries(after: 1, in: notes))
+        #expect(!ClusterLog.announcesEntries(after: 2, in: notes))
         #expect(try ClusterLog.read(listener, after: 0).map(\.payload) == [[1, 2, 3], []])
         // A node whose clock is behind appends after one whose clock is ahead: the log's time holds.
         _ = try ClusterLog.append(writer, [("ahead", 1_000, [])])
         _ = try ClusterLog.append(writer, [("behind", 400, []), ("behind", 1_200, [])])
         #expect(try ClusterLog.read(writer, after: 2).map(\.at) == [1_000, 1_000, 1_200])
+    }
+
+    // A reader passes over wake-ups for entries it already read, and over nothing else: any
+    // wake-up it cannot read as a later position (another channel, a payload that is not a
+    // position) makes it read. Pure: no PostgreSQL.
+    @Test func wakeUpsForEntriesAlreadyReadAreSkipped() {
+        let log = ClusterLog.channel
+        #expect(!ClusterLog.announcesEntries(after: 10, in: []))
+        #expect(!ClusterLog.announcesEntries(after: 10, in: [(log, "3"), (log, "10")]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [(log, "3"), (log, "11")]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [(log, "")]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [(log, "ten")]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [(log, " 9")]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [("other", "9")]))
+        #expect(ClusterLog.announcesEntries(after: Int64.max - 1, in: [(log, String(Int64.max))]))
+        #expect(ClusterLog.announcesEntries(after: 10, in: [(log, "99999999999999999999")]))
     }
 
     // CL-4, CL-5: nodes' heartbeats say who is alive at an injected time; one node leads, and
