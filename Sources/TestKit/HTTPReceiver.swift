@@ -71,20 +71,23 @@ public final class HTTPReceiver: @unchecked Sendable {
         port = UInt16(bigEndian: addr.sin_port)
         let listener = fd
         Thread.detachNewThread { [self] in
-            while !closed.load(ordering: .relaxed) {
+            // This thread closes the listening socket when it ends (see `stop`).
+            defer { close(listener) }
+            while !closed.load(ordering: .acquiring) {
                 let c = accept(listener, nil, nil)
-                if c < 0 { if closed.load(ordering: .relaxed) { return } else { continue } }
+                if c < 0 { if closed.load(ordering: .acquiring) { return } else { continue } }
                 Thread.detachNewThread { [self] in serve(c) }
             }
         }
     }
 
-    /// Stops accepting (once: a second close could close another thread's descriptor that
-    /// reused the number).
+    /// Stops accepting. Once, and without closing the listening socket: the shutdown wakes the
+    /// accept thread, which closes it as it ends. Closing it here could let that thread call
+    /// `accept` on the number after another test's socket reused it, and a second close could
+    /// close that socket.
     public func stop() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
     }
 
     public func respond(_ f: @escaping @Sendable (Request) -> Answer) { responder.withLock { $0 = f } }

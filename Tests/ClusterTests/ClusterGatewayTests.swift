@@ -47,6 +47,20 @@ struct ClusterGatewayTests {
             // Carol, on bob's node but not in the room, receives none of it.
             #expect(Self.contents(carol.drain(for: 0.3)).isEmpty)
 
+            // Each change wakes the other nodes' log readers: ten messages one after another, each
+            // answered on node 2 and received on node 1, take well under the ten seconds a reader
+            // that let wake-ups pass (waiting for its timed read each second) would need.
+            // (A room of its own, whose history the checks below do not read.)
+            #expect(try c[2].rest().call("POST", "/v1/rooms", ["roomId": "seq"]).status == 201)
+            let dave = try c[1].client("dave")
+            _ = try dave.expectOK(try dave.command("room.join", ["roomId": "seq"]))
+            let started = Date()
+            for i in 0..<10 {
+                #expect(try c[2].rest().call("POST", "/v1/rooms/seq/messages", ["content": "seq-\(i)", "fromUserId": "admin"]).status == 201)
+                _ = try dave.waitFor("room.message", timeout: 5) { $0.obj("data").obj("message").str("content") == "seq-\(i)" }
+            }
+            #expect(Date().timeIntervalSince(started) < 5, "ten messages took \(Date().timeIntervalSince(started)) s")
+
             // A client's message on node 0 reaches node 1.
             _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "hello"]))
             let hello = try bob.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "hello" }

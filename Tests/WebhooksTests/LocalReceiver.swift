@@ -58,15 +58,17 @@ final class LocalReceiver: Sendable {
         return condition(requests)
     }
 
+    /// Stops accepting: the shutdown wakes the accept thread, which closes the listening socket
+    /// itself (closing it here could let that thread accept on a number reused by another test).
     func stop() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         // The serving threads close their sockets once their reads fail.
         connections.withLock { for c in $0.open { shutdown(c, Int32(SHUT_RDWR)) } }
     }
 
     private func acceptLoop() {
+        defer { close(listener) }
         while !closed.load(ordering: .acquiring) {
             let c = accept(listener, nil, nil)
             if c < 0 {
