@@ -96,7 +96,8 @@ wait_ready() { # port label: /readyz answers 200 (at most 60 s)
 
 # CPU seconds (user + system) by thread kind into a JSON file: the given pids' threads by name
 # (a trailing number dropped: roomcast-io-0 and -1 are roomcast-io), and every process whose
-# parent is one of them (the postmaster's: PostgreSQL's backends and helpers) as "postgres".
+# parent is one of them (the postmaster's: PostgreSQL's backends and helpers) as "postgres";
+# and the machine's idle seconds (/proc/stat) as "_idle".
 cpu() { # out pid...
   python3 - "$@" <<'PY'
 import json, os, re, sys
@@ -124,6 +125,9 @@ for d in os.listdir("/proc"):
                 kinds[k] = kinds.get(k, 0) + ts[2]
     elif st[1] in pids:
         kinds["postgres"] = kinds.get("postgres", 0) + st[2]
+# The machine's idle time (idle + iowait of every CPU), to say whether the cores were saturated.
+f = open("/proc/stat").readline().split()
+kinds["_idle"] = (int(f[4]) + int(f[5])) / tck
 json.dump(kinds, open(out, "w"))
 PY
 }
@@ -138,7 +142,7 @@ bench() {
     ${server_pids:+--server-pids "$server_pids"} "$@" 2>&1) || true
   echo "$out" >"$work/bench-$label.out"
   echo "$out" | sed "s/^/[$label] /"
-  local pub errors per delivered expected p50 p99 byport cpu load
+  local pub errors per delivered expected p50 p99 byport cpu load accepted
   pub=$(echo "$out" | sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p')
   errors=$(echo "$out" | sed -n 's/.*publish_errors=\([0-9]*\).*/\1/p')
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
@@ -146,8 +150,9 @@ bench() {
   read -r p50 p99 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\).*/\1 \2/p') || true
   byport=$(echo "$out" | sed -n 's/.*published_by_port=\([0-9:,]*\).*/\1/p')
   cpu=$(echo "$out" | sed -n 's/.*publish_cpu_s_per_million_deliveries=\([0-9.]*\).*/\1/p')
-  load=$(echo "$out" | sed -n 's/.*load_generator_publish_cpu_s=\([0-9.]*\).*/\1/p')
-  echo "run $label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--} ${cpu:-nan} ${load:-nan}" >>"$results"
+  load=$(echo "$out" | sed -n 's/.*load_generator_run_cpu_s=\([0-9.]*\).*/\1/p')
+  accepted=$(echo "$out" | sed -n 's/.* published=\([0-9]*\)\/.*/\1/p')
+  echo "run $label ${pub:-0} ${errors:-nan} ${per:-0} ${delivered:-0} ${expected:-0} ${p50:-nan} ${p99:-nan} ${byport:--} ${cpu:-nan} ${load:-nan} ${accepted:-0}" >>"$results"
 }
 # Messages for a write run of about $target_seconds at the warm-up's rate (5,000 .. 400,000).
 size_run() {
@@ -296,6 +301,9 @@ mark_head() { catch_up >/dev/null; h0=$(loghead); }
 before_writes=mark_head
 writes "$all" cluster "${nodes[@]}" "$postmaster"
 before_writes=
+# The sampler watches the write run only: stopped before the fan-out runs, whose CPU it would add to.
+touch "$work/lag.stop"
+wait "$sampler" 2>/dev/null || true
 t1=$(sed -n 's/^window cluster-writes [0-9.]* \([0-9.]*\)$/\1/p' "$results")
 echo "caughtup $(catch_up) $t1" >>"$results"
 h1=$(loghead)
@@ -313,8 +321,6 @@ done
 catch_up >/dev/null
 bench "$two" "cluster-fanout-pipelined" --subscribers "$n" --rate 0 --messages 600 --publishers 4 --pipeline 16 --room "fanpl"
 server_pids=
-touch "$work/lag.stop"
-wait "$sampler" 2>/dev/null || true
 echo "entries $(sql "SELECT count(*) FROM roomcast_log")" >>"$results"
 
 echo "bench-cluster: the nodes' logs (warning level), first lines:"
@@ -330,7 +336,7 @@ for line in open(results):
     f = line.split()
     if f[0] == "run":
         rows[f[1]] = dict(pub=int(f[2]), errors=f[3], per=int(f[4]), delivered=int(f[5]), expected=int(f[6]), p50=f[7], p99=f[8], byport=f[9],
-                          cpu=float(f[10]), load=float(f[11]))
+                          cpu=float(f[10]), load=float(f[11]), accepted=int(f[12]))
     elif f[0] == "window":
         windows[f[1]] = (float(f[2]), float(f[3]))
     else:
@@ -340,7 +346,7 @@ def q(xs, p):
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
-blank = dict(pub=0, errors="nan", per=0, delivered=0, expected=0, p50="nan", p99="nan", byport="-", cpu=float("nan"), load=float("nan"))
+blank = dict(pub=0, errors="nan", per=0, delivered=0, expected=0, p50="nan", p99="nan", byport="-", cpu=float("nan"), load=float("nan"), accepted=0)
 s, c = rows.get("single-writes", blank), rows.get("cluster-writes", blank)
 print()
 print("bench-cluster: summary")
@@ -386,16 +392,19 @@ for label, r in (("single", s), ("single-full", rows.get("single-full-writes", b
         continue
     t0, t1 = windows[f"{label}-writes"]
     wall = t1 - t0
-    writes = r["pub"] * wall
-    d = {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0) > 0.005}
+    # The window is the whole roomcast-bench run (connects, publishing, the last deliveries);
+    # every write it made counts.
+    writes = r["accepted"]
+    idle = b.get("_idle", 0) - a.get("_idle", 0)
+    d = {k: b[k] - a.get(k, 0) for k in b if not k.startswith("_") and b[k] - a.get(k, 0) > 0.005}
     used = sum(d.values())
     per = lambda x: x * 1e6 / writes if writes else 0
     print(f"  {label}: {used:.1f} CPU s in {wall:.1f} s = {used / wall:.2f} cores, {per(used):.0f} us per acknowledged write; by thread kind (us per write):")
     print("    " + ", ".join(f"{names.get(k, k)} {per(v):.0f}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
     load = r["load"]
     if load == load and writes:
-        print(f"    load generator (roomcast-bench, publish phase): {load:.1f} CPU s = {per(load):.0f} us per write;"
-              f" servers and load generator together {(used + load) / wall:.2f} of 2 cores")
+        print(f"    load generator (roomcast-bench, its whole run): {load:.1f} CPU s = {per(load):.0f} us per write;"
+              f" servers and load generator {(used + load) / wall:.2f} cores; the machine idle {idle / wall:.2f} of 2 cores")
 if "batches" in extra:
     rows_, txs, singles = (int(x) for x in extra["batches"])
     print(f"  cluster log: {rows_:,} entries in {txs:,} append transactions = {rows_ / txs if txs else 0:.1f} entries per append"

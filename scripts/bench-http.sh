@@ -30,6 +30,7 @@ for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/nul
 curl -sf "http://127.0.0.1:$ng_port/healthz" >/dev/null
 
 ng_pids=$(cat "$ngdir/nginx.pid"; pgrep -P "$(cat "$ngdir/nginx.pid")" || true)
+[ "$(echo "$ng_pids" | wc -w)" -ge 2 ] || { echo "bench-http: nginx's workers not found (pid file $ngdir/nginx.pid)"; exit 1; }
 # Server CPU seconds (user + system, all threads) of the given pids, from /proc/PID/stat.
 cpu() { for p in "$@"; do cat "/proc/$p/stat"; done | python3 -c '
 import os, sys
@@ -45,7 +46,7 @@ run() {
   c0=$(cpu "$@")
   out=$(wrk -t2 -c64 -d"${secs}s" "$url")
   c1=$(cpu "$@")
-  python3 -c 'import sys; r, n, c0, c1 = sys.argv[1:]; print(r, round((float(c1) - float(c0)) * 1e6 / int(n), 2))' \
+  python3 -c 'import sys; r, n, c0, c1 = sys.argv[1:]; n = int(n or 0); print(r or 0, round((float(c1) - float(c0)) * 1e6 / n, 2) if n else "nan")' \
     "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$(echo "$out" | awk '/requests in/ {print $1}')" "$c0" "$c1"
 }
 rc_url="http://127.0.0.1:$rc_port/healthz"

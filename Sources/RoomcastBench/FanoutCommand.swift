@@ -194,9 +194,9 @@ struct FanoutCommand: ParsableCommand {
             print("fanout: run_cpu_s=\(fixed(runCPU, 3)) publish_cpu_s=\(fixed(publishCPU, 3)) "
                 + "publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
         }
-        // The load generator's own CPU over the same phase: with the servers' it shows whether the
-        // machine was saturated (all on the same cores).
-        print("fanout: load_generator_publish_cpu_s=\(fixed(ownCPU, 3))")
+        // The load generator's own CPU over the same phase, and since it started: beside the
+        // servers' it shows how the cores were shared (all on the same machine).
+        print("fanout: load_generator_publish_cpu_s=\(fixed(ownCPU, 3)) load_generator_run_cpu_s=\(fixed(Self.cpuSeconds([getpid()]), 3))")
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
     }
