@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# roomcast GET /healthz against nginx `return 200` with wrk -t2 -c64, alternating rounds in the same
-# run; prints each median and the ratio. Target on a 2-core machine: roomcast >= 1.0x nginx.
+# roomcast GET /healthz against nginx `return 200` with wrk -t2 -c64, in pairs of rounds whose order
+# alternates, in the same run; prints each round's req/s and server CPU per request, the medians,
+# the per-pair ratios and the ratio. Target on a 2-core machine: roomcast >= 1.0x nginx.
 #
 #   scripts/bench-http.sh [rounds] [seconds-per-round]     (defaults: 7 rounds of 5 s)
 set -euo pipefail
