@@ -414,9 +414,8 @@ final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 while running.load(ordering: .relaxed), !ClusterLog.announcesEntries(after: last, in: try conn.notifications()) {
                     let now = Instant.now()
                     guard now < deadline else { break }
-                    let left = (deadline - now).components
                     var pfd = pollfd(fd: conn.socket, events: Int16(POLLIN), revents: 0)
-                    _ = try? syscall("poll") { poll(&pfd, 1, Int32(left.seconds * 1_000 + left.attoseconds / 1_000_000_000_000_000 + 1)) }
+                    _ = try? syscall("poll") { poll(&pfd, 1, Int32((deadline.nanoseconds - now.nanoseconds) / 1_000_000 + 1)) }
                 }
                 // Woken again this soon: under load, let the next appends land and read them together.
                 if wallClockMilliseconds() - lastRead <= Self.coalesceAfterMilliseconds { usleep(Self.coalesceMicroseconds) }

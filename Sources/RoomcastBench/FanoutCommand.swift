@@ -139,7 +139,6 @@ struct FanoutCommand: ParsableCommand {
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
         let cpuStart = Self.cpuSeconds(pids)
-        let ownCPUStart = Self.cpuSeconds([getpid()])
         let publishStart = Instant.now()
         pubLoop.execute { publisher.start() }
         while !publisher.finished { usleep(5_000) }
@@ -154,7 +153,6 @@ struct FanoutCommand: ParsableCommand {
         }
         let cpuEnd = Self.cpuSeconds(pids)
         let publishCPU = cpuEnd - cpuStart
-        let ownCPU = Self.cpuSeconds([getpid()]) - ownCPUStart
         let runCPU = cpuEnd - runCPUStart
         for l in loops { l.stop() }
         for t in threads { t.join() }
@@ -194,9 +192,9 @@ struct FanoutCommand: ParsableCommand {
             print("fanout: run_cpu_s=\(fixed(runCPU, 3)) publish_cpu_s=\(fixed(publishCPU, 3)) "
                 + "publish_cpu_s_per_million_deliveries=\(fixed(delivered > 0 ? publishCPU * 1e6 / Double(delivered) : 0, 3))")
         }
-        // The load generator's own CPU over the same phase, and since it started: beside the
-        // servers' it shows how the cores were shared (all on the same machine).
-        print("fanout: load_generator_publish_cpu_s=\(fixed(ownCPU, 3)) load_generator_run_cpu_s=\(fixed(Self.cpuSeconds([getpid()]), 3))")
+        // The load generator's own CPU since it started: beside the servers' it shows how the
+        // cores were shared (all on the same machine).
+        print("fanout: load_generator_run_cpu_s=\(fixed(Self.cpuSeconds([getpid()]), 3))")
         print("fanout: latency_ms p50=\(ms(histogram.quantile(0.5))) p99=\(ms(histogram.quantile(0.99))) "
             + "p99.9=\(ms(histogram.quantile(0.999))) max=\(ms(histogram.maximum))")
     }
