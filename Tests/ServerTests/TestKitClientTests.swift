@@ -2,6 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 import TestKit
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The black-box tests' own TCP client. A flaky cluster test (CL-3: one acknowledged write
 /// "lost", answered with another writer's message) came from it: a connect that failed closed its
@@ -17,7 +20,19 @@ struct TestKitClientTests {
         try await offPool { () throws in
             let receiver = try HTTPReceiver { request in HTTPReceiver.Answer(status: 200, body: request.body) }
             defer { receiver.stop() }
-            let refused = freePort()
+            // A port bound but not listening: connects to it are refused, and no other test's
+            // server can take it meanwhile (and be sent these connects).
+            let reserved = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(reserved) }
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(reserved, $0, len) == 0 && getsockname(reserved, $0, &len) == 0 }
+            }
+            #expect(bound)
+            let refused = UInt16(bigEndian: addr.sin_port)
             let crossed = Atomic<Int>(0), failed = Atomic<Int>(0), answered = Atomic<Int>(0)
             let group = DispatchGroup()
             let end = Date().addingTimeInterval(3)
