@@ -44,7 +44,10 @@ public struct ByteBlock: @unchecked Sendable {
         }
     }
 
-    public var count: Int { storage.header }
+    /// Read through the header's pointer: `ManagedBuffer.header` is a class's stored `var`, and
+    /// reading it as a property costs a dynamic exclusivity check on every call (several per
+    /// written response). The header is written once, in `make`, before the block is shared.
+    public var count: Int { storage.withUnsafeMutablePointerToHeader { $0.pointee } }
 
     /// The first byte. Stable while the block is alive (the elements are inside the object).
     public var base: UnsafeMutableRawPointer {
