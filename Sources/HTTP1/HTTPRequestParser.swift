@@ -85,7 +85,7 @@ public struct HTTPRequestParser {
         case trailerValue
         case trailerLineLF
         case trailerEndLF
-        case failed(HTTPParserError)
+        case failed               // see `error`
     }
 
     public let limits: HTTPLimits
@@ -94,6 +94,9 @@ public struct HTTPRequestParser {
     // The head under construction: raw bytes plus the ranges that name its parts.
     private var scratch: [UInt8] = []
     private var methodEnd = 0
+    /// The byte-wise path buffers no separators, so the target starts at `methodEnd`; the
+    /// whole-head path copies the head as sent, and it starts after the space.
+    private var targetStart = 0
     private var targetEnd = 0
     private var versionStart = 0
     private var fieldRanges: [(name: Range<Int>, value: Range<Int>)] = []
@@ -132,19 +135,52 @@ public struct HTTPRequestParser {
         }
     }
 
+    /// What `next` reports: a payload-free value, cheap to return and to switch on. The head is
+    /// taken with `takeHead()`, the error read from `error`.
+    public enum Progress: Equatable, Sendable {
+        /// Everything given was consumed; feed more.
+        case needMoreData
+        /// A head is complete: take it with `takeHead()`.
+        case head
+        /// Body bytes: this range of the buffer passed to the call that returned it.
+        case body(Range<Int>)
+        case end
+        /// The request is refused: `error` says why.
+        case error
+    }
+
     /// Consumes a prefix of `buffer`; returns the step and how many bytes were consumed.
     public mutating func parse(_ buffer: UnsafeRawBufferPointer) -> (step: Step, consumed: Int) {
+        let (progress, consumed) = next(buffer)
+        switch progress {
+        case .needMoreData: return (.needMoreData, consumed)
+        case .head: return (.event(.head(takeHead())), consumed)
+        case .body(let range): return (.event(.body(range)), consumed)
+        case .end: return (.event(.end), consumed)
+        case .error: return (.error(error!), consumed)
+        }
+    }
+
+    /// Why the request was refused, once `next` has reported `.error` (it then reports it again on
+    /// every call).
+    public private(set) var error: HTTPParserError?
+
+    /// The head `next` reported with `.head`. Called once per head.
+    public mutating func takeHead() -> HTTPRequestHead {
+        builtHead.take()!
+    }
+
+    /// `parse` without payloads: the connection's hot path.
+    public mutating func next(_ buffer: UnsafeRawBufferPointer) -> (Progress, Int) {
         var i = 0
         let n = buffer.count
         while true {
             switch state {
-            case .failed(let error):
-                return (.error(error), i)
+            case .failed:
+                return (.error, i)
 
             case .headComplete:
-                let head = builtHead!
-                builtHead = nil
-                switch head.framing {
+                switch builtHead!.framing {
                 case .none, .contentLength(0): state = .bodyEnd
                 case .contentLength(let length): state = .body(remaining: length)
                 case .chunked:
@@ -153,7 +189,7 @@ public struct HTTPRequestParser {
                     chunkDigits = 0
                     bodyBytes = 0
                 }
-                return (.event(.head(head)), i)
+                return (.head, i)
 
             case .body(let remaining):
                 if i == n { return (.needMoreData, i) }
@@ -161,11 +197,11 @@ public struct HTTPRequestParser {
                 let range = i..<(i + take)
                 i += take
                 state = remaining - take == 0 ? .bodyEnd : .body(remaining: remaining - take)
-                return (.event(.body(range)), i)
+                return (.body(range), i)
 
             case .bodyEnd:
                 resetForNextRequest()
-                return (.event(.end), i)
+                return (.end, i)
 
             case .chunkData(let remaining):
                 if i == n { return (.needMoreData, i) }
@@ -173,25 +209,117 @@ public struct HTTPRequestParser {
                 let range = i..<(i + take)
                 i += take
                 state = remaining - take == 0 ? .chunkDataCR : .chunkData(remaining: remaining - take)
-                return (.event(.body(range)), i)
+                return (.body(range), i)
 
             default:
                 if i == n { return (.needMoreData, i) }
+                if state == .lineStart, let end = wholeHead(buffer, from: i) {
+                    i = end
+                    switch buildHead() {
+                    case .success(let head):
+                        builtHead = head
+                        state = .headComplete
+                        continue
+                    case .failure(let error):
+                        fail(error)
+                        return (.error, i)
+                    }
+                }
                 // Runs of ordinary bytes in the long states are checked and buffered in one go;
                 // the byte that ends a run goes through `step` like any other.
                 if let error = scanRun(buffer, &i) {
-                    state = .failed(error)
-                    return (.error(error), i)
+                    fail(error)
+                    return (.error, i)
                 }
                 if i == n { return (.needMoreData, i) }
                 let byte = buffer[i]
                 i += 1
                 if let error = step(byte) {
-                    state = .failed(error)
-                    return (.error(error), i)
+                    fail(error)
+                    return (.error, i)
                 }
             }
         }
+    }
+
+    /// The common case in one pass: a whole, well-formed head at `b[start...]` (request line with
+    /// HTTP/1.1 or HTTP/1.0, fields without obsolete folding, within every limit). It is copied to
+    /// `scratch` as sent, names lower-cased in place, and the index after it returned. For anything
+    /// else (a head cut short by the end of the buffer, any malformed or unusual form, a limit
+    /// reached) nothing is changed and nil returned: the byte-wise path then reads the same bytes
+    /// and gives its exact error. The tests feed every request whole and a byte at a time and
+    /// require the same outcome, so the two paths cannot drift apart unseen.
+    private mutating func wholeHead(_ b: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        // Never looks further than the longest head the limits allow: bounded work per request.
+        let n = min(b.count, start + limits.maxRequestLineBytes + 2 + limits.maxHeaderBytes)
+        var i = start
+        while i < n && isTokenChar(b[i]) { i += 1 }
+        guard i > start, i < n, b[i] == SP else { return nil }
+        let methodStop = i
+        i += 1
+        while i < n, b[i] > 0x20 && b[i] < 0x7F { i += 1 }
+        // The target, a space, "HTTP/1.x" and CRLF.
+        guard i > methodStop + 1, n - i >= 11, b[i] == SP else { return nil }
+        let targetStop = i
+        let v = i + 1
+        guard b[v] == 0x48, b[v + 1] == 0x54, b[v + 2] == 0x54, b[v + 3] == 0x50, b[v + 4] == SLASH, b[v + 5] == 0x31,
+              b[v + 6] == 0x2E, b[v + 7] == 0x31 || b[v + 7] == 0x30, b[v + 8] == CR, b[v + 9] == LF,
+              v + 8 - start <= limits.maxRequestLineBytes
+        else { return nil }
+        i = v + 10
+        let fieldsStart = i
+        while true {
+            guard i < n else { return abandonWholeHead() }
+            if b[i] == CR {
+                guard i + 1 < n, b[i + 1] == LF else { return abandonWholeHead() }
+                i += 2
+                break
+            }
+            let nameStart = i
+            while i < n && isTokenChar(b[i]) { i += 1 }
+            guard i > nameStart, i < n, b[i] == COLON, fieldRanges.count < limits.maxHeaderCount else { return abandonWholeHead() }
+            let nameStop = i
+            i += 1
+            while i < n, b[i] == SP || b[i] == HTAB { i += 1 }
+            let valueStart = i
+            var valueStop = i
+            while i < n {
+                let c = b[i]
+                if c > 0x20 && c != 0x7F {
+                    i += 1
+                    valueStop = i
+                } else if c == SP || c == HTAB {
+                    i += 1
+                } else {
+                    break
+                }
+            }
+            guard i + 1 < n, b[i] == CR, b[i + 1] == LF else { return abandonWholeHead() }
+            i += 2
+            fieldRanges.append((name: (nameStart - start)..<(nameStop - start), value: (valueStart - start)..<(valueStop - start)))
+        }
+        guard i - fieldsStart <= limits.maxHeaderBytes else { return abandonWholeHead() }
+        scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[start..<i]))
+        scratch.withUnsafeMutableBufferPointer { out in
+            for (name, _) in fieldRanges {
+                for k in name { out[k] = lower(out[k]) }
+            }
+        }
+        methodEnd = methodStop - start
+        targetStart = methodEnd + 1
+        targetEnd = targetStop - start
+        versionStart = v - start
+        return i
+    }
+
+    private mutating func abandonWholeHead() -> Int? {
+        fieldRanges.removeAll(keepingCapacity: true)
+        return nil
+    }
+
+    private mutating func fail(_ error: HTTPParserError) {
+        state = .failed
+        self.error = error
     }
 
     private mutating func resetForNextRequest() {
@@ -228,6 +356,7 @@ public struct HTTPRequestParser {
             if let e = countRequestLine() { return e }
             if byte == SP {
                 methodEnd = scratch.count
+                targetStart = methodEnd
                 state = .target
                 return nil
             }
@@ -238,7 +367,7 @@ public struct HTTPRequestParser {
         case .target:
             if let e = countRequestLine() { return e }
             if byte == SP {
-                guard scratch.count > methodEnd else { return .badRequest("empty request target") }
+                guard scratch.count > targetStart else { return .badRequest("empty request target") }
                 targetEnd = scratch.count
                 versionStart = scratch.count
                 state = .version
@@ -412,7 +541,7 @@ public struct HTTPRequestParser {
             return nil
 
         case .headComplete, .body, .bodyEnd, .chunkData, .failed:
-            preconditionFailure("handled by parse()")
+            preconditionFailure("handled by next()")
         }
     }
 
@@ -513,10 +642,10 @@ public struct HTTPRequestParser {
     }
 
     private func checkVersion() -> HTTPParserError? {
-        let v = scratch[versionStart...]
         // HTTP-version = "HTTP" "/" DIGIT "." DIGIT
-        guard v.count == 8, v.starts(with: [0x48, 0x54, 0x54, 0x50, 0x2F]),
-              isDigit(scratch[versionStart + 5]), scratch[versionStart + 6] == 0x2E, isDigit(scratch[versionStart + 7])
+        let v = versionStart
+        guard scratch.count - v == 8, scratch[v] == 0x48, scratch[v + 1] == 0x54, scratch[v + 2] == 0x54, scratch[v + 3] == 0x50,
+              scratch[v + 4] == 0x2F, isDigit(scratch[v + 5]), scratch[v + 6] == 0x2E, isDigit(scratch[v + 7])
         else { return .badRequest("malformed HTTP version") }
         let major = scratch[versionStart + 5], minor = scratch[versionStart + 7]
         guard major == 0x31, minor == 0x30 || minor == 0x31 else { return .versionNotSupported }
@@ -525,6 +654,45 @@ public struct HTTPRequestParser {
 
     private func string(_ range: Range<Int>) -> String {
         scratch.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
+
+    /// A field's (lower-cased) name. The names most requests carry are string literals, which cost
+    /// nothing to make; others are decoded from the buffer.
+    private func fieldName(_ r: Range<Int>) -> String {
+        switch r.count {
+        case 4: if nameEquals(r, "host") { return "host" }
+        case 6:
+            if nameEquals(r, "accept") { return "accept" }
+            if nameEquals(r, "expect") { return "expect" }
+            if nameEquals(r, "origin") { return "origin" }
+        case 7: if nameEquals(r, "upgrade") { return "upgrade" }
+        case 10:
+            if nameEquals(r, "connection") { return "connection" }
+            if nameEquals(r, "user-agent") { return "user-agent" }
+        case 12: if nameEquals(r, "content-type") { return "content-type" }
+        case 13: if nameEquals(r, "authorization") { return "authorization" }
+        case 14: if nameEquals(r, "content-length") { return "content-length" }
+        case 15: if nameEquals(r, "accept-encoding") { return "accept-encoding" }
+        case 17: if nameEquals(r, "transfer-encoding") { return "transfer-encoding" }
+        default: break
+        }
+        return string(r)
+    }
+
+    /// The request's method; the common ones without decoding a string.
+    private func method() -> HTTPMethod {
+        switch methodEnd {
+        case 3:
+            if nameEquals(0..<3, "GET") { return HTTPMethod("GET") }
+            if nameEquals(0..<3, "PUT") { return HTTPMethod("PUT") }
+        case 4:
+            if nameEquals(0..<4, "POST") { return HTTPMethod("POST") }
+            if nameEquals(0..<4, "HEAD") { return HTTPMethod("HEAD") }
+        case 5: if nameEquals(0..<5, "PATCH") { return HTTPMethod("PATCH") }
+        case 6: if nameEquals(0..<6, "DELETE") { return HTTPMethod("DELETE") }
+        default: break
+        }
+        return HTTPMethod(string(0..<methodEnd))
     }
 
     private func nameEquals(_ range: Range<Int>, _ lowercased: StaticString) -> Bool {
@@ -546,12 +714,12 @@ public struct HTTPRequestParser {
         // RFC 9112 §3.2: origin-form for everything but CONNECT (authority-form) and a server-wide
         // OPTIONS (asterisk-form); absolute-form accepted from anyone (§3.2.2), its authority
         // replacing Host. The common case costs one byte compare and a length check.
-        var originStart = methodEnd
+        var originStart = targetStart
         var authority: Range<Int>?
         var asterisk = false
         let isConnect = methodEnd == 7 && nameEquals(0..<7, "CONNECT")
-        if scratch[methodEnd] != SLASH || isConnect {
-            switch RequestTarget.form(scratch, methodEnd..<targetEnd) {
+        if scratch[targetStart] != SLASH || isConnect {
+            switch RequestTarget.form(scratch, targetStart..<targetEnd) {
             case .failure(let error):
                 return .failure(error)
             case .success(.authority):
@@ -586,17 +754,17 @@ public struct HTTPRequestParser {
         var expectContinue = false
 
         for (nameRange, valueRange) in fieldRanges {
-            let name = string(nameRange)
+            let name = fieldName(nameRange)
             if nameEquals(nameRange, "host") {
                 hostCount += 1
                 // RFC 9112 §3.2: an invalid Host is refused even when the target's authority
                 // replaces it.
                 guard RequestTarget.isValidHost(scratch, valueRange) else { return .failure(.badRequest("invalid Host")) }
-                headers.add(name, string(authority ?? valueRange))
+                headers.addParsed(name, string(authority ?? valueRange))
                 continue
             }
             let value = string(valueRange)
-            headers.add(name, value)
+            headers.addParsed(name, value)
             if nameEquals(nameRange, "content-length") {
                 sawContentLength = true
                 // RFC 9110 §8.6: a list of identical values may be treated as one; anything else
@@ -635,7 +803,7 @@ public struct HTTPRequestParser {
         // RFC 9112 §3.2: exactly one Host in HTTP/1.1; never more than one.
         if hostCount > 1 { return .failure(.badRequest("more than one Host")) }
         if hostCount == 0 && version == .http1_1 { return .failure(.badRequest("missing Host")) }
-        if hostCount == 0, let authority { headers.add("host", string(authority)) }
+        if hostCount == 0, let authority { headers.addParsed("host", string(authority)) }
 
         var framing: HTTPBodyFraming = .none
         if sawTransferEncoding {
@@ -675,7 +843,7 @@ public struct HTTPRequestParser {
             if let q { query = string((q + 1)..<targetEnd) }
         }
         return .success(HTTPRequestHead(
-            method: HTTPMethod(string(0..<methodEnd)),
+            method: method(),
             target: target,
             path: path,
             query: query,
@@ -697,16 +865,18 @@ public struct HTTPRequestParser {
 @usableFromInline let SEMICOLON: UInt8 = 0x3B
 
 /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-private let tokenTable: [Bool] = {
-    var t = [Bool](repeating: false, count: 256)
-    for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
-    for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
-    for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-    for c in "!#$%&'*+-.^_`|~".utf8 { t[Int(c)] = true }
-    return t
-}()
+/// (RFC 9110 §5.6.2), as a 128-bit mask of the ASCII bytes: a shift and a test, with no table
+/// behind a lazy global (whose initialisation check the hot loops paid on every access).
+/// `ByteClassTests` checks the masks against the grammar's character lists.
+@inline(__always) func isTokenChar(_ b: UInt8) -> Bool {
+    inMask(b, low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE)
+}
 
-@inline(__always) func isTokenChar(_ b: UInt8) -> Bool { tokenTable[Int(b)] }
+/// True if `b` is below 128 and its bit is set in `low` (bytes 0–63) or `high` (bytes 64–127).
+@inline(__always) func inMask(_ b: UInt8, low: UInt64, high: UInt64) -> Bool {
+    b < 64 ? (low >> UInt64(b)) & 1 != 0 : b < 128 && (high >> UInt64(b &- 64)) & 1 != 0
+}
+
 @inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 @inline(__always) func lower(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
 @inline(__always) func hexValue(_ b: UInt8) -> Int? {

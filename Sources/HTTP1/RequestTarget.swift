@@ -53,6 +53,12 @@ enum RequestTarget {
     /// covers IPv4 addresses) of unreserved, sub-delims and %HH; a port of at most 5 digits and at
     /// most 65535 (RFC 3986 allows more digits; no TCP port has them). No userinfo.
     static func isValidAuthority(_ b: [UInt8], _ r: Range<Int>, requirePort: Bool) -> Bool {
+        precondition(r.lowerBound >= 0 && r.upperBound <= b.count)
+        // Read through a buffer pointer: every index below is kept within `r`, checked above.
+        return b.withUnsafeBufferPointer { isValidAuthority($0, r, requirePort: requirePort) }
+    }
+
+    private static func isValidAuthority(_ b: UnsafeBufferPointer<UInt8>, _ r: Range<Int>, requirePort: Bool) -> Bool {
         var i = r.lowerBound
         let n = r.upperBound
         if i < n && b[i] == 0x5B { // "[" IPv6address / IPvFuture "]" (RFC 3986 §3.2.2)
@@ -110,14 +116,8 @@ enum RequestTarget {
 @inline(__always) func isAlpha(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
 
 /// reg-name characters other than pct-encoded: unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~",
-/// sub-delims = "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "=" (RFC 3986 §2).
-private let regNameTable: [Bool] = {
-    var t = [Bool](repeating: false, count: 256)
-    for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
-    for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
-    for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-    for c in "-._~!$&'()*+,;=".utf8 { t[Int(c)] = true }
-    return t
-}()
-
-@inline(__always) func isRegNameChar(_ b: UInt8) -> Bool { regNameTable[Int(b)] }
+/// sub-delims = "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "=" (RFC 3986 §2), as a
+/// mask (see `isTokenChar`).
+@inline(__always) func isRegNameChar(_ b: UInt8) -> Bool {
+    inMask(b, low: 0x2BFF_7FD2_0000_0000, high: 0x47FF_FFFE_87FF_FFFE)
+}

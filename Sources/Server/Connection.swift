@@ -257,7 +257,9 @@ public final class Connection: EventHandler {
 
     private func run(_ action: HTTPConnectionAction) {
             switch action {
-            case .request(let head, let body):
+            case .request:
+                guard let state = httpState else { return }
+                let (head, body) = state.machine.takeRequest()
                 dispatch(head, body)
             case .sendContinue:
                 enqueue(Self.continueBlock)
@@ -282,7 +284,7 @@ public final class Connection: EventHandler {
         context.metrics.requests.add(1, ordering: .relaxed)
         // Only `OPTIONS *` has this path (the parser accepts the asterisk-form for nothing else):
         // it asks about the server, not a resource (RFC 9110 §9.3.7).
-        if head.path == "*" {
+        if head.path.utf8.count == 1 && head.path == "*" {
             var h = HTTPHeaders()
             h.add("Allow", context.router.serverMethods.map(\.rawValue).joined(separator: ", "))
             complete(sequence, Response(status: .ok, headers: h))

@@ -3,8 +3,10 @@ import Reactor
 
 /// What the connection shell must do next.
 public enum HTTPConnectionAction: Equatable, Sendable {
-    /// A complete request: route it. No further request is parsed until `responseSent`.
-    case request(HTTPRequestHead, body: [UInt8])
+    /// A complete request: take it with `takeRequest()` and route it. No further request is
+    /// parsed until `responseSent`. (Carried apart from the action, so that queueing and
+    /// running actions never copies or destroys a head.)
+    case request
     /// Write `HTTP/1.1 100 Continue` (the client waits for it before sending the body).
     case sendContinue
     /// Answer with this status and close; nothing behind the request is answered.
@@ -44,6 +46,8 @@ public struct HTTPConnectionStateMachine {
     private var parser: HTTPRequestParser
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    /// The request a `.request` action announced, until the shell takes it.
+    private var ready: (head: HTTPRequestHead, body: [UInt8])?
     private var pending: [UInt8] = []
     public private(set) var requestsStarted = 0
 
@@ -65,6 +69,11 @@ public struct HTTPConnectionStateMachine {
     }
 
     public var isAwaitingResponse: Bool { state == .awaitingResponse }
+
+    /// The request the last `.request` action announced. Called once per `.request`.
+    public mutating func takeRequest() -> (head: HTTPRequestHead, body: [UInt8]) {
+        ready.take()!
+    }
 
     /// Waiting for the output queue to drain to its bound before the next request.
     public var isOutputBlocked: Bool { state == .outputBlocked }
@@ -163,10 +172,10 @@ public struct HTTPConnectionStateMachine {
     private mutating func process(_ bytes: UnsafeRawBufferPointer, now: Instant, into actions: inout [HTTPConnectionAction]) {
         var offset = 0
         while true {
-            let (step, used) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            let (progress, used) = parser.next(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             let base = offset
             offset += used
-            switch step {
+            switch progress {
             case .needMoreData:
                 switch state {
                 case .waiting:
@@ -177,29 +186,33 @@ public struct HTTPConnectionStateMachine {
                     break
                 }
                 return
-            case .error(let error):
+            case .error:
+                let error = parser.error!
                 state = .closed
                 actions.append(.reject(error.status, reason: error.description))
                 return
-            case .event(.head(let h)):
+            case .head:
+                let h = parser.takeHead()
                 requestsStarted += 1
-                if let upgradePath, h.path == upgradePath {
+                // (Lengths first: comparing two different strings costs far more than their counts.)
+                if let upgradePath, h.path.utf8.count == upgradePath.utf8.count, h.path == upgradePath {
                     state = .upgraded
                     actions.append(.upgrade(h, leftover: Array(bytes[offset...])))
                     return
                 }
-                head = h
-                body = []
                 if h.framing != .none && h.framing != .contentLength(0) {
                     state = .readingBody(since: now)
                     if h.expectContinue { actions.append(.sendContinue) }
                 }
-            case .event(.body(let range)):
+                head = consume h
+                body = []
+            case .body(let range):
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(base + range.lowerBound)..<(base + range.upperBound)]))
-            case .event(.end):
+            case .end:
                 state = .awaitingResponse
                 if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
-                actions.append(.request(head.take()!, body: body))
+                ready = (head.take()!, body)
+                actions.append(.request)
                 body = []
                 return
             }
