@@ -27,6 +27,8 @@ public enum HTTPResponseEncoder {
     }
 
     /// Writes a whole response to `out` (which has `encodedSize` bytes); returns the bytes written.
+    /// Names, values and reasons are copied as they are: `HTTPHeaders` and `HTTPStatus` hold no CR
+    /// or LF. `date` and `extraHeader` are the server's own (`httpDate`, a literal).
     @discardableResult
     public static func write(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool,
                              extraHeader: (name: String, value: String)? = nil, to out: UnsafeMutableRawPointer) -> Int {
@@ -35,17 +37,17 @@ public enum HTTPResponseEncoder {
             p.copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
             p += s.utf8CodeUnitCount
         }
-        @inline(__always) func text(_ s: String, sanitize: Bool = false) {
-            var s = s
-            s.withUTF8 { u in
-                guard let b = u.baseAddress, !u.isEmpty else { return }
-                p.copyMemory(from: b, byteCount: u.count)
-                if sanitize {
-                    // A value is never allowed to smuggle a line break into the response.
-                    for i in 0..<u.count where u[i] == CR || u[i] == LF { p.storeBytes(of: SP, toByteOffset: i, as: UInt8.self) }
-                }
-                p += u.count
+        @inline(__always) func text(_ s: String) {
+            let u = s.utf8
+            let n = u.count
+            // Native and small strings lend their bytes; any other is copied a byte at a time.
+            let copied: Void? = u.withContiguousStorageIfAvailable { b in
+                if n > 0 { p.copyMemory(from: b.baseAddress!, byteCount: n) }
             }
+            if copied == nil {
+                for (i, c) in u.enumerated() { p.storeBytes(of: c, toByteOffset: i, as: UInt8.self) }
+            }
+            p += n
         }
         @inline(__always) func byte(_ b: UInt8) {
             p.storeBytes(of: b, as: UInt8.self)
@@ -63,7 +65,7 @@ public enum HTTPResponseEncoder {
         @inline(__always) func field(_ name: String, _ value: String) {
             text(name)
             raw(": ")
-            text(value, sanitize: true)
+            text(value)
             raw("\r\n")
         }
         let code = head.status.code

@@ -47,12 +47,16 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 
 /// Header fields in arrival order. Request header names are stored lower-cased by the parser, so
 /// look-ups compare against lower-case names.
+///
+/// No name or value ever holds CR or LF: they are replaced by spaces as fields are added, so a
+/// field can never smuggle a line into a response (the encoder copies them as they are). A
+/// response built once and sent many times is checked once.
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public private(set) var fields: [(name: String, value: String)] = []
 
     public init() {}
     public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+        self.fields = fields.map { (name: lineSafe($0.0), value: lineSafe($0.1)) }
     }
 
     public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {
@@ -60,6 +64,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     public mutating func add(_ name: String, _ value: String) {
+        fields.append((name: lineSafe(name), value: lineSafe(value)))
+    }
+
+    /// A field from the request parser, which has refused CR and LF already.
+    mutating func addParsed(_ name: String, _ value: String) {
         fields.append((name: name, value: value))
     }
 
@@ -68,7 +77,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Replaces every field named `name` (case-insensitive) with one field.
     public mutating func replace(_ name: String, _ value: String) {
         fields.removeAll { Self.equalsIgnoringCase($0.name, name) }
-        fields.append((name: name, value: value))
+        fields.append((name: lineSafe(name), value: lineSafe(value)))
     }
 
     /// The first value of `name` (case-insensitive).
@@ -116,6 +125,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
         return true
     }
+}
+
+/// `s` with every CR and LF replaced by a space (or `s` itself, the usual case).
+func lineSafe(_ s: String) -> String {
+    guard s.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) else { return s }
+    return String(decoding: s.utf8.map { $0 == 0x0D || $0 == 0x0A ? 0x20 : $0 }, as: UTF8.self)
 }
 
 extension StringProtocol {
@@ -185,13 +200,14 @@ public struct HTTPRequestHead: Sendable, Equatable {
     }
 }
 
-/// A response status with its reason phrase.
+/// A response status with its reason phrase (CR and LF in a given reason become spaces, as in
+/// header fields).
 public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public let code: Int
     public let reason: String
     public init(code: Int, reason: String? = nil) {
         self.code = code
-        self.reason = reason ?? HTTPStatus.defaultReason(code)
+        self.reason = reason.map(lineSafe) ?? HTTPStatus.defaultReason(code)
     }
     public var description: String { "\(code) \(reason)" }
 

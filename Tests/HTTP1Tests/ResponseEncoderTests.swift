@@ -42,6 +42,22 @@ import Testing
         var out: [UInt8] = []
         HTTPResponseEncoder.encode(head, body: [], date: nil, close: false, into: &out)
         #expect(!String(decoding: out, as: UTF8.self).contains("\r\nSet-Cookie"))
+        #expect(String(decoding: out, as: UTF8.self).contains("X-Evil: a  Set-Cookie: x\r\n"))
+    }
+
+    /// Every way a field or a status reaches the encoder drops line breaks: `add`, `replace`, the
+    /// array initialiser, names as well as values, and a reason phrase.
+    @Test func namesReasonsAndEveryInsertionCannotInjectLines() {
+        var head = HTTPResponseHead(status: HTTPStatus(code: 200, reason: "OK\r\nSet-Cookie: r"),
+                                    headers: HTTPHeaders([("X-A\nSet-Cookie", "v\r")]))
+        head.headers.replace("X-B", "\nSet-Cookie: b")
+        head.headers.add("X-C\r\nSet-Cookie: c", "w")
+        var out: [UInt8] = []
+        HTTPResponseEncoder.encode(head, body: [], date: nil, close: false, into: &out)
+        let text = String(decoding: out, as: UTF8.self)
+        #expect(!text.contains("\nSet-Cookie"))
+        #expect(text == "HTTP/1.1 200 OK  Set-Cookie: r\r\nX-A Set-Cookie: v \r\nX-B:  Set-Cookie: b\r\nX-C  Set-Cookie: c: w\r\n"
+            + "Content-Length: 0\r\n\r\n")
     }
 
     @Test func imfFixdate() {
