@@ -90,7 +90,7 @@ public final class Router: Sendable {
     }
 
     /// Literal paths; per path a short list of (method, handler), scanned (no second hash).
-    private let exact: [String: [(method: HTTPMethod, handler: RouteHandler)]]
+    private let exact: PathTable<[(method: HTTPMethod, handler: RouteHandler)]>
     private let patterns: [Route]
     /// Every method some route takes (HEAD with GET), and OPTIONS: the `Allow` of a server-wide
     /// `OPTIONS *` (RFC 9110 §9.3.7).
@@ -104,7 +104,9 @@ public final class Router: Sendable {
 
     /// Build with `Router.Builder`.
     init(exact: [String: [HTTPMethod: RouteHandler]], patterns: [(HTTPMethod, String, RouteHandler)]) {
-        self.exact = exact.mapValues { byMethod in byMethod.map { (method: $0.key, handler: $0.value) }.sorted { $0.method.rawValue < $1.method.rawValue } }
+        self.exact = PathTable(exact.mapValues { byMethod in
+            byMethod.map { (method: $0.key, handler: $0.value) }.sorted { $0.method.rawValue < $1.method.rawValue }
+        })
         self.patterns = patterns.map { method, path, handler in
             Route(method: method, segments: Router.split(path).map { seg in
                 seg.hasPrefix("{") && seg.hasSuffix("}") ? .parameter(String(seg.dropFirst().dropLast())) : .literal(String(seg))
@@ -140,7 +142,7 @@ public final class Router: Sendable {
     }
 
     public func match(method: HTTPMethod, path key: String) -> Match {
-        if let routes = exact[key] {
+        if let routes = exact.value(for: key) {
             if let r = routes.first(where: { $0.method == method }) ?? (method == .HEAD ? routes.first(where: { $0.method == .GET }) : nil) {
                 return .handler(r.handler, parameters: [:])
             }
@@ -181,5 +183,56 @@ public final class Router: Sendable {
 
     static func split(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { $0 }
+    }
+}
+
+/// A fixed map from path to value, built once: open addressing with linear probing over an
+/// FNV-1a hash of the path's bytes, at most half full. A lookup hashes the path's bytes once and
+/// compares one or two stored paths; a `Dictionary<String, _>` runs SipHash through the generic
+/// `Hasher` on every request. Nothing is ever inserted after `init`, so a client's chosen paths
+/// cannot lengthen the probe runs (the table's layout depends only on the routes).
+struct PathTable<Value: Sendable>: Sendable {
+    private let entries: [(hash: UInt64, path: String, value: Value)]
+    /// Index into `entries`, or -1 for an empty slot; the count is a power of two.
+    private let slots: [Int]
+
+    init(_ map: [String: Value]) {
+        var size = 8
+        while size < map.count * 2 { size *= 2 }
+        var slots = [Int](repeating: -1, count: size)
+        var entries: [(hash: UInt64, path: String, value: Value)] = []
+        for (path, value) in map.sorted(by: { $0.key < $1.key }) {
+            let h = Self.hash(path)
+            var i = Int(truncatingIfNeeded: h) & (size - 1)
+            while slots[i] >= 0 { i = (i + 1) & (size - 1) }
+            slots[i] = entries.count
+            entries.append((hash: h, path: path, value: value))
+        }
+        self.slots = slots
+        self.entries = entries
+    }
+
+    func value(for path: String) -> Value? {
+        let h = Self.hash(path)
+        let mask = slots.count - 1
+        var i = Int(truncatingIfNeeded: h) & mask
+        while true {
+            let e = slots[i]
+            if e < 0 { return nil }
+            if entries[e].hash == h && entries[e].path == path { return entries[e].value }
+            i = (i + 1) & mask
+        }
+    }
+
+    static func hash(_ s: String) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        let prime: UInt64 = 0x0000_0100_0000_01B3
+        let done: Void? = s.utf8.withContiguousStorageIfAvailable { bytes in
+            for b in bytes { h = (h ^ UInt64(b)) &* prime }
+        }
+        if done == nil {
+            for b in s.utf8 { h = (h ^ UInt64(b)) &* prime }
+        }
+        return h
     }
 }
