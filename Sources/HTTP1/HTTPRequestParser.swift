@@ -257,7 +257,7 @@ public struct HTTPRequestParser {
         guard i > start, i < n, b[i] == SP else { return nil }
         let methodStop = i
         i += 1
-        while i < n, b[i] > 0x20 && b[i] < 0x7F { i += 1 }
+        i = scanVisible(b, from: i, to: n, obsText: false)
         // The target, a space, "HTTP/1.x" and CRLF.
         guard i > methodStop + 1, n - i >= 11, b[i] == SP else { return nil }
         let targetStop = i
@@ -284,11 +284,11 @@ public struct HTTPRequestParser {
             let valueStart = i
             var valueStop = i
             while i < n {
-                let c = b[i]
-                if c > 0x20 && c != 0x7F {
-                    i += 1
-                    valueStop = i
-                } else if c == SP || c == HTAB {
+                let j = scanVisible(b, from: i, to: n, obsText: true)
+                if j > i {
+                    i = j
+                    valueStop = j
+                } else if b[i] == SP || b[i] == HTAB {
                     i += 1
                 } else {
                     break
@@ -564,7 +564,7 @@ public struct HTTPRequestParser {
             requestLineBytes += j - i
             scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))
         case .target:
-            while j < n, buffer[j] > 0x20 && buffer[j] < 0x7F { j += 1 }
+            j = scanVisible(buffer, from: j, to: n, obsText: false)
             guard j > i else { return nil }
             let allowed = limits.maxRequestLineBytes - requestLineBytes
             if j - i > allowed {
@@ -600,7 +600,7 @@ public struct HTTPRequestParser {
             for k in i..<j { scratch.append(lower(buffer[k])) }
         case .fieldValue:
             // field-vchar only; spaces go through `step`, which tracks trailing whitespace.
-            while j < n, buffer[j] > 0x20 && buffer[j] != 0x7F { j += 1 }
+            j = scanVisible(buffer, from: j, to: n, obsText: true)
             guard j > i else { return nil }
             let allowed = limits.maxHeaderBytes - headerBytes
             if j - i > allowed {
@@ -870,6 +870,32 @@ public struct HTTPRequestParser {
 /// `ByteClassTests` checks the masks against the grammar's character lists.
 @inline(__always) func isTokenChar(_ b: UInt8) -> Bool {
     inMask(b, low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE)
+}
+
+/// The first index in `i..<n` whose byte is not VCHAR (0x21–0x7E), or with `obsText` neither VCHAR
+/// nor obs-text (0x80–0xFF); `n` if there is none. Eight bytes at a time while it can: a word has
+/// a byte below 0x21 iff `(x - 0x21…21) & ~x & 0x80…80` is non-zero, a 0x7F iff the same test for
+/// zero holds of `x ^ 0x7F…7F`, and a byte from 0x80 iff `x & 0x80…80` is non-zero. The word that
+/// fails is then read a byte at a time.
+@inline(__always) func scanVisible(_ b: UnsafeRawBufferPointer, from i: Int, to n: Int, obsText: Bool) -> Int {
+    var i = i
+    if let p = b.baseAddress {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        while n - i >= 8 {
+            let x = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let del = x ^ (0x7F &* ones)
+            var stop = ((x &- 0x21 &* ones) & ~x) | ((del &- ones) & ~del)
+            if !obsText { stop |= x }
+            if stop & highs != 0 { break }
+            i += 8
+        }
+    }
+    while i < n {
+        let c = b[i]
+        guard c > 0x20 && c != 0x7F && (obsText || c < 0x80) else { break }
+        i += 1
+    }
+    return i
 }
 
 /// True if `b` is below 128 and its bit is set in `low` (bytes 0–63) or `high` (bytes 64–127).

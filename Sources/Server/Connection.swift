@@ -276,7 +276,8 @@ public final class Connection: EventHandler {
 
     private static let continueBlock = ByteBlock.from(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
 
-    private func dispatch(_ head: HTTPRequestHead, _ body: [UInt8]) {
+    /// (The head and body are consumed: the request handed to the handler takes them over, no copy.)
+    private func dispatch(_ head: consuming HTTPRequestHead, _ body: consuming [UInt8]) {
         guard let state = httpState else { return }
         state.requestSequence &+= 1
         let sequence = state.requestSequence
