@@ -499,23 +499,35 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
         drain(for: seconds).compactMap { $0["ev"] as? String }
     }
 
-    /// The payloads of the unmasked frames in `bytes`, in order.
+    /// The payloads of the frames in `bytes`, in order, read by the WebSocket module's own parser
+    /// in the client's role (so a frame the server should not send is a test failure, not data).
+    /// The blocks a connection writes hold whole frames; a frame cut short is a failure too.
     static func payloads(_ bytes: [UInt8]) -> [[UInt8]] {
+        var parser = WebSocketFrameParser(role: .client, allowRSV1: false)
         var out: [[UInt8]] = []
-        var at = 0
-        while bytes.count - at >= 2 {
-            var length = Int(bytes[at + 1] & 0x7F)
-            var header = 2
-            if length == 126 {
-                length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-                header = 4
-            } else if length == 127 {
-                length = (0..<8).reduce(0) { $0 << 8 | Int(bytes[at + 2 + $1]) }
-                header = 10
+        var current: [UInt8] = []
+        var copy = bytes
+        copy.withUnsafeMutableBytes { buffer in
+            var at = 0
+            while true {
+                let (step, used) = parser.parse(UnsafeMutableRawBufferPointer(rebasing: buffer[at...]))
+                let base = at
+                at += used
+                switch step {
+                case .needMoreData:
+                    if !parser.isAtFrameBoundary { Issue.record("a block ends inside a frame") }
+                    return
+                case .header:
+                    current = []
+                case .payload(let range):
+                    current.append(contentsOf: buffer[(base + range.lowerBound)..<(base + range.upperBound)])
+                case .frameEnd:
+                    out.append(current)
+                case .error(let error):
+                    Issue.record("the server wrote a frame a client must refuse: \(error)")
+                    return
+                }
             }
-            let end = min(bytes.count, at + header + length)
-            out.append(Array(bytes[(at + header)..<end]))
-            at = end
         }
         return out
     }
