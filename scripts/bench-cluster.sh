@@ -98,39 +98,7 @@ wait_ready() { # port label: /readyz answers 200 (at most 60 s)
 # (a trailing number dropped: roomcast-io-0 and -1 are roomcast-io), and every process whose
 # parent is one of them (the postmaster's: PostgreSQL's backends and helpers) as "postgres";
 # and the machine's idle seconds (/proc/stat) as "_idle".
-cpu() { # out pid...
-  python3 - "$@" <<'PY'
-import json, os, re, sys
-tck = os.sysconf("SC_CLK_TCK")
-out, pids = sys.argv[1], set(sys.argv[2:])
-def stat(path):
-    try:
-        s = open(path).read()
-    except OSError:
-        return None
-    f = s[s.rindex(")") + 2:].split()
-    return s[s.index("(") + 1:s.rindex(")")], f[1], (int(f[11]) + int(f[12])) / tck  # name, ppid, utime + stime
-kinds = {}
-for d in os.listdir("/proc"):
-    if not d.isdigit():
-        continue
-    st = stat(f"/proc/{d}/stat")
-    if st is None:
-        continue
-    if d in pids:
-        for t in os.listdir(f"/proc/{d}/task"):
-            ts = stat(f"/proc/{d}/task/{t}/stat")
-            if ts:
-                k = re.sub(r"[-_]?\d+$", "", ts[0])
-                kinds[k] = kinds.get(k, 0) + ts[2]
-    elif st[1] in pids:
-        kinds["postgres"] = kinds.get("postgres", 0) + st[2]
-# The machine's idle time (idle + iowait of every CPU), to say whether the cores were saturated.
-f = open("/proc/stat").readline().split()
-kinds["_idle"] = (int(f[4]) + int(f[5])) / tck
-json.dump(kinds, open(out, "w"))
-PY
-}
+cpu() { python3 scripts/proc_cpu.py kinds "$@"; } # out pid...
 
 results="$work/results"
 : >"$results"

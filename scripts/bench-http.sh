@@ -33,13 +33,7 @@ curl -sf "http://127.0.0.1:$ng_port/healthz" >/dev/null
 ng_pids=$(cat "$ngdir/nginx.pid"; pgrep -P "$(cat "$ngdir/nginx.pid")" || true)
 [ "$(echo "$ng_pids" | wc -w)" -ge 2 ] || { echo "bench-http: nginx's workers not found (pid file $ngdir/nginx.pid)"; exit 1; }
 # Server CPU seconds (user + system, all threads) of the given pids, from /proc/PID/stat.
-cpu() { for p in "$@"; do cat "/proc/$p/stat"; done | python3 -c '
-import os, sys
-t = 0
-for line in sys.stdin:
-    f = line[line.rindex(")") + 2:].split()
-    t += int(f[11]) + int(f[12])
-print(t / os.sysconf("SC_CLK_TCK"))'; }
+cpu() { python3 scripts/proc_cpu.py total "$@"; }
 # run URL pid...: one wrk round; prints "req/s server-CPU-us-per-request".
 run() {
   local url=$1; shift
