@@ -62,7 +62,8 @@ run() { # target port label args...
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
   delivered=$(echo "$out" | sed -n 's/^fanout: delivered=\([0-9]*\)\/.*/\1/p')
   wire=$(echo "$out" | sed -n 's/.*wire_bytes_per_delivery=\([0-9]*\).*/\1/p')
-  runcpu=$(echo "$out" | sed -n 's/.*run_cpu_s=\([0-9.]*\).*/\1/p')
+  # Anchored: the load generator's own line (load_generator_run_cpu_s=) must not match too.
+  runcpu=$(echo "$out" | sed -n 's/^fanout: run_cpu_s=\([0-9.]*\).*/\1/p')
   pubcpu=$(echo "$out" | sed -n 's/.*publish_cpu_s=\([0-9.]*\).*/\1/p')
   read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
   echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} ${runcpu:-0} ${pubcpu:-0}" >>"$results"
