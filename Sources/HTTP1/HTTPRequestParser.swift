@@ -249,9 +249,11 @@ public struct HTTPRequestParser {
     /// reached) nothing is changed and nil returned: the byte-wise path then reads the same bytes
     /// and gives its exact error. The tests feed every request whole and a byte at a time and
     /// require the same outcome, so the two paths cannot drift apart unseen.
-    private mutating func wholeHead(_ b: UnsafeRawBufferPointer, from start: Int) -> Int? {
+    mutating func wholeHead(_ b: UnsafeRawBufferPointer, from start: Int) -> Int? {
         // Never looks further than the longest head the limits allow: bounded work per request.
-        let n = min(b.count, start + limits.maxRequestLineBytes + 2 + limits.maxHeaderBytes)
+        // (Each limit is clamped first, so limits near Int.max cannot overflow the sum.)
+        let window = min(limits.maxRequestLineBytes, Int.max / 4) + 2 + min(limits.maxHeaderBytes, Int.max / 4)
+        let n = b.count - start <= window ? b.count : start + window
         var i = start
         while i < n && isTokenChar(b[i]) { i += 1 }
         guard i > start, i < n, b[i] == SP else { return nil }
@@ -577,14 +579,17 @@ public struct HTTPRequestParser {
             // "HTTP/1.1": letters, digits, '/' and '.', at most 8 bytes (checked at the CR).
             while j < n, j - i < 8, buffer[j] > 0x20 && buffer[j] < 0x7F { j += 1 }
             guard j > i else { return nil }
-            if scratch.count - versionStart + (j - i) > 8 {
-                i = j
-                return .badRequest("malformed HTTP version")
-            }
+            // Two limits apply to these bytes; as in `step`, the first byte past either fails the
+            // request, the line's limit winning a tie (`step` counts the line first).
             let allowed = limits.maxRequestLineBytes - requestLineBytes
-            if j - i > allowed {
+            let versionRoom = 8 - (scratch.count - versionStart)
+            if j - i > allowed && allowed <= versionRoom {
                 i += allowed + 1
                 return .uriTooLong
+            }
+            if j - i > versionRoom {
+                i += versionRoom + 1
+                return .badRequest("malformed HTTP version")
             }
             requestLineBytes += j - i
             scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i..<j]))

@@ -45,11 +45,89 @@ struct ParserDifferentialTests {
         }
     }
 
+    /// Every edge case is read by the one-pass path (a regression that sent them all byte by byte
+    /// would pass the agreement tests), and forms it leaves to the byte-wise path are left alone.
+    @Test func theOnePassPathTakesTheEdgesAndLeavesTheRest() {
+        for request in Self.edges {
+            var parser = HTTPRequestParser()
+            let end = bytes(request).withUnsafeBytes { parser.wholeHead($0, from: 0) }
+            #expect(end != nil, "\(request.prefix(60).debugDescription)")
+        }
+        let others = [
+            "GET / HTTP/1.1\r\nHost: a\r\n",                    // cut short
+            "GET / HTTP/1.1\r\nHost: a\r\n Folded\r\n\r\n",   // obsolete line folding
+            "GET / HTTP/1.1\nHost: a\r\n\r\n",                 // bare LF
+            "GET / HTTP/1.2\r\nHost: a\r\n\r\n",               // another version
+            "GET / HTTP/1.1\r\nHost : a\r\n\r\n",              // space before the colon
+            "\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",           // leading empty line
+        ]
+        for request in others {
+            var parser = HTTPRequestParser()
+            let end = bytes(request).withUnsafeBytes { parser.wholeHead($0, from: 0) }
+            #expect(end == nil, "\(request.debugDescription)")
+        }
+    }
+
+    /// Every split of a request into two pieces: the first piece may end anywhere, including after
+    /// fields the one-pass reading had already noted before it gave up; nothing of them may stay.
+    @Test func everyTwoPieceSplitAgrees() {
+        for request in (ValidRequestTests.valid.map(\.1) + Self.edges).filter({ $0.utf8.count < 2048 }) {
+            let whole = parse(bytes(request))
+            let b = bytes(request)
+            for k in 1..<b.count {
+                var parser = HTTPRequestParser()
+                var out = ParseOutcome()
+                var body: [UInt8] = []
+                for piece in [Array(b[..<k]), Array(b[k...]), []] {
+                    var used = 0
+                    pieces: while true {
+                        let (step, consumed) = piece.withUnsafeBytes { parser.parse(UnsafeRawBufferPointer(rebasing: $0[used...])) }
+                        let base = used
+                        used += consumed
+                        switch step {
+                        case .needMoreData: break pieces
+                        case .error(let e): out.error = e; break pieces
+                        case .event(.head(let h)): out.heads.append(h); body = []
+                        case .event(.body(let r)): body.append(contentsOf: piece[(base + r.lowerBound)..<(base + r.upperBound)])
+                        case .event(.end): out.bodies.append(body); out.ends += 1
+                        }
+                    }
+                    if out.error != nil { break }
+                }
+                #expect(out == whole, "split at \(k): \(request.prefix(40).debugDescription)")
+            }
+        }
+    }
+
+    /// Limits near `Int.max` (no limit, in effect) must not overflow the one-pass reading's window.
+    @Test func limitsNearIntMax() {
+        var limits = HTTPLimits()
+        limits.maxRequestLineBytes = .max
+        limits.maxHeaderBytes = .max
+        let out = parse(bytes("GET /x HTTP/1.1\r\nHost: a\r\n\r\n"), limits: limits)
+        #expect(out.error == nil && out.ends == 1)
+    }
+
+    /// The mutations again under small limits, so that every limit is met often, on both paths.
+    @Test func mutationsAgreeUnderSmallLimits() {
+        var limits = HTTPLimits()
+        limits.maxRequestLineBytes = 24
+        limits.maxHeaderBytes = 40
+        limits.maxHeaderCount = 2
+        limits.maxBodyBytes = 8
+        #expect(mutationDisagreements(seed: 0x11_0017, limits: limits).isEmpty)
+    }
+
     /// Seeded mutations of valid and edge requests: replaced, inserted and deleted bytes from the
     /// classes the grammar turns on (separators, line ends, controls, obs-text), and truncations.
     @Test func mutationsAgree() {
-        var rng = SplitMix64(seed: 0x5EED_0F_4EAD)
-        let seeds = ValidRequestTests.valid.map { bytes($0.1) } + Self.edges.prefix(4).map(bytes)
+        let disagreements = mutationDisagreements(seed: 0x5EED_0F_4EAD, limits: HTTPLimits())
+        #expect(disagreements.isEmpty, "\(disagreements)")
+    }
+
+    private func mutationDisagreements(seed: UInt64, limits: HTTPLimits) -> [String] {
+        var rng = SplitMix64(seed: seed)
+        let seeds = ValidRequestTests.valid.map { bytes($0.1) } + Self.edges.prefix(5).map(bytes)
         let interesting: [UInt8] = [0x20, 0x09, 0x0D, 0x0A, 0x3A, 0x00, 0x7F, 0x80, 0xFF, 0x41, 0x2F, 0x3F, 0x2C, 0x30, 0x5B, 0x25]
         var disagreements: [String] = []
         for round in 0..<4000 {
@@ -65,13 +143,13 @@ struct ParserDifferentialTests {
                 default: request = Array(request[..<at])
                 }
             }
-            let whole = parse(request)
-            let dripped = parse(request, chunk: 1)
+            let whole = parse(request, limits: limits)
+            let dripped = parse(request, chunk: 1, limits: limits)
             if whole != dripped && disagreements.count < 5 {
                 disagreements.append("round \(round): \(String(decoding: request, as: UTF8.self).debugDescription)")
             }
         }
-        #expect(disagreements.isEmpty, "\(disagreements)")
+        return disagreements
     }
 }
 
