@@ -11,13 +11,13 @@ public struct HTTPResponseHead: Sendable, Equatable {
 /// Serialises responses into bytes (RFC 9112 §4–6).
 public enum HTTPResponseEncoder {
     /// Exact size of `write`'s output, so the caller can allocate once.
-    public static func encodedSize(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool,
-                                   extraHeader: (name: String, value: String)? = nil) -> Int {
+    public static func encodedSize(_ head: HTTPResponseHead, body: [UInt8], date: HTTPDate?, close: Bool, headRequest: Bool,
+                                   keepAlive: Bool = false) -> Int {
         let code = head.status.code
         var n = 9 + decimalDigits(code) + 1 + head.status.reason.utf8.count + 2
         for f in head.headers.fields { n += f.name.utf8.count + 2 + f.value.utf8.count + 2 }
-        if let extraHeader { n += extraHeader.name.utf8.count + 2 + extraHeader.value.utf8.count + 2 }
-        if let date { n += 6 + date.utf8.count + 2 }
+        if keepAlive { n += 24 }
+        if let date { n += 6 + date.text.utf8.count + 2 }
         let hasBody = code >= 200 && code != 204 && code != 304
         if hasBody { n += 16 + decimalDigits(body.count) + 2 }
         if close { n += 19 }
@@ -28,10 +28,11 @@ public enum HTTPResponseEncoder {
 
     /// Writes a whole response to `out` (which has `encodedSize` bytes); returns the bytes written.
     /// Names, values and reasons are copied as they are: `HTTPHeaders` and `HTTPStatus` hold no CR
-    /// or LF. `date` and `extraHeader` are the server's own (`httpDate`, a literal).
+    /// or LF, and an `HTTPDate` is made only from a time. `keepAlive` adds `Connection: keep-alive`
+    /// (what an HTTP/1.0 client needs to keep the connection).
     @discardableResult
-    public static func write(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool,
-                             extraHeader: (name: String, value: String)? = nil, to out: UnsafeMutableRawPointer) -> Int {
+    public static func write(_ head: HTTPResponseHead, body: [UInt8], date: HTTPDate?, close: Bool, headRequest: Bool,
+                             keepAlive: Bool = false, to out: UnsafeMutableRawPointer) -> Int {
         var p = out
         @inline(__always) func raw(_ s: StaticString) {
             p.copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
@@ -75,8 +76,8 @@ public enum HTTPResponseEncoder {
         text(head.status.reason)
         raw("\r\n")
         for f in head.headers.fields { field(f.name, f.value) }
-        if let extraHeader { field(extraHeader.name, extraHeader.value) }
-        if let date { field("Date", date) }
+        if keepAlive { raw("Connection: keep-alive\r\n") }
+        if let date { field("Date", date.text) }
         let hasBody = code >= 200 && code != 204 && code != 304
         if hasBody {
             raw("Content-Length: ")
@@ -103,7 +104,7 @@ public enum HTTPResponseEncoder {
     }
 
     /// A whole response appended to `out` (the same bytes as `write`).
-    public static func encode(_ head: HTTPResponseHead, body: [UInt8], date: String?, close: Bool, headRequest: Bool = false,
+    public static func encode(_ head: HTTPResponseHead, body: [UInt8], date: HTTPDate?, close: Bool, headRequest: Bool = false,
                               into out: inout [UInt8]) {
         let size = encodedSize(head, body: body, date: date, close: close, headRequest: headRequest)
         let start = out.count
@@ -112,6 +113,12 @@ public enum HTTPResponseEncoder {
             _ = write(head, body: body, date: date, close: close, headRequest: headRequest, to: raw.baseAddress! + start)
         }
     }
+}
+
+/// A `Date` field value: made only from a time, so it never holds anything but an IMF-fixdate.
+public struct HTTPDate: Sendable, Equatable {
+    public let text: String
+    public init(secondsSince1970 t: Int64) { text = httpDate(secondsSince1970: t) }
 }
 
 /// The IMF-fixdate of RFC 9110 §5.6.7 for a Unix time, e.g. "Sun, 06 Nov 1994 08:49:37 GMT".

@@ -48,15 +48,16 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 /// Header fields in arrival order. Request header names are stored lower-cased by the parser, so
 /// look-ups compare against lower-case names.
 ///
-/// No name or value ever holds CR or LF: they are replaced by spaces as fields are added, so a
-/// field can never smuggle a line into a response (the encoder copies them as they are). A
-/// response built once and sent many times is checked once.
+/// A name is always a token (RFC 9110 §5.6.2: any other byte becomes "-") and a value never holds
+/// CR or LF (they become spaces), as fields are added: a field can never add a line or a field of
+/// its own to a response (the encoder copies them as they are). A response built once and sent
+/// many times is checked once.
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
     public private(set) var fields: [(name: String, value: String)] = []
 
     public init() {}
     public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: lineSafe($0.0), value: lineSafe($0.1)) }
+        self.fields = fields.map { (name: tokenSafe($0.0), value: lineSafe($0.1)) }
     }
 
     public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {
@@ -64,7 +65,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     public mutating func add(_ name: String, _ value: String) {
-        fields.append((name: lineSafe(name), value: lineSafe(value)))
+        fields.append((name: tokenSafe(name), value: lineSafe(value)))
     }
 
     /// A field from the request parser, which has refused CR and LF already.
@@ -76,8 +77,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Replaces every field named `name` (case-insensitive) with one field.
     public mutating func replace(_ name: String, _ value: String) {
+        let name = tokenSafe(name)
         fields.removeAll { Self.equalsIgnoringCase($0.name, name) }
-        fields.append((name: lineSafe(name), value: lineSafe(value)))
+        fields.append((name: name, value: lineSafe(value)))
     }
 
     /// The first value of `name` (case-insensitive).
@@ -125,6 +127,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         }
         return true
     }
+}
+
+/// `name` with every byte that is not a tchar replaced by "-" ("-" for an empty name), or `name`
+/// itself, the usual case.
+func tokenSafe(_ name: String) -> String {
+    if !name.isEmpty && name.utf8.allSatisfy(isTokenChar) { return name }
+    if name.isEmpty { return "-" }
+    return String(decoding: name.utf8.map { isTokenChar($0) ? $0 : UInt8(ascii: "-") }, as: UTF8.self)
 }
 
 /// `s` with every CR and LF replaced by a space (or `s` itself, the usual case).

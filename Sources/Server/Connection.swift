@@ -339,13 +339,13 @@ public final class Connection: EventHandler {
     private func write(_ response: Response, http10: Bool = false, headRequest: Bool = false, close: Bool) {
         // Encoded straight into one exactly-sized block: no intermediate buffer, one allocation.
         let responseHead = HTTPResponseHead(status: response.status, headers: response.headers)
-        let keepAlive10: (name: String, value: String)? = (http10 && !close) ? ("Connection", "keep-alive") : nil
-        let date = context.dateString
+        let keepAlive10 = http10 && !close
+        let date = context.date
         let size = HTTPResponseEncoder.encodedSize(responseHead, body: response.body, date: date, close: close,
-                                                   headRequest: headRequest, extraHeader: keepAlive10)
+                                                   headRequest: headRequest, keepAlive: keepAlive10)
         enqueue(ByteBlock.make(count: size) { out in
             HTTPResponseEncoder.write(responseHead, body: response.body, date: date, close: close, headRequest: headRequest,
-                                      extraHeader: keepAlive10, to: out.baseAddress!)
+                                      keepAlive: keepAlive10, to: out.baseAddress!)
         })
     }
 

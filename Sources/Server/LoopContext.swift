@@ -52,7 +52,7 @@ final class LoopContext {
     /// `dirty[..<dirtyHead]` are written; the rest wait for the next slice.
     private var dirtyHead = 0
     @exclusivity(unchecked) var dirtyHTTP: [Connection] = []
-    private(set) var dateString = ""
+    private(set) var date = HTTPDate(secondsSince1970: 0)
     private var dateSecond: Int64 = -1
     var draining = false
     private var listener: Listener?
@@ -177,7 +177,7 @@ final class LoopContext {
         let seconds = wallClockMilliseconds() / 1000
         if seconds != dateSecond {
             dateSecond = seconds
-            dateString = httpDate(secondsSince1970: seconds)
+            date = HTTPDate(secondsSince1970: seconds)
         }
     }
 

@@ -6,7 +6,7 @@ import Testing
         var head = HTTPResponseHead(status: .ok)
         head.headers.add("Content-Type", "application/json")
         var out: [UInt8] = []
-        HTTPResponseEncoder.encode(head, body: Array("{}".utf8), date: "Sun, 06 Nov 1994 08:49:37 GMT", close: false, into: &out)
+        HTTPResponseEncoder.encode(head, body: Array("{}".utf8), date: HTTPDate(secondsSince1970: 784_111_777), close: false, into: &out)
         #expect(String(decoding: out, as: UTF8.self) ==
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\n\r\n{}")
     }
@@ -21,11 +21,16 @@ import Testing
         var head = HTTPResponseHead(status: HTTPStatus(code: 418, reason: "I'm a teapot"))
         head.headers.add("X-Ünïcode", "välue")
         for body in [[], Array("x".utf8), [UInt8](repeating: 7, count: 12345)] {
-            for (close, headRequest) in [(false, false), (true, false), (false, true)] {
-                var out: [UInt8] = []
-                HTTPResponseEncoder.encode(head, body: body, date: "Sun, 06 Nov 1994 08:49:37 GMT", close: close, headRequest: headRequest, into: &out)
-                let size = HTTPResponseEncoder.encodedSize(head, body: body, date: "Sun, 06 Nov 1994 08:49:37 GMT", close: close, headRequest: headRequest)
-                #expect(out.count == size)
+            for (close, headRequest, keepAlive) in [(false, false, false), (true, false, false), (false, true, false), (false, false, true)] {
+                let date = HTTPDate(secondsSince1970: 784_111_777)
+                let size = HTTPResponseEncoder.encodedSize(head, body: body, date: date, close: close, headRequest: headRequest, keepAlive: keepAlive)
+                var out = [UInt8](repeating: 0, count: size)
+                let written = out.withUnsafeMutableBytes {
+                    HTTPResponseEncoder.write(head, body: body, date: date, close: close, headRequest: headRequest, keepAlive: keepAlive,
+                                              to: $0.baseAddress!)
+                }
+                #expect(written == size)
+                #expect(String(decoding: out, as: UTF8.self).contains("Connection: keep-alive\r\n") == keepAlive)
             }
         }
     }
@@ -45,19 +50,25 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self).contains("X-Evil: a  Set-Cookie: x\r\n"))
     }
 
-    /// Every way a field or a status reaches the encoder drops line breaks: `add`, `replace`, the
-    /// array initialiser, names as well as values, and a reason phrase.
-    @Test func namesReasonsAndEveryInsertionCannotInjectLines() {
+    /// Every way a field or a status reaches the encoder keeps it to its own line: `add`,
+    /// `replace`, the array initialiser, a reason phrase. Values lose line breaks; names are kept
+    /// to token characters, so a name can no more carry a colon (a field of its own) than a line.
+    @Test func namesReasonsAndEveryInsertionCannotInjectLinesOrFields() {
         var head = HTTPResponseHead(status: HTTPStatus(code: 200, reason: "OK\r\nSet-Cookie: r"),
                                     headers: HTTPHeaders([("X-A\nSet-Cookie", "v\r")]))
         head.headers.replace("X-B", "\nSet-Cookie: b")
         head.headers.add("X-C\r\nSet-Cookie: c", "w")
+        head.headers.add("Set-Cookie: sid=evil; x", "v")
+        head.headers.add("", "empty name")
         var out: [UInt8] = []
         HTTPResponseEncoder.encode(head, body: [], date: nil, close: false, into: &out)
         let text = String(decoding: out, as: UTF8.self)
         #expect(!text.contains("\nSet-Cookie"))
-        #expect(text == "HTTP/1.1 200 OK  Set-Cookie: r\r\nX-A Set-Cookie: v \r\nX-B:  Set-Cookie: b\r\nX-C  Set-Cookie: c: w\r\n"
-            + "Content-Length: 0\r\n\r\n")
+        #expect(text == "HTTP/1.1 200 OK  Set-Cookie: r\r\nX-A-Set-Cookie: v \r\nX-B:  Set-Cookie: b\r\n"
+            + "X-C--Set-Cookie--c: w\r\nSet-Cookie--sid-evil--x: v\r\n-: empty name\r\nContent-Length: 0\r\n\r\n")
+        // `replace` matches the name as it is stored.
+        head.headers.replace("X-C\r\nSet-Cookie: c", "again")
+        #expect(head.headers.values("X-C--Set-Cookie--c") == ["again"])
     }
 
     @Test func imfFixdate() {
