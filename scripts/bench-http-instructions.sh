@@ -24,8 +24,9 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 rc_port=$(freeport)
 ng_port=$(freeport)
 mkdir -p "$work/ng/logs" "$work/ng/tmp" "$work/data"
-sed -e "s/__PORT__/$ng_port/" -e 's/^worker_processes 2;/worker_processes 1;\ndaemon off;\nmaster_process off;/' \
-  scripts/nginx-bench.conf >"$work/ng/nginx.conf"
+# One worker, in the foreground, without a master (so callgrind follows the process serving).
+sed -e "s/__PORT__/$ng_port/" -e 's/^worker_processes .*;/worker_processes 1;/' scripts/nginx-bench.conf >"$work/ng/nginx.conf"
+grep -q '^worker_processes 1;' "$work/ng/nginx.conf" || { echo "bench-http-instructions: no worker_processes line in scripts/nginx-bench.conf" >&2; exit 1; }
 
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
@@ -33,7 +34,8 @@ valgrind --tool=callgrind --callgrind-out-file="$work/rc.out" "$work/roomcast" -
   --event-loops 1 --data-dir "$work/data" --max-requests-per-connection 1000000000 --log-level warning >"$work/rc.log" 2>&1 &
 pids+=($!)
 rc=$!
-valgrind --tool=callgrind --callgrind-out-file="$work/ng.out" nginx -p "$work/ng" -c nginx.conf >"$work/ng.log" 2>&1 &
+valgrind --tool=callgrind --callgrind-out-file="$work/ng.out" nginx -g 'daemon off; master_process off;' -p "$work/ng" -c nginx.conf \
+  >"$work/ng.log" 2>&1 &
 pids+=($!)
 ng=$!
 
@@ -42,13 +44,14 @@ count() {
   local pid=$1 port=$2 name=$3 out n total
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.2; done
   wrk -t1 -c8 -d2s "http://127.0.0.1:$port/healthz" >/dev/null
-  callgrind_control -z "$pid" >/dev/null 2>&1
+  # Zeroing must work, or start-up and warm-up would be counted too.
+  callgrind_control -z "$pid" >"$work/$name.zero" 2>&1 || { echo "bench-http-instructions: zeroing $name's counters failed:" >&2; cat "$work/$name.zero" >&2; exit 1; }
   out=$(wrk -t1 -c8 -d"${secs}s" "http://127.0.0.1:$port/healthz")
-  callgrind_control -d "$pid" >/dev/null 2>&1
+  callgrind_control -d "$pid" >"$work/$name.dump" 2>&1 || { echo "bench-http-instructions: dumping $name's counters failed:" >&2; cat "$work/$name.dump" >&2; exit 1; }
   n=$(echo "$out" | awk '/requests in/ {print $1}')
   # The dump after zeroing is the newest part file.
   total=$(callgrind_annotate "$(ls -t "$work/$name.out".* | head -1)" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-  [ -n "$n" ] && [ "$n" -gt 0 ] && [ -n "$total" ] || { echo "bench-http-instructions: no count for $name (see $work)"; exit 1; }
+  [ -n "$n" ] && [ "$n" -gt 0 ] && [ -n "$total" ] || { echo "bench-http-instructions: no count for $name (see $work)" >&2; exit 1; }
   echo "$name $n $total $((total / n))"
 }
 r=$(count "$rc" "$rc_port" rc)

@@ -27,7 +27,14 @@ def stat(path):
 
 
 def total(pids):
-    return sum(st[2] for st in (stat(f"/proc/{p}/stat") for p in pids) if st)
+    """The processes' seconds; a process that is gone is an error (its time would be lost)."""
+    seconds = 0.0
+    for p in pids:
+        st = stat(f"/proc/{p}/stat")
+        if st is None:
+            sys.exit(f"proc_cpu: process {p} is gone")
+        seconds += st[2]
+    return seconds
 
 
 def kinds(pids):

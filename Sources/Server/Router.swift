@@ -190,7 +190,9 @@ public final class Router: Sendable {
 /// FNV-1a hash of the path's bytes, at most half full. A lookup hashes the path's bytes once and
 /// compares one or two stored paths; a `Dictionary<String, _>` runs SipHash through the generic
 /// `Hasher` on every request. Nothing is ever inserted after `init`, so a client's chosen paths
-/// cannot lengthen the probe runs (the table's layout depends only on the routes).
+/// cannot lengthen the probe runs (the table's layout depends only on the routes). A path matches
+/// by its bytes (request targets are ASCII; the parser refuses anything else in one), not by
+/// Unicode canonical equivalence as a `String`-keyed dictionary would.
 struct PathTable<Value: Sendable>: Sendable {
     private let entries: [(hash: UInt64, path: String, value: Value)]
     /// Index into `entries`, or -1 for an empty slot; the count is a power of two.
