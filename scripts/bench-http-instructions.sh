@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-6}
 for tool in valgrind callgrind_control callgrind_annotate wrk nginx objcopy; do
-  command -v "$tool" >/dev/null || { echo "$tool is not installed (apt-get install -y valgrind wrk nginx binutils)"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "$tool is not installed (apt-get install -y valgrind wrk nginx binutils)" >&2; exit 1; }
 done
 
 swift build -c release --product roomcast >/dev/null

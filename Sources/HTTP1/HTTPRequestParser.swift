@@ -116,8 +116,18 @@ public struct HTTPRequestParser {
     private var bodyBytes = 0
     private var trailerBytes = 0
 
+    /// Limits below their floor are raised to it: a request line and a header section may be
+    /// limited to no less than one byte (a request always has them), every other limit to zero.
+    /// The counting relies on it (what is left of a limit is never negative).
     public init(limits: HTTPLimits = HTTPLimits()) {
-        self.limits = limits
+        var l = limits
+        l.maxRequestLineBytes = max(1, l.maxRequestLineBytes)
+        l.maxHeaderBytes = max(1, l.maxHeaderBytes)
+        l.maxHeaderCount = max(0, l.maxHeaderCount)
+        l.maxBodyBytes = max(0, l.maxBodyBytes)
+        l.maxChunkExtensionBytes = max(0, l.maxChunkExtensionBytes)
+        l.maxLeadingEmptyLines = max(0, l.maxLeadingEmptyLines)
+        self.limits = l
         scratch.reserveCapacity(256)
     }
 

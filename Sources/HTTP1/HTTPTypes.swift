@@ -48,8 +48,8 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 /// Header fields in arrival order. Request header names are stored lower-cased by the parser, so
 /// look-ups compare against lower-case names.
 ///
-/// A name is always a token (RFC 9110 §5.6.2: any other byte becomes "-") and a value never holds
-/// CR or LF (they become spaces), as fields are added: a field can never add a line or a field of
+/// A name is always a token (RFC 9110 §5.6.2; a name that is not one is stored as
+/// `X-Invalid-Header-Name`) and a value never holds CR or LF (they become spaces), as fields are added: a field can never add a line or a field of
 /// its own to a response (the encoder copies them as they are). A response built once and sent
 /// many times is checked once.
 public struct HTTPHeaders: Sendable, Equatable, Sequence {
@@ -129,12 +129,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 }
 
-/// `name` with every byte that is not a tchar replaced by "-" ("-" for an empty name), or `name`
-/// itself, the usual case.
+/// `name` if it is a token (the usual case); otherwise one fixed name that no framing or other
+/// meaningful field has. (Mending a bad name byte by byte could make one: "Content Length".) The
+/// value is kept, under that name, for whoever reads the response to see what went wrong.
 func tokenSafe(_ name: String) -> String {
     if !name.isEmpty && name.utf8.allSatisfy(isTokenChar) { return name }
-    if name.isEmpty { return "-" }
-    return String(decoding: name.utf8.map { isTokenChar($0) ? $0 : UInt8(ascii: "-") }, as: UTF8.self)
+    return "X-Invalid-Header-Name"
 }
 
 /// `s` with every CR and LF replaced by a space (or `s` itself, the usual case).
@@ -211,13 +211,14 @@ public struct HTTPRequestHead: Sendable, Equatable {
 }
 
 /// A response status with its reason phrase (CR and LF in a given reason become spaces, as in
-/// header fields).
+/// header fields). A code outside 100–999 cannot be written as a status line: it is taken as 500.
 public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public let code: Int
     public let reason: String
     public init(code: Int, reason: String? = nil) {
-        self.code = code
-        self.reason = reason.map(lineSafe) ?? HTTPStatus.defaultReason(code)
+        let valid = (100...999).contains(code)
+        self.code = valid ? code : 500
+        self.reason = valid ? reason.map(lineSafe) ?? HTTPStatus.defaultReason(code) : HTTPStatus.defaultReason(500)
     }
     public var description: String { "\(code) \(reason)" }
 

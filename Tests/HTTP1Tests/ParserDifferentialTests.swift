@@ -52,6 +52,10 @@ struct ParserDifferentialTests {
             var parser = HTTPRequestParser()
             let end = bytes(request).withUnsafeBytes { parser.wholeHead($0, from: 0) }
             #expect(end != nil, "\(request.prefix(60).debugDescription)")
+            // And `next` takes it there: the head comes out of the first call, the whole of it consumed.
+            var fresh = HTTPRequestParser()
+            let (progress, consumed) = bytes(request).withUnsafeBytes { fresh.next($0) }
+            #expect(progress == .head && consumed == end, "\(request.prefix(60).debugDescription)")
         }
         let others = [
             "GET / HTTP/1.1\r\nHost: a\r\n",                    // cut short
@@ -115,7 +119,39 @@ struct ParserDifferentialTests {
         limits.maxHeaderBytes = 40
         limits.maxHeaderCount = 2
         limits.maxBodyBytes = 8
-        #expect(mutationDisagreements(seed: 0x11_0017, limits: limits).isEmpty)
+        let disagreements = mutationDisagreements(seed: 0x11_0017, limits: limits)
+        #expect(disagreements.isEmpty, "\(disagreements)")
+    }
+
+    /// The case the small-limit mutations first found: a version run that meets the line's limit
+    /// and the version's eight bytes, read whole (one run) or in pieces (runs that start with part
+    /// of the version buffered). The line's limit is met first: 414 every way.
+    @Test func versionRunMeetsBothLimits() {
+        var limits = HTTPLimits()
+        limits.maxRequestLineBytes = 24
+        let request = bytes("GET /abcdefghijklmn \u{01}TTP/1.11\r\n\r\n")
+        for chunk in [nil, 1, 2, 3, 4, 5, 6, 7, 8, 9] {
+            #expect(parse(request, chunk: chunk, limits: limits).error == .uriTooLong, "chunk \(String(describing: chunk))")
+        }
+    }
+
+    /// Limits of zero or below are raised to their floors: nothing traps, consumption never goes
+    /// backwards, and both paths agree.
+    @Test func limitsAtOrBelowZero() {
+        for value in [0, -1, Int.min] {
+            var limits = HTTPLimits()
+            limits.maxRequestLineBytes = value
+            limits.maxHeaderBytes = value
+            limits.maxHeaderCount = value
+            limits.maxBodyBytes = value
+            limits.maxChunkExtensionBytes = value
+            limits.maxLeadingEmptyLines = value
+            for request in ValidRequestTests.valid.map({ bytes($0.1) }) {
+                let whole = parse(request, limits: limits)
+                #expect(whole.error != nil)
+                #expect(parse(request, chunk: 1, limits: limits) == whole)
+            }
+        }
     }
 
     /// Seeded mutations of valid and edge requests: replaced, inserted and deleted bytes from the
@@ -145,7 +181,9 @@ struct ParserDifferentialTests {
             }
             let whole = parse(request, limits: limits)
             let dripped = parse(request, chunk: 1, limits: limits)
-            if whole != dripped && disagreements.count < 5 {
+            // And in pieces of 2 to 9 bytes, so that runs start with part of a token buffered.
+            let pieces = parse(request, chunk: 2 + Int(rng.next() % 8), limits: limits)
+            if (whole != dripped || whole != pieces) && disagreements.count < 5 {
                 disagreements.append("round \(round): \(String(decoding: request, as: UTF8.self).debugDescription)")
             }
         }
