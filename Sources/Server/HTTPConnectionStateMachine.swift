@@ -44,10 +44,12 @@ public struct HTTPConnectionStateMachine {
     public let upgradePath: String?
     private(set) var state: State
     private var parser: HTTPRequestParser
-    private var head: HTTPRequestHead?
     private var body: [UInt8] = []
-    /// The request a `.request` action announced, until the shell takes it.
-    private var ready: (head: HTTPRequestHead, body: [UInt8])?
+    /// The head of the request being read, with its body in `body`, then of the request a
+    /// `.request` action announced, until the shell takes both (the next head is parsed only after
+    /// `responseSent`). Kept apart, not as an optional tuple: destroying one of those goes through
+    /// the runtime's generic witnesses.
+    private var readyHead: HTTPRequestHead?
     private var pending: [UInt8] = []
     public private(set) var requestsStarted = 0
 
@@ -72,7 +74,9 @@ public struct HTTPConnectionStateMachine {
 
     /// The request the last `.request` action announced. Called once per `.request`.
     public mutating func takeRequest() -> (head: HTTPRequestHead, body: [UInt8]) {
-        ready.take()!
+        let taken = body
+        body = []
+        return (readyHead.take()!, taken)
     }
 
     /// Waiting for the output queue to drain to its bound before the next request.
@@ -204,16 +208,14 @@ public struct HTTPConnectionStateMachine {
                     state = .readingBody(since: now)
                     if h.expectContinue { actions.append(.sendContinue) }
                 }
-                head = consume h
+                readyHead = consume h
                 body = []
             case .body(let range):
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(base + range.lowerBound)..<(base + range.upperBound)]))
             case .end:
                 state = .awaitingResponse
                 if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
-                ready = (head.take()!, body)
                 actions.append(.request)
-                body = []
                 return
             }
         }
