@@ -100,8 +100,8 @@ let package = Package(
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
         .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", "Wire"]),
 
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestKit"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat", "TestKit"]),
         .testTarget(name: "WebhooksTests", dependencies: [
             "Webhooks", "Chat", "Store", "Reactor", "TestKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -111,7 +111,7 @@ let package = Package(
             "Gateway", "Engine", "Wire", "Chat", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestKit"]),
         .testTarget(name: "ClusterTests", dependencies: [
             "Cluster", "TestKit", "Engine", "Webhooks", "Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),

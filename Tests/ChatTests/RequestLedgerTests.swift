@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestKit
 @testable import Chat
 
 /// Cluster mode (CLUSTER.md "Nonces and idempotency keys"): the ledger every node keeps of signed
@@ -140,7 +141,7 @@ struct RequestLedgerTests {
 
     // Determinism: two ledgers fed the same entries give the same verdicts.
     @Test func twoLedgersFedTheSameEntriesAgree() {
-        var rng = SplitMix(seed: 12)
+        var rng = SplitMix64(seed: 12)
         var entries: [LogRecord] = []
         for _ in 0..<3_000 {
             let nonce = "n\(rng.next() % 400)", key = "k\(rng.next() % 50)", fp = "f\(rng.next() % 2)"
@@ -206,18 +207,5 @@ struct RequestLedgerTests {
             let bytes = try JSONEncoder().encode(r)
             #expect(try JSONDecoder().decode(LogRecord.self, from: bytes) == r)
         }
-    }
-}
-
-/// A small seeded generator (the test's entries are the same on every run).
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

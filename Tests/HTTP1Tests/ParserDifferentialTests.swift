@@ -1,4 +1,5 @@
 import Testing
+import TestKit
 @testable import HTTP1
 
 /// The parser reads a head in one of two ways: whole, in one pass, when every byte of it is in the
@@ -188,18 +189,5 @@ struct ParserDifferentialTests {
             }
         }
         return disagreements
-    }
-}
-
-/// A seeded generator (SplitMix64): the same cases on every run.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

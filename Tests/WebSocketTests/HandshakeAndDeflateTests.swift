@@ -1,4 +1,5 @@
 import Testing
+import TestKit
 @testable import WebSocket
 
 @Suite("WebSocket handshake")

@@ -1,4 +1,5 @@
 import Testing
+import TestKit
 @testable import WebSocket
 
 @Suite("UTF-8 validation")
@@ -62,18 +63,5 @@ struct UTF8ValidatorTests {
             let theirs = String(validating: bytes, as: UTF8.self) != nil
             #expect(ours == theirs, "\(bytes)")
         }
-    }
-}
-
-/// A small deterministic generator so failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
