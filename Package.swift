@@ -33,6 +33,10 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]),
         // The chat domain: pure, deterministic, no I/O (SPEC §3, §6, §7).
         .target(name: "Chat"),
+        // What the engine's log carries, pure: its records and their codec, the request ledger
+        // (nonces and idempotency keys judged from the log), the webhook records and the ids made
+        // while an entry is applied. Used by one node's log and the cluster's alike.
+        .target(name: "Replication", dependencies: ["Chat"]),
         // SQLite through GRDB: schema, migrations, group-committing writer.
         .target(name: "Store", dependencies: [
             "Chat", "Reactor", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -65,11 +69,11 @@ let package = Package(
         ]),
 
         // Benchmark of the chat domain alone (commands per second on one thread).
-        .executableTarget(name: "ChatBench", dependencies: ["Chat"]),
+        .executableTarget(name: "ChatBench", dependencies: ["Chat", "Replication"]),
 
         // Webhooks: the durable outbox, signing formats, egress policy, libcurl multi delivery (SPEC §9).
         .target(name: "Webhooks", dependencies: [
-            "CCurl", "Chat", "Store", "Reactor", "HTTP1", .product(name: "GRDB", package: "GRDB.swift"),
+            "CCurl", "Chat", "Replication", "Store", "Reactor", "HTTP1", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
@@ -79,7 +83,7 @@ let package = Package(
         .target(name: "Wire", dependencies: ["Chat", "HTTP1", .product(name: "Crypto", package: "swift-crypto")]),
         // The engine thread that owns the domain, and the publisher of committed outcomes.
         .target(name: "Engine", dependencies: [
-            "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "Wire", .product(name: "Logging", package: "swift-log"),
+            "Chat", "Replication", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "Wire", .product(name: "Logging", package: "swift-log"),
         ]),
         // The browser side as resources: the JavaScript client library and the console (BX-3, BX-4).
         // Their unit tests (`node --test clients/js/test/`) are not shipped.
@@ -87,7 +91,7 @@ let package = Package(
                 resources: [.copy("js/roomcast.js"), .copy("js/roomcast.d.ts"), .copy("console")]),
         // Routes, sessions, hubs and wiring: joins the server, the engine and the wire format.
         .target(name: "Gateway", dependencies: [
-            "Server", "Engine", "Wire", "Chat", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets", "Cluster",
+            "Server", "Engine", "Wire", "Chat", "Replication", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets", "Cluster",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -101,19 +105,20 @@ let package = Package(
         .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", "Wire"]),
 
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestKit"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat", "TestKit"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat", "Replication", "TestKit"]),
+        .testTarget(name: "ReplicationTests", dependencies: ["Replication", "Chat", "TestKit"]),
         .testTarget(name: "WebhooksTests", dependencies: [
             "Webhooks", "Chat", "Store", "Reactor", "TestKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "Engine", "Wire", "Chat", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
+            "Gateway", "Engine", "Wire", "Chat", "Replication", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestKit"]),
         .testTarget(name: "ClusterTests", dependencies: [
-            "Cluster", "TestKit", "Engine", "Webhooks", "Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"),
+            "Cluster", "TestKit", "Engine", "Webhooks", "Store", "Chat", "Replication", .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

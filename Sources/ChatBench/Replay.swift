@@ -1,5 +1,6 @@
 import Chat
 import Foundation
+import Replication
 
 /// `chat-bench --replay [entries] [seed]`: a log of pseudo-random entries (a seeded generator,
 /// so every run makes the same log) applied as a cluster node applies the shared log — each

@@ -10,6 +10,7 @@ import Synchronization
 import Webhooks
 import WebSocket
 import Wire
+import Replication
 
 /// What the engine hands every I/O loop, in the order it happened. Frames are encoded once and
 /// shared by reference.

@@ -1,6 +1,7 @@
 import Chat
 import Foundation
 import Store
+import Replication
 
 /// Cluster snapshots (CLUSTER.md "Snapshots and trimming"): everything a node has made from the
 /// log up to a position, so that a node can start there instead of at the log's first entry, and

@@ -7,6 +7,7 @@ import Reactor
 import Store
 import Synchronization
 import Webhooks
+import Replication
 
 /// Cluster mode, webhooks (CL-6, CLUSTER.md §7): what the engine keeps between log entries.
 /// Touched only on the engine's thread, as the rest of its state.

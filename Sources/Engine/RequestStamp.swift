@@ -1,5 +1,6 @@
 import Chat
 import Synchronization
+import Replication
 
 /// Cluster mode (CLUSTER.md "Nonces and idempotency keys"): what one signed REST call carries
 /// into the shared log, and what the log said about it. The first change the call appends

@@ -8,6 +8,7 @@ import Synchronization
 import Wire
 #if canImport(Glibc)
 import Glibc
+import Replication
 #endif
 
 /// Cluster options (`--cluster`, `--node-id`, `--node-timeout`).

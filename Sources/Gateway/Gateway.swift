@@ -10,6 +10,7 @@ import Store
 import Synchronization
 import Webhooks
 import Wire
+import Replication
 
 /// Gateway options (the CLI maps flags and environment variables onto these).
 public struct GatewayConfiguration: Sendable {

@@ -6,6 +6,7 @@ import Server
 import Store
 import Synchronization
 import Wire
+import Replication
 
 /// PX-2: idempotent REST writes. A state-changing call sent with an `Idempotency-Key` (Nexconn's
 /// SDK sends `X-Request-ID`) is answered once; the answer is made durable before it is sent, and

@@ -4,6 +4,7 @@ import HTTP1
 import Server
 import Webhooks
 import Wire
+import Replication
 
 /// The native REST API (`/v1`, API.md): JSON in and out, every call signed (SPEC §2). Each route
 /// decodes the request's DTO (Wire), builds its domain command or query, and answers once it is

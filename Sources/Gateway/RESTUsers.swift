@@ -2,6 +2,7 @@ import Chat
 import HTTP1
 import Server
 import Wire
+import Replication
 
 /// A user's connections (PX-5): list them and their rooms, and disconnect them (all, or one
 /// device) with a close code and a reason that reach the client. Answered from every I/O loop's

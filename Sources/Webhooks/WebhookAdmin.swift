@@ -2,6 +2,7 @@ import Chat
 import Crypto
 import Foundation
 import GRDB
+import Replication
 import Store
 
 /// Managing endpoints (WH-1), the delivery log and replays (WH-4). Changes are answered once durable.

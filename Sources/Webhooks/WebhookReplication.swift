@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Store
 import Synchronization
+import Replication
 
 /// Webhooks in a cluster (CL-6, CLUSTER.md §7).
 ///

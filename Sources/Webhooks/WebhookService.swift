@@ -7,6 +7,7 @@ import Logging
 import Reactor
 import Store
 import Synchronization
+import Replication
 
 /// Webhooks (SPEC §9): endpoints per app, a durable outbox written in the transaction of the change
 /// that caused each message, and one delivery thread driving libcurl's multi interface.

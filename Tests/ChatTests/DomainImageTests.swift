@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Chat
+import Replication
 
 /// Snapshots of the cluster (BX-5, CLUSTER.md): a domain made from the image of another, taken at
 /// any point of a run, gives exactly the same replies, events, mutations, webhook records and

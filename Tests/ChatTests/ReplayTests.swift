@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Chat
+@testable import Replication
 
 /// Applying the shared log (CLUSTER.md), in one process: commands carried through the log's codec,
 /// each with the entry's time and ids derived from its position, give the same outcomes as the

@@ -10,6 +10,7 @@ import TestKit
 import Webhooks
 #if canImport(Glibc)
 import Glibc
+import Replication
 #endif
 
 /// CL-6 without PostgreSQL: two engines, as two nodes of one cluster, fed the same log entries,

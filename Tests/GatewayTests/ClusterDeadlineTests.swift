@@ -5,6 +5,7 @@ import Logging
 import Store
 import Synchronization
 import Testing
+import Replication
 
 /// CLUSTER.md "A change": a caller whose entry does not come back from the log within
 /// `Limits.clusterAnswerDeadlineMilliseconds` is answered 50303 (the change may have been made),

@@ -6,6 +6,7 @@ import Store
 import Synchronization
 import Testing
 import Wire
+import Replication
 
 /// The engine's side of CLUSTER.md "Nonces and idempotency keys" and "A user's connections",
 /// without PostgreSQL: engines of three node runs apply the same log entries (built here from

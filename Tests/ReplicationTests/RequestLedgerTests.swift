@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestKit
 @testable import Chat
+@testable import Replication
 
 /// Cluster mode (CLUSTER.md "Nonces and idempotency keys"): the ledger every node keeps of signed
 /// calls' nonces (SPEC §2) and idempotency keys (PX-2) judges the same entries alike, by log time

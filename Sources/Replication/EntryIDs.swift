@@ -1,3 +1,5 @@
+import Chat
+
 /// Ids for a domain that replays the cluster's shared log (CLUSTER.md): derived from the entry
 /// being applied — its time and its position — and a counter within the entry, never from a
 /// node's clock or random generator, so every node that applies the same entries makes the same

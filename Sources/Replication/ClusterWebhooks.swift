@@ -1,3 +1,5 @@
+import Chat
+
 /// Webhooks in a cluster (CL-6, CLUSTER.md §7): what the shared log carries about endpoints and
 /// deliveries, so that every node holds the same endpoints, stages the same messages (with the
 /// same ids and sequence numbers) and records the same outcomes.

@@ -1,7 +1,10 @@
+import Chat
+import Foundation
+
 /// The binary form of the records of the cluster's log that a chat is mostly made of (messages,
 /// sessions joining, leaving and going away, ticks): every node decodes every entry, and this costs
 /// no allocation beyond the strings it carries. Every other record travels as the JSON of its
-/// `Codable` value (the Engine's `LogRecord.encode`). The first byte tells them apart: JSON always
+/// `Codable` value (`LogRecord.encode`, below). The first byte tells them apart: JSON always
 /// starts with `{` (0x7B), a binary record with its tag (below 0x20), so both sit in one log.
 ///
 /// Binary layout: the tag, then the fields in order — unsigned integers as LEB128 varints, strings
@@ -228,5 +231,22 @@ struct LogReader {
             throw .invalidUTF8
         }
         return s
+    }
+}
+
+// MARK: Encoding and decoding
+
+extension LogRecord {
+    /// The bytes of a record in the cluster's log: its binary form where it has one (the hot
+    /// records, above) and the cluster's `format` allows it, else the JSON of the
+    /// `Codable` record.
+    public static func encode(_ record: LogRecord, format: Int = LogRecord.format) throws -> [UInt8] {
+        if format >= binaryFormat, let bytes = binary(record) { return bytes }
+        return Array(try JSONEncoder().encode(record))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> LogRecord {
+        if bytes.first == jsonMark { return try JSONDecoder().decode(LogRecord.self, from: Data(bytes)) }
+        return try decodeBinary(bytes)
     }
 }

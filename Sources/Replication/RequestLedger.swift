@@ -1,3 +1,5 @@
+import Chat
+
 /// Cluster mode (CLUSTER.md "Nonces and idempotency keys"): what signed REST calls leave in the
 /// shared log that every node must judge alike — their nonces (SPEC §2) and their idempotency
 /// keys (PX-2). Pure and deterministic, like the domain: it changes only through the entries

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Chat
+import Replication
 
 /// The cluster's log carries domain commands (CLUSTER.md): every kind of command, with every
 /// optional part present and absent, survives encoding and decoding unchanged.

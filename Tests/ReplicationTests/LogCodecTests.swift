@@ -1,5 +1,6 @@
 import Testing
 @testable import Chat
+@testable import Replication
 
 /// The binary form of the cluster log's hot records (BX-5, CLUSTER.md): exact bytes, round trips,
 /// and every malformed input refused with a typed error, never a crash or a guess.
