@@ -48,7 +48,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "CShims", "Server", "Gateway", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            "CShims", "Server", "Gateway", "ClusterNode", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -91,7 +91,7 @@ let package = Package(
                 resources: [.copy("js/roomcast.js"), .copy("js/roomcast.d.ts"), .copy("console")]),
         // Routes, sessions, hubs and wiring: joins the server, the engine and the wire format.
         .target(name: "Gateway", dependencies: [
-            "Server", "Engine", "Wire", "Chat", "Replication", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets", "Cluster",
+            "Server", "Engine", "Wire", "Chat", "Replication", "Store", "Reactor", "HTTP1", "WebSocket", "Webhooks", "WebAssets", "Cluster", "ClusterNode",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"), .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -100,6 +100,11 @@ let package = Package(
         // The cluster on PostgreSQL (CL-1..CL-6, CLUSTER.md): the shared log, the schema, the node
         // registry, through libpq.
         .target(name: "Cluster", dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")]),
+        // A cluster node: the shared log as the engine's log (`ClusterLink`) and the threads that
+        // join them (`ClusterReplicator`: appender, reader, membership, snapshots).
+        .target(name: "ClusterNode", dependencies: [
+            "Cluster", "Engine", "Replication", "Chat", "Reactor", "Wire", .product(name: "Logging", package: "swift-log"),
+        ]),
 
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.
         .target(name: "TestKit", dependencies: ["WebSocket", "HTTP1", "Wire"]),
@@ -113,7 +118,7 @@ let package = Package(
         ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "Engine", "Wire", "Chat", "Replication", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
+            "Gateway", "ClusterNode", "Engine", "Wire", "Chat", "Replication", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestKit"]),

@@ -1,6 +1,6 @@
 /// One entry of the shared log: a position in the cluster's single order, the node that appended
 /// it, the time it was appended (the `now` every node applies it with), and the encoded command.
-public struct LogEntry: Equatable, Sendable {
+public struct LogRow: Equatable, Sendable {
     public var position: Int64
     public var origin: String
     /// The appending node run's sequence number for the entry (0: none).
@@ -106,8 +106,8 @@ public enum ClusterLog {
 
     /// Entries after `position`, in order: at most `limit`, and no more payload than `maxBytes`
     /// past the first entry (a page of large entries stays bounded in memory).
-    public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000, maxBytes: Int = maxReadBytes) throws(PGError) -> [LogEntry] {
-        var entries: [LogEntry] = []
+    public static func read(_ db: PGConnection, after position: Int64, limit: Int = 1000, maxBytes: Int = maxReadBytes) throws(PGError) -> [LogRow] {
+        var entries: [LogRow] = []
         entries.reserveCapacity(min(limit, 1000))
         try db.execute(prepared: "roomcast_read", """
             SELECT position, origin, at, payload, seq FROM (
@@ -121,7 +121,7 @@ public enum ClusterLog {
                   let seq = r.int64(4) else {
                 throw PGError(sqlState: "XX001", message: "log entry after position \(entries.last?.position ?? position) does not read back")
             }
-            entries.append(LogEntry(position: p, origin: origin, seq: seq, at: at, payload: payload))
+            entries.append(LogRow(position: p, origin: origin, seq: seq, at: at, payload: payload))
         }
         return entries
     }

@@ -60,7 +60,7 @@ public struct Snapshot: Sendable {
 }
 
 extension Engine {
-    /// PX-2 in a cluster: what the log has decided about an idempotency key so far on this node
+    /// PX-2: what the log has decided about an idempotency key so far on this node
     /// (nil: free), without claiming it (any thread; `reply` on the engine's).
     public func keyVerdict(app: String, key: String, fingerprint: String, reply: @escaping @Sendable (RequestLedger.Duplicate?) -> Void) {
         loop.execute { [self] in reply(ledger.peek(app: app, key: key, fingerprint: fingerprint, at: lastAppliedAt)) }
@@ -70,7 +70,7 @@ extension Engine {
     /// commit order at that position (store thread); `done` is called on the store's thread.
     public func snapshot(_ done: @escaping @Sendable (Result<Snapshot, Error>) -> Void) {
         loop.execute { [self] in
-            guard cluster != nil, position > 0 else {
+            guard position > 0 else {
                 done(.failure(SnapshotError("nothing applied yet")))
                 return
             }
@@ -80,10 +80,10 @@ extension Engine {
                     SnapshotState.StreamImage(app: $0.key.app, roomId: $0.key.roomId, epoch: $0.value.epoch, offset: $0.value.offset)
                 },
                 endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
-                webhookOrphans: replicatedHooks.orphans.sorted(), webhookLastPrune: replicatedHooks.lastPrune)
+                webhookOrphans: webhookEntries.orphans.sorted(), webhookLastPrune: webhookEntries.lastPrune)
             let replica = SnapshotBytes()
             // Nothing in here may throw: a failed commit stops a cluster node.
-            store.submit(Store.Commit(mutations: [], extra: { tx in
+            commit(Store.Commit(mutations: [], extra: { tx in
                 do {
                     let size = try Store.size(tx)
                     guard size <= Int64(Limits.maxSnapshotPartBytes) else {
@@ -116,8 +116,8 @@ extension Engine {
         endedIncarnations = Set(state.endedIncarnations)
         ledger = RequestLedger(image: state.ledger, nonceMilliseconds: ledger.nonceMilliseconds, maxNoncesPerApp: ledger.maxNoncesPerApp,
                                keyMilliseconds: ledger.keyMilliseconds, maxKeysPerApp: ledger.maxKeysPerApp)
-        replicatedHooks.orphans = Set(state.webhookOrphans)
-        replicatedHooks.lastPrune = state.webhookLastPrune
+        webhookEntries.orphans = Set(state.webhookOrphans)
+        webhookEntries.lastPrune = state.webhookLastPrune
     }
 }
 

@@ -1,5 +1,7 @@
 import Chat
+import Foundation
 import HTTP1
+import Store
 import Synchronization
 import Wire
 
@@ -147,5 +149,19 @@ public final class RequestAuthenticator: Sendable {
         }
         record(c.appKey, nonce, now)
         return .success(Accepted(app: c.appKey, nonce: nonce, nonceField: c.nonceField))
+    }
+}
+
+extension AppRegistry {
+    /// The apps in the store, with their settings (`only`: just these keys).
+    static func load(_ store: Store, only keys: Set<String>?) throws -> AppRegistry {
+        let registry = AppRegistry()
+        for row in try store.apps() where keys?.contains(row.key) ?? true {
+            let settings = (try? JSONDecoder().decode(AppSettings.self, from: Data(row.settings.utf8))) ?? AppSettings()
+            registry.set(App(key: row.key, secret: row.secret,
+                             allowedOrigins: row.allowedOrigins.isEmpty ? nil : row.allowedOrigins.split(separator: "\n").map(String.init),
+                             settings: settings))
+        }
+        return registry
     }
 }

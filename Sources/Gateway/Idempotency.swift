@@ -15,17 +15,18 @@ import Replication
 /// while the first is still being answered, a retry gets 409 (40900). Answers that say "try
 /// again" (429, 5xx, or any with Retry-After, e.g. NIM's in a 200) are not kept. Keys are per app; at most 255 visible ASCII characters.
 ///
-/// In a cluster (CLUSTER.md "Nonces and idempotency keys") the node's replica is checked for a
-/// kept answer as on one node; otherwise the call's first change carries its claim on the key
-/// into the shared log, where every node judges it alike (`RequestLedger`): a key already claimed
-/// is not applied again, and the retry gets the kept answer, 422, 409, or 40903 when the change
-/// was made and its answer lost. The answer sent is appended to the log without waiting, and
-/// every node keeps it in its replica.
+/// One path whatever the log (CLUSTER.md "Nonces and idempotency keys"): the replica is checked
+/// for a kept answer; otherwise the call's first change carries its claim on the key into the log,
+/// where it is judged alike on every node (`RequestLedger`): a key already claimed is not applied
+/// again, and the retry gets the kept answer, 422, 409, or 40903 when the change was made and its
+/// answer lost. A call that makes one change keeps its answer in that change's own transaction
+/// (`ReplyTo.keeping`), so a crash leaves both or neither; every answer kept is also appended to
+/// the log (every node of a cluster keeps it), and sent once this node has it.
 final class Idempotency: Sendable {
     let store: Store
     let clock: @Sendable () -> Int64
-    /// Cluster mode: the engine that appends the kept answers (nil on one node).
-    let cluster: Engine?
+    /// The engine whose log judges the keys and keeps the answers.
+    let engine: Engine
     private let inFlight = Mutex<Set<String>>([])
     /// Answers kept per app since its last trim; every `trimEvery` the app's oldest beyond the
     /// bound are dropped.
@@ -33,10 +34,10 @@ final class Idempotency: Sendable {
     static let trimEvery = 1000
     static let maxKeyBytes = 255
 
-    init(store: Store, clock: @escaping @Sendable () -> Int64, cluster: Engine? = nil) {
+    init(store: Store, clock: @escaping @Sendable () -> Int64, engine: Engine) {
         self.store = store
         self.clock = clock
-        self.cluster = cluster
+        self.engine = engine
     }
 
     /// Counts an answer kept for `app`; true every `trimEvery`-th (that write also trims).
@@ -53,7 +54,7 @@ final class Idempotency: Sendable {
         case invalidKey(header: String)
         case reused(header: String)
         case inFlight(header: String)
-        /// Cluster mode: the key's change was made and its answer lost (40903).
+        /// The key's change was made and its answer lost (40903).
         case lost(header: String)
     }
 
@@ -76,21 +77,22 @@ final class Idempotency: Sendable {
     }
 
     /// Runs `handler` once per (app, key) and replays its answer; `refuse` renders a refusal in
-    /// the surface's shape.
+    /// the surface's shape. `writer` carries the call's stamp (`RESTAPI.stamped`).
     func run(_ request: Request, app: String, key: String, header: String, writer: ResponseWriter,
              refuse: @escaping @Sendable (Refusal) -> Response, _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
         guard !key.isEmpty, key.utf8.count <= Self.maxKeyBytes, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return writer.send(refuse(.invalidKey(header: header)))
         }
+        guard let stamp = writer.stamp else { preconditionFailure("a signed call's writer carries its stamp") }
         var hash = SHA256()
         hash.update(data: Array(request.head.method.rawValue.utf8) + [0x0A] + Array(request.head.target.utf8) + [0x0A])
         hash.update(data: request.body)
         let fingerprint = hexEncoded(Array(hash.finalize()))
         let id = app + "\u{0}" + key
         guard inFlight.withLock({ $0.insert(id).inserted }) else { return writer.send(refuse(.inFlight(header: header))) }
-        let store = self.store, clock = self.clock
+        let clock = self.clock
         let release: @Sendable () -> Void = { [self] in _ = inFlight.withLock { $0.remove(id) } }
-        store.read { s in
+        store.read { [self] s in
             let kept: StoredAnswer?
             do {
                 kept = try s.storedAnswer(app: app, key: key, now: clock())
@@ -103,89 +105,58 @@ final class Idempotency: Sendable {
                 guard kept.fingerprint == fingerprint else { return writer.send(refuse(.reused(header: header))) }
                 return writer.send(Self.replay(kept))
             }
-            if let engine = self.cluster, let stamp = writer.stamp {
-                return self.runInCluster(stamp: stamp, engine: engine, app: app, key: key, header: header, fingerprint: fingerprint, writer: writer,
-                                         refuse: refuse, release: release, handler)
-            }
-            let trim = self.countAndTrim(app)
-            let keeper = AnswerKeeper(app: app, key: key, fingerprint: fingerprint, trim: trim, clock: clock)
-            handler(ResponseWriter(attachment: CallAttachment(stamp: nil, keeper: keeper)) { response in
-                // "Try again" answers are not kept; everything else is on disk before it is sent.
-                // (A commit that failed after the engine rendered its answer is answered "try
-                // again", so an answer rendered for it is never sent.)
-                guard AnswerKeeper.isKeepable(response) else {
+            // The key's first call may be in the log already, its answer not yet in this node's
+            // replica: the retry is told what the log says instead of running again.
+            engine.keyVerdict(app: app, key: key, fingerprint: fingerprint) { [self] verdict in
+                switch verdict {
+                case nil:
+                    runClaiming(stamp: stamp, app: app, key: key, header: header, fingerprint: fingerprint, writer: writer,
+                                refuse: refuse, release: release, handler)
+                case .otherRequest?:
                     release()
-                    return writer.send(response)
+                    writer.send(refuse(.reused(header: header)))
+                case .answerLost?:
+                    release()
+                    writer.send(refuse(.lost(header: header)))
+                case .inProgress?, .answered?:
+                    // Answered: its record is on its way into the replica (or in it by now); either
+                    // way the client retries and gets it.
+                    release()
+                    writer.send(refuse(.inFlight(header: header)))
                 }
-                // Kept in the change's own transaction (a single engine change): sent as kept.
-                if let kept = keeper.keptResponse {
-                    release()
-                    return writer.send(kept)
-                }
-                // Otherwise (several changes, webhook endpoints) in a transaction of its own, after
-                // the change: a crash between the two leaves the change without its answer.
-                store.submit(Store.Commit(mutations: [], extra: keeper.write(response), onDurable: {
-                    release()
-                    writer.send(response)
-                }, onFailed: {
-                    release()
-                    writer.send(RESTAPI.error(ChatError(.storageUnavailable, "the answer could not be kept; the change may have been made: retry with the same key", field: header)))
-                }))
-            })
-        }
-    }
-}
-
-extension Idempotency {
-    /// Cluster mode: the call's first change claims the key in the shared log; what the log
-    /// decided replaces the call's own answer when the key was claimed before.
-    private func runInCluster(stamp: RequestStamp, engine: Engine, app: String, key: String, header: String, fingerprint: String,
-                              writer: ResponseWriter, refuse: @escaping @Sendable (Refusal) -> Response, release: @escaping @Sendable () -> Void,
-                              _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
-        // The key's first call may be in the log already, its answer not yet in this node's
-        // replica: the retry is told what the log says instead of running again.
-        engine.keyVerdict(app: app, key: key, fingerprint: fingerprint) { [self] verdict in
-            switch verdict {
-            case nil:
-                runClaiming(stamp: stamp, engine: engine, app: app, key: key, header: header, fingerprint: fingerprint, writer: writer,
-                            refuse: refuse, release: release, handler)
-            case .otherRequest?:
-                release()
-                writer.send(refuse(.reused(header: header)))
-            case .answerLost?:
-                release()
-                writer.send(refuse(.lost(header: header)))
-            case .inProgress?, .answered?:
-                // Answered: its record is on its way into the replica (or in it by now); either
-                // way the client retries and gets it.
-                release()
-                writer.send(refuse(.inFlight(header: header)))
             }
         }
     }
 
-    private func runClaiming(stamp: RequestStamp, engine: Engine, app: String, key: String, header: String, fingerprint: String,
+    /// The call's first change claims the key in the log; what the log decided replaces the call's
+    /// own answer when the key was claimed before.
+    private func runClaiming(stamp: RequestStamp, app: String, key: String, header: String, fingerprint: String,
                              writer: ResponseWriter, refuse: @escaping @Sendable (Refusal) -> Response, release: @escaping @Sendable () -> Void,
                              _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
         stamp.setKey(key, fingerprint: fingerprint, header: header)
-        let store = self.store, clock = self.clock
-        handler(ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in
-            release()
+        let store = self.store, clock = self.clock, engine = self.engine
+        let keeper = AnswerKeeper(app: app, key: key, fingerprint: fingerprint, trim: countAndTrim(app), clock: clock)
+        handler(ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: keeper)) { response in
             switch stamp.refusal {
             case .none:
                 break
             case .nonceReused:
                 // A replayed request: the nonce's refusal, and nothing about the key.
+                release()
                 return writer.send(response)
             case .duplicate(.otherRequest):
+                release()
                 return writer.send(refuse(.reused(header: header)))
             case .duplicate(.inProgress):
+                release()
                 return writer.send(refuse(.inFlight(header: header)))
             case .duplicate(.answerLost):
+                release()
                 return writer.send(refuse(.lost(header: header)))
             case .duplicate(.answered):
-                // Kept by every node before the retry's change was applied (it is earlier in the
-                // log): replayed from this node's replica.
+                // Kept before the retry's change was applied (it is earlier in the log): replayed
+                // from this node's replica.
+                release()
                 return store.read { s in
                     if let kept = try? s.storedAnswer(app: app, key: key, now: clock()), kept.fingerprint == fingerprint {
                         writer.send(Self.replay(kept))
@@ -195,27 +166,34 @@ extension Idempotency {
                     }
                 }
             }
-            if AnswerKeeper.isKeepable(response) {
-                engine.keepAnswer(stamp, status: response.status.code, contentType: response.headers["content-type"] ?? "application/json",
-                                  body: response.body)
-            } else {
+            // "Try again" answers are not kept, and the key is released.
+            guard AnswerKeeper.isKeepable(response) else {
+                release()
                 engine.answerNotKept(stamp)
+                return writer.send(response)
             }
-            writer.send(response)
+            // What was kept with the change (one change) is what is sent; otherwise the answer
+            // is kept now. Either way it goes into the log's state before it is sent.
+            let kept = keeper.keptResponse
+            let sent = kept ?? response
+            engine.keepAnswer(stamp, status: sent.status.code, contentType: sent.headers["content-type"] ?? "application/json", body: sent.body,
+                              keptWithChange: kept != nil) {
+                release()
+                writer.send(sent)
+            }
         })
     }
 }
 
-/// What the gateway hands a signed call's handler with its writer: in a cluster the call's stamp
-/// (its nonce and idempotency key go into the log with its first change), on one node the
-/// idempotency keeper.
+/// What the gateway hands a signed call's handler with its writer: the call's stamp (its nonce and
+/// idempotency key go into the log with its first change) and, with a key, the answer's keeper.
 struct CallAttachment: Sendable {
     let stamp: RequestStamp?
     let keeper: AnswerKeeper?
 }
 
 extension ResponseWriter {
-    /// Cluster mode: the signed call this writer answers.
+    /// The signed call this writer answers.
     var stamp: RequestStamp? { (attachment as? CallAttachment)?.stamp }
     var keeper: AnswerKeeper? { (attachment as? CallAttachment)?.keeper }
 }

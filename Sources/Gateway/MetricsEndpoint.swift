@@ -13,17 +13,17 @@ final class MetricsEndpoint: Sendable {
     let store: Store
     let webhooks: WebhookService
     let beforeSend: BeforeSendService
-    private let server = Mutex<ServerMetrics?>(nil)
+    /// The HTTP server's counters (none in-process).
+    private let server: ServerMetrics?
     let fanout = FanoutCounters()
 
-    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService) {
+    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService, server: ServerMetrics?) {
+        self.server = server
         self.beforeSend = beforeSend
         self.registry = registry
         self.store = store
         self.webhooks = webhooks
     }
-
-    func attach(_ metrics: ServerMetrics) { server.withLock { $0 = metrics } }
 
     func render() -> Response {
         var out: [UInt8] = []
@@ -32,7 +32,7 @@ final class MetricsEndpoint: Sendable {
         func metric(_ name: String, _ type: String, _ help: String, _ value: Int) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
-        if let s = server.withLock({ $0 }) {
+        if let s = server {
             metric("roomcast_connections_accepted_total", "counter", "TCP connections accepted.", s.accepted)
             metric("roomcast_connections_open", "gauge", "Connections open now.", s.open)
             metric("roomcast_http_requests_total", "counter", "HTTP requests answered.", s.requests)

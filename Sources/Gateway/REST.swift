@@ -24,20 +24,20 @@ struct RESTAPI: Sendable {
         let apps = context.apps
         let clock = context.clock
         let idempotency = context.idempotency
-        let catchingUp = context.catchingUp
-        let cluster = context.inCluster ? context.engine : nil
+        let caughtUp = context.caughtUp
+        let engine = context.engine
         return { request, writer in
-            // A cluster node that has not applied the log yet would answer from a stale replica.
-            if let catchingUp, !catchingUp.isReady {
-                return writer.send(Self.error(GatewayError(.unavailable, "the node is catching up with the cluster's log; try again shortly")))
+            // A node that has not caught up with its log yet would answer from a stale replica.
+            guard caughtUp.isReady else {
+                return writer.send(Self.error(GatewayError(.unavailable, "the node is catching up with its log; try again shortly")))
             }
             switch auth.authenticate(request.head, body: request.body) {
             case .failure(let e): writer.send(Self.error(e))
             case .success(let accepted):
                 let app = accepted.app
-                // In a cluster, the call's nonce goes into the log (with its first change, or
-                // alone once it is answered), so no node accepts the call again.
-                let writer = cluster.map { Self.stamped(writer, accepted, engine: $0) } ?? writer
+                // The call's nonce goes into the log (with its first change, or alone once it is
+                // answered), so no node of a cluster accepts the call again.
+                let writer = Self.stamped(writer, accepted, engine: engine)
                 // PX-1: the app's calls per second; another app's bucket is not touched.
                 guard apps.takeRESTCall(app, now: clock()) else {
                     return writer.send(Self.error(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil)))
@@ -54,8 +54,8 @@ struct RESTAPI: Sendable {
         }
     }
 
-    /// Cluster mode: a writer that carries the call's stamp to the engine and, once the call is
-    /// answered, sends its nonce to the log if none of its changes did.
+    /// A writer that carries the call's stamp to the engine and, once the call is answered, sends
+    /// its nonce to the log if none of its changes did.
     static func stamped(_ writer: ResponseWriter, _ accepted: RequestAuthenticator.Accepted, engine: Engine) -> ResponseWriter {
         let stamp = RequestStamp(nonce: RequestNonce(app: accepted.app, nonce: accepted.nonce), nonceField: accepted.nonceField)
         return ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in

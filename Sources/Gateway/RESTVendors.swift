@@ -24,9 +24,9 @@ extension RESTAPI {
     }
 
     private func vendorCall(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, _ writer: ResponseWriter) {
-        // A cluster node that has not applied the log yet would answer from a stale replica.
-        if let catchingUp = context.catchingUp, !catchingUp.isReady {
-            return writer.send(Self.answer(vendor.failure(ChatError(.storageUnavailable, "the node is catching up with the cluster's log; try again shortly", field: nil))))
+        // A node that has not caught up with its log yet would answer from a stale replica.
+        guard context.caughtUp.isReady else {
+            return writer.send(Self.answer(vendor.failure(ChatError(.storageUnavailable, "the node is catching up with its log; try again shortly", field: nil))))
         }
         let app: String
         var writer = writer
@@ -36,8 +36,8 @@ extension RESTAPI {
             return
         case .success(let accepted):
             app = accepted.app
-            // In a cluster, the call's nonce goes into the log (with its first change, or alone).
-            if context.inCluster { writer = Self.stamped(writer, accepted, engine: context.engine) }
+            // The call's nonce goes into the log (with its first change, or alone).
+            writer = Self.stamped(writer, accepted, engine: context.engine)
         }
         // PX-1: one bucket per app for all its surfaces; RongCloud/Nexconn answer 1008, NIM 416.
         guard context.apps.takeRESTCall(app, now: context.clock()) else {
@@ -84,7 +84,7 @@ extension RESTAPI {
         }
     }
 
-    /// `stamp`: the signed call (cluster mode), whose first change carries its nonce and key.
+    /// `stamp`: the signed call, whose first change carries its nonce and key.
     private static func run(_ engine: Engine, _ work: VendorCall.Work, stamp: RequestStamp?,
                             _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         switch work {

@@ -70,25 +70,14 @@ extension RESTAPI {
     func registerWebhooks(_ r: inout Router.Builder) {
         let hooks = context.webhooks
         let clock = context.clock
-        // CL-6: on a cluster node, changes go through the cluster's log (every node applies them
-        // alike) and are answered once this node has applied them.
+        // WH-1, WH-4, CL-6: changes go through the engine's log (in a cluster every node applies
+        // them alike) and are answered once this node has applied them.
         let engine = context.engine
-        let inCluster = context.inCluster
-        @Sendable func reply(_ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) -> WebhookService.Completion<WebhookEndpoint> {
-            { result in
-                switch result {
-                case .success(let e):
-                    writer.send(.json(status, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: withSecret, now: clock())))
-                case .failure(let e): writer.send(Self.error(e))
-                }
-            }
-        }
-        /// A change through the cluster's log, answered as `reply` answers an endpoint.
-        @Sendable func viaLog(_ request: WebhookService.AdminRequest, _ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) {
-            let answer = reply(writer, status: status, withSecret: withSecret)
+        @Sendable func change(_ request: WebhookService.AdminRequest, _ writer: ResponseWriter, status: HTTPStatus = .ok, withSecret: Bool) {
             engine.webhookChange(request) { result in
                 switch result {
-                case .success(.endpoint(let e)): answer(.success(e))
+                case .success(.endpoint(let e)):
+                    writer.send(.json(status, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: withSecret, now: clock())))
                 case .success(.removed): writer.send(.json(.ok, "{}"))
                 case .success(.queued(let n)): writer.send(.json(.ok, JSONWriter.object { w in w.field("queued", n) }))
                 case .failure(let e): writer.send(Self.error(e))
@@ -97,11 +86,9 @@ extension RESTAPI {
         }
 
         r.add(.POST, "/v1/webhooks", signed { req, caller, writer in
-            let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
-                if inCluster { return viaLog(.create(app: app, b), writer, status: .created, withSecret: true) }
-                hooks.createEndpoint(app: app, b, completion: reply(writer, status: .created, withSecret: true))
+                change(.create(app: caller.app, b), writer, status: .created, withSecret: true)
             } catch {
                 writer.send(Self.error(error))
             }
@@ -125,29 +112,18 @@ extension RESTAPI {
             writer.send(.json(.ok, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: clock())))
         })
         r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
-            let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
-                if inCluster { return viaLog(.update(app: app, id: Self.param(req, "id"), b), writer, withSecret: false) }
-                hooks.updateEndpoint(app: app, id: Self.param(req, "id"), b, completion: reply(writer, withSecret: false))
+                change(.update(app: caller.app, id: Self.param(req, "id"), b), writer, withSecret: false)
             } catch {
                 writer.send(Self.error(error))
             }
         })
         r.add(.DELETE, "/v1/webhooks/{id}", signed { req, caller, writer in
-            let app = caller.app
-            if inCluster { return viaLog(.delete(app: app, id: Self.param(req, "id")), writer, withSecret: false) }
-            hooks.deleteEndpoint(app: app, id: Self.param(req, "id")) { result in
-                switch result {
-                case .success: writer.send(.json(.ok, "{}"))
-                case .failure(let e): writer.send(Self.error(e))
-                }
-            }
+            change(.delete(app: caller.app, id: Self.param(req, "id")), writer, withSecret: false)
         })
         r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, caller, writer in
-            let app = caller.app
-            if inCluster { return viaLog(.rotateSecret(app: app, id: Self.param(req, "id")), writer, withSecret: true) }
-            hooks.rotateSecret(app: app, id: Self.param(req, "id"), completion: reply(writer, withSecret: true))
+            change(.rotateSecret(app: caller.app, id: Self.param(req, "id")), writer, withSecret: true)
         })
         r.add(.GET, "/v1/webhooks/{id}/deliveries", signed { req, caller, writer in
             let app = caller.app
@@ -171,18 +147,9 @@ extension RESTAPI {
             }
         })
         r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, caller, writer in
-            let app = caller.app
             do throws(ChatError) {
                 let b = try decodeBody(WebhookReplayRequest.self, from: req.body)
-                if inCluster {
-                    return viaLog(.replay(app: app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since), writer, withSecret: false)
-                }
-                hooks.replay(app: app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since) { result in
-                    switch result {
-                    case .success(let n): writer.send(.json(.ok, JSONWriter.object { w in w.field("queued", n) }))
-                    case .failure(let e): writer.send(Self.error(e))
-                    }
-                }
+                change(.replay(app: caller.app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since), writer, withSecret: false)
             } catch {
                 writer.send(Self.error(error))
             }

@@ -34,3 +34,15 @@ public final class EntryIDs: @unchecked Sendable {
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 }
+
+/// What makes the domain's ids (messages, room epochs, anonymous users) while the engine applies
+/// a log entry: `begin` is called before each entry, `next` by the domain. A property of the log
+/// the engine follows: a cluster derives them from the entry (`EntryIDs`, the same on every
+/// node); a single node makes fresh ones that stay unique across its restarts (its log's
+/// positions start again with each run).
+public protocol EntryIDMaker: AnyObject, Sendable {
+    func begin(position: Int64, at: Int64)
+    func next() -> String
+}
+
+extension EntryIDs: EntryIDMaker {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Engine
 import Foundation
+import ClusterNode
 import Gateway
 import HTTP1
 import Logging

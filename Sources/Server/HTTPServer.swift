@@ -32,10 +32,13 @@ public final class HTTPServer: Sendable {
     /// - `errorRenderer`: renders the refusals the server makes by itself (unknown path, wrong
     ///   method, malformed or timed-out requests, refused handshakes).
     /// - `onLoopStart`: runs on each loop's thread before it serves (per-loop application state).
+    /// - `metrics`: the counters the server keeps (made beforehand by an owner that reports them,
+    ///   `ServerMetrics(for:)`), or new ones.
     public init(configuration: ServerConfiguration, router: Router,
                 upgradeHandler: UpgradeHandler? = nil,
                 errorRenderer: @escaping ErrorRenderer = ServerRefusal.defaultRenderer,
                 onLoopStart: @escaping @Sendable (EventLoop, Int) -> Void = { _, _ in },
+                metrics: ServerMetrics? = nil,
                 logger: Logger) throws {
         self.configuration = configuration
         self.router = router
@@ -46,7 +49,9 @@ public final class HTTPServer: Sendable {
         self.onLoopStart = onLoopStart
         self.logger = logger
         loops = try (0..<max(1, configuration.eventLoops)).map { try EventLoop(name: "roomcast-io-\($0)") }
-        metrics = ServerMetrics(loops: loops.count)
+        let metrics = metrics ?? ServerMetrics(for: configuration)
+        precondition(metrics.loops.count == loops.count, "the server's metrics are made for its configuration's loops")
+        self.metrics = metrics
     }
 
     /// The port actually bound (useful with port 0).

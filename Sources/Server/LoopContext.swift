@@ -26,6 +26,8 @@ public final class LoopMetrics: Sendable {
 public final class ServerMetrics: Sendable {
     public let loops: [LoopMetrics]
     public init(loops: Int) { self.loops = (0..<loops).map { _ in LoopMetrics() } }
+    /// One per loop the configuration makes.
+    public convenience init(for configuration: ServerConfiguration) { self.init(loops: max(1, configuration.eventLoops)) }
     public var accepted: Int { loops.reduce(0) { $0 + $1.accepted.load(ordering: .relaxed) } }
     public var open: Int { loops.reduce(0) { $0 + $1.open.load(ordering: .relaxed) } }
     public var requests: Int { loops.reduce(0) { $0 + $1.requests.load(ordering: .relaxed) } }

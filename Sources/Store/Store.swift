@@ -10,10 +10,9 @@ import Synchronization
 /// `Store(inMemory:)` keeps the same schema and writer in memory, for in-process tests.
 public final class Store: @unchecked Sendable {
     // Safety: `database` is GRDB's thread-safe DatabasePool or DatabaseQueue; `pending` is a
-    // Mutex; the counters and `writableFlag` are atomics. `thread` and `readerThread` are set by
-    // `start` and cleared by `stop`, and `afterBatch`, `onFailure`, `onRecovery` and
-    // `probeInterval` are set before `start`, all on the owner's thread; the writer thread only
-    // reads them.
+    // Mutex; the counters and `writableFlag` are atomics; `afterBatch` is immutable. `thread` and
+    // `readerThread` are set by `start` and cleared by `stop`, and `probeInterval` is set before
+    // `start`, all on the owner's thread; the writer thread only reads it.
 
     /// How commits reach the disk. `normal` survives a killed process (the OS has the data);
     /// `full` also survives power loss, at the cost of an fsync per batch.
@@ -59,39 +58,45 @@ public final class Store: @unchecked Sendable {
     /// Reads that answer queries off the engine and the I/O loops (history beyond memory).
     private let reader: EventLoop
     private var readerThread: PosixThread?
-    /// Runs on the writer thread after each batch's callbacks (set before `start`).
-    public var afterBatch: (@Sendable () -> Void)?
+    /// Runs on the writer thread after each batch's callbacks (the engine's publisher: what the
+    /// batch released reaches the I/O loops once per batch).
+    private let afterBatch: (@Sendable () -> Void)?
     /// False from a failed commit until a probe write succeeds (e.g. the disk was full and has
     /// space again): commits are refused meanwhile.
     private let writableFlag = Atomic<Bool>(true)
     public var isWritable: Bool { writableFlag.load(ordering: .acquiring) }
-    /// Called on the writer thread when a commit fails (the store is read-only from then on) and
-    /// when writes work again. Set before `start`.
-    public var onFailure: (@Sendable () -> Void)?
-    public var onRecovery: (@Sendable () -> Void)?
+    /// How many times a batch failed to commit (each failure turns the store read-only until a
+    /// probe write succeeds). A commit's owner learns of a failure through its `onFailed`; this
+    /// tells it whether it has reacted to that failure already.
+    public var failures: Int { failureCount.load(ordering: .acquiring) }
+    private let failureCount = Atomic<Int>(0)
     /// How often a read-only store tries to write again.
     public var probeInterval: Duration = .seconds(1)
     public let batchesCommitted = Atomic<Int>(0)
+    /// Commits that wrote something (mutations or extra writes); commits that only wait for the
+    /// ones before them (`onDurable` alone) are not counted.
     public let commitsCommitted = Atomic<Int>(0)
 
     /// A store in the SQLite file at `path` (WAL; created and migrated if needed).
-    public convenience init(path: String, durability: Durability, logger: Logger) throws {
+    /// `afterBatch`: runs on the writer thread after each batch's callbacks.
+    public convenience init(path: String, durability: Durability, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws {
         var config = Self.configuration()
         config.busyMode = .timeout(5)
         let sync = durability == .full ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(sync)")
         }
-        try self.init(database: DatabasePool(path: path, configuration: config), path: path, logger: logger)
+        try self.init(database: DatabasePool(path: path, configuration: config), path: path, logger: logger, afterBatch: afterBatch)
     }
 
     /// A private in-memory store with the same schema and the same writer thread; it is gone
     /// when the store is released. For in-process tests.
-    public convenience init(inMemory logger: Logger) throws {
-        try self.init(database: DatabaseQueue(configuration: Self.configuration()), path: ":memory:", logger: logger)
+    public convenience init(inMemory logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws {
+        try self.init(database: DatabaseQueue(configuration: Self.configuration()), path: ":memory:", logger: logger, afterBatch: afterBatch)
     }
 
-    private init(database: any DatabaseWriter, path: String, logger: Logger) throws {
+    private init(database: any DatabaseWriter, path: String, logger: Logger, afterBatch: (@Sendable () -> Void)?) throws {
+        self.afterBatch = afterBatch
         self.database = database
         self.path = path
         self.logger = logger
@@ -178,14 +183,14 @@ public final class Store: @unchecked Sendable {
                 } catch {
                     // Nothing of this batch is on disk: none of it is acknowledged. What was
                     // submitted after it was made from the same in-memory state, so it fails too;
-                    // the owner reloads its state from disk (`onFailure`), and the store refuses
-                    // commits until a probe write succeeds.
+                    // the owner learns it through each commit's `onFailed` (the engine reloads its
+                    // state from disk), and the store refuses commits until a probe write succeeds.
                     fail(batch, error)
                     return
                 }
                 batchesCommitted.add(1, ordering: .relaxed)
             }
-            commitsCommitted.add(batch.count, ordering: .relaxed)
+            commitsCommitted.add(batch.reduce(0) { $0 + (!$1.mutations.isEmpty || $1.extra != nil ? 1 : 0) }, ordering: .relaxed)
             for commit in batch { commit.onDurable() }
             afterBatch?()
         }
@@ -193,6 +198,7 @@ public final class Store: @unchecked Sendable {
 
     private func fail(_ batch: [Commit], _ error: Error) {
         writableFlag.store(false, ordering: .releasing)
+        failureCount.add(1, ordering: .releasing)
         let queued = pending.withLock { queue -> [Commit] in
             let q = queue
             queue.removeAll()
@@ -202,7 +208,6 @@ public final class Store: @unchecked Sendable {
                      metadata: ["error": "\(error)", "commits": "\(batch.count + queued.count)"])
         for commit in batch + queued { commit.onFailed?() }
         afterBatch?()
-        onFailure?()
         scheduleProbe()
     }
 
@@ -215,7 +220,6 @@ public final class Store: @unchecked Sendable {
                 }
                 writableFlag.store(true, ordering: .releasing)
                 logger.notice("store writable again")
-                onRecovery?()
             } catch {
                 scheduleProbe()
             }

@@ -177,13 +177,13 @@ enum WebhookDatabase {
         var updatedAt: Int64
     }
 
-    /// Every pending delivery with its message, oldest first (restart recovery).
-    static func pending(_ db: Database) throws -> [Pending] {
+    /// The pending deliveries `owner` sends, with their messages, oldest first (restart recovery).
+    static func pending(owner: UInt64, _ db: Database) throws -> [Pending] {
         let rows = try Row.fetchAll(db, sql: """
             SELECT d.endpointId, d.attempts, d.nextAttemptAt, d.updatedAt, m.* FROM webhookDelivery d
             JOIN webhookMessage m ON m.id = d.messageId
-            WHERE d.status = 'pending' ORDER BY d.sequence
-            """)
+            WHERE d.status = 'pending' AND d.owner = ? ORDER BY d.sequence
+            """, arguments: [Int64(bitPattern: owner)])
         return rows.compactMap { row in
             guard let m = (try? MessageRow(row: row))?.message else { return nil }
             return Pending(endpointId: row["endpointId"], message: m, attempts: row["attempts"], nextAttemptAt: row["nextAttemptAt"],

@@ -21,25 +21,37 @@ import Replication
 /// node's own: the owner's attempts while a delivery is pending, and the egress policy each
 /// owner applies when it sends.
 extension WebhookService {
-    public struct Replication: Sendable {
-        /// This node run's incarnation: it sends the deliveries it owns.
+    /// How this node's webhook deliveries relate to the engine's log, given at construction (a
+    /// property of the log the node follows).
+    public struct Sharing: Sendable {
+        /// This node run: it sends the deliveries it owns (a single node: 0, every delivery).
         public var run: UInt64
-        /// The outcomes of this node's deliveries, for the log (called on the store's writer
-        /// thread once the attempts that led to them are written here).
-        public var report: @Sendable ([WebhookOutcome]) -> Void
+        /// Shared with other nodes through the log: messages and endpoints are named after the
+        /// log entry that makes them (`MessageNaming`, the same on every node), and the outcomes
+        /// of this run's deliveries go through the log (`takeOutcomes`), so every node records
+        /// them alike. Otherwise names are fresh (unique across restarts: a single node's log
+        /// positions start again with each run) and the delivery thread records outcomes itself.
+        public var shared: Bool
         /// A delivery still pending this long after it was queued is dead.
         public var maxPendingMilliseconds: Int64
 
-        public init(run: UInt64, report: @escaping @Sendable ([WebhookOutcome]) -> Void, maxPendingMilliseconds: Int64) {
-            self.run = run
-            self.report = report
-            self.maxPendingMilliseconds = maxPendingMilliseconds
+        /// A single node, or the service on its own: it owns and records everything.
+        public static let local = Sharing(run: 0, shared: false, maxPendingMilliseconds: .max)
+
+        /// A cluster node run (CL-6): every node holds every message, so a delivery is dead after
+        /// `Limits.clusterWebhookMaxPendingMilliseconds`.
+        public static func cluster(run: UInt64) -> Sharing {
+            Sharing(run: run, shared: true, maxPendingMilliseconds: Limits.clusterWebhookMaxPendingMilliseconds)
         }
     }
 
-    /// Cluster mode: call once, before `start`.
-    public func replicate(_ r: Replication) {
-        replication = r
+    /// The outcomes of this run's deliveries written since the last call, for the engine to append
+    /// to the log (any thread).
+    public func takeOutcomes() -> [WebhookOutcome] {
+        reported.withLock { r in
+            defer { r.removeAll(keepingCapacity: true) }
+            return r
+        }
     }
 
     /// Ids and sequence numbers of the messages a log entry causes, derived from its position (and
@@ -146,8 +158,9 @@ extension WebhookService {
     // MARK: The command line's endpoints
 
     /// Checks an endpoint of the command line and lets it reach private addresses as the operator
-    /// says; in a cluster it is made through the log (`ensureChange`), not here. Runs before `start`.
-    public func configureInCluster(app: String, _ spec: EndpointSpec) throws {
+    /// says; it is made through the log (`ensureChange`, when the node catches up), not here.
+    /// Runs before `start`.
+    public func acceptConfigured(app: String, _ spec: EndpointSpec) throws {
         guard let url = spec.url else { throw ChatError(.invalidParameter, "url is required", field: "url") }
         var e = WebhookEndpoint(id: Self.configuredID(app: app, url: url), app: app, url: url, secret: Self.newSecret(), events: [], format: .standard,
                                 allowPrivateNetwork: false, origin: "config", createdAt: 0)
@@ -188,7 +201,7 @@ extension WebhookService {
                 guard endpoints(app: c.app).count < configuration.maxEndpointsPerApp else {
                     throw ChatError(.limitExceeded, "an app has at most \(configuration.maxEndpointsPerApp) webhook endpoints", field: "url")
                 }
-                var new = WebhookEndpoint(id: Self.createdID(position: position), app: c.app, url: "", secret: c.generatedSecret ?? "", events: [],
+                var new = WebhookEndpoint(id: sharing.shared ? Self.createdID(position: position) : "ep_" + makeID(), app: c.app, url: "", secret: c.generatedSecret ?? "", events: [],
                                           format: .standard, allowPrivateNetwork: false, origin: "api", createdAt: at)
                 try Self.apply(c.spec, to: &new, mayGrant: c.operatorAllowsPrivate, granted: false)
                 try Self.checkSecret(new)
@@ -265,7 +278,7 @@ extension WebhookService {
             for m in chosen { try WebhookDatabase.queue(endpointId: e.id, m, at: at, owner: owner, db) }
             found.withLock { $0 = chosen }
         }
-        let mine = owner == replication?.run
+        let mine = owner == sharing.run
         return Applied(write: write, done: { [self] in
             let chosen = found.withLock { $0 }
             if mine { post(.deliveries(chosen.map { Queued(endpointId: e.id, message: $0, attempts: 0, dueAt: 0, since: at) })) }
@@ -302,7 +315,7 @@ extension WebhookService {
     /// The pending deliveries of ended runs (`owners`) pass to `run`; if that is this node's run,
     /// they are handed to the delivery thread once that is written (their attempts start again).
     public func adopt(_ owners: [UInt64], by run: UInt64) -> Applied {
-        let mine = run == replication?.run
+        let mine = run == sharing.run
         let found = Mutex<[WebhookDatabase.Pending]>([])
         return Applied(write: { tx in
             let rows = try WebhookDatabase.adopt(owners, by: run, returning: mine, tx.database)

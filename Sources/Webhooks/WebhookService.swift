@@ -34,8 +34,7 @@ public final class WebhookService: @unchecked Sendable {
     // `sequence`/`stopping` atomics, reachable from any thread. Everything under "Delivery thread"
     // is touched only by the thread `start` creates (the only caller of `run`); other threads reach
     // it through `inbox` and `CurlTransport.wakeup`. `multi` is written once before that thread
-    // starts, and so is `replication` (by `replicate`, on the owner's thread, before `start`; the
-    // threads only read it).
+    // starts; `sharing` is immutable; `reported` is a Mutex.
 
     public struct Configuration: Sendable {
         public var retry = RetrySchedule.standard
@@ -87,8 +86,11 @@ public final class WebhookService: @unchecked Sendable {
         }
     }
 
-    /// Cluster mode (CL-6, CLUSTER.md §7): nil on a single node. Set by `replicate` before `start`.
-    var replication: Replication?
+    /// How this node's deliveries relate to the engine's log (CL-6, WebhookReplication.swift).
+    public let sharing: Sharing
+    /// Outcomes of this node's deliveries, written here and waiting for the engine to append them
+    /// (`takeOutcomes`; `Sharing.shared`). At most one per delivery this run owns.
+    let reported = Mutex<[WebhookOutcome]>([])
 
     enum Work: Sendable {
         case deliveries([Queued])
@@ -204,15 +206,16 @@ public final class WebhookService: @unchecked Sendable {
     /// Endpoints disabled here whose change is not yet durable (and so not yet in the registry).
     var disabling: Set<String> = []
     private var nextPrune: Int64 = 0
-    /// Cluster mode: the attempts of this node's unfinished deliveries (for their outcomes, at most
-    /// `Limits.maxWebhookOutcomeAttempts` each), and the outcomes to report once what led to them
-    /// is written.
+    /// Outcomes through the log: the attempts of this node's unfinished deliveries (for their
+    /// outcomes, at most `Limits.maxWebhookOutcomeAttempts` each), and the outcomes to report once
+    /// what led to them is written.
     var histories: [DeliveryKey: [DeliveryAttempt]] = [:]
     var outcomes: [WebhookOutcome] = []
 
     public init(store: Store, configuration: Configuration = Configuration(), logger: Logger, clock: @escaping @Sendable () -> Int64,
                 random: @escaping @Sendable () -> Double, makeID: @escaping @Sendable () -> String,
-                appSecret: @escaping @Sendable (String) -> String?) {
+                appSecret: @escaping @Sendable (String) -> String?, sharing: Sharing = .local) {
+        self.sharing = sharing
         self.store = store
         self.configuration = configuration
         self.logger = logger
@@ -224,15 +227,15 @@ public final class WebhookService: @unchecked Sendable {
 
     // MARK: Start and stop
 
-    /// Loads endpoints and pending deliveries, then starts the delivery thread.
-    /// `resumePending`: false on a cluster node, whose replica's pending deliveries (from a
-    /// snapshot) belong to other node runs; the runs that own them send them, or the log hands
-    /// them to this one.
-    public func start(resumePending: Bool = true) throws {
+    /// Loads endpoints and the pending deliveries this run owns, then starts the delivery thread.
+    /// (A single node owns every delivery it ever queued; a cluster node run owns none at start:
+    /// its replica's pending deliveries belong to other runs, which send them, or the log hands
+    /// them to this one.)
+    public func start() throws {
         let (endpoints, loaded, maxSeq) = try store.database.read { db in
-            (try WebhookDatabase.endpoints(db), try WebhookDatabase.pending(db), try WebhookDatabase.maxSequence(db))
+            (try WebhookDatabase.endpoints(db), try WebhookDatabase.pending(owner: sharing.run, db), try WebhookDatabase.maxSequence(db))
         }
-        let pending = resumePending ? loaded : []
+        let pending = loaded
         sequence.store(maxSeq, ordering: .relaxed)
         registry.withLock { r in for e in endpoints { r.put(e) } }
         let now = clock()
@@ -267,20 +270,23 @@ public final class WebhookService: @unchecked Sendable {
     public struct Staged: Sendable {
         public var messages: [WebhookMessage]
         public var deliveries: [(endpointId: String, message: Int)]
-        /// In a cluster, the node run that sends them (0 on a single node).
+        /// The node run that sends them (0 on a single node).
         public var owner: UInt64 = 0
         public var isEmpty: Bool { deliveries.isEmpty }
     }
 
     /// Which endpoints want these records; nil when none does (the common case costs one lock).
+    /// Fresh ids and sequence numbers (the service on its own).
     public func stage(_ records: [WebhookRecord]) -> Staged? {
-        stage(records, owner: 0) { ("msg_" + makeID(), sequence.add(1, ordering: .relaxed).newValue) }
+        stage(records, owner: sharing.run) { ("msg_" + makeID(), sequence.add(1, ordering: .relaxed).newValue) }
     }
 
-    /// `stage` for a cluster's log entry: ids and sequence numbers from the entry (`naming`), so
-    /// every node stages the same messages; `owner` sends them.
+    /// `stage` for a log entry (the engine): `owner`, the run that appended the entry, sends them;
+    /// with outcomes through the log the ids and sequence numbers come from the entry (`naming`),
+    /// so every node stages the same messages.
     public func stage(_ records: [WebhookRecord], owner: UInt64, naming: inout MessageNaming) -> Staged? {
-        stage(records, owner: owner) { naming.next() }
+        guard sharing.shared else { return stage(records) }
+        return stage(records, owner: owner) { naming.next() }
     }
 
     private func stage(_ records: [WebhookRecord], owner: UInt64, name: () -> (id: String, sequence: Int64)) -> Staged? {
@@ -348,7 +354,7 @@ public final class WebhookService: @unchecked Sendable {
             flushWrites()
             now = clock()
             // In a cluster the replica is pruned as the log is applied (the same on every node).
-            if replication == nil && now >= nextPrune {
+            if !sharing.shared && now >= nextPrune {
                 nextPrune = now + 600_000
                 let before = now - configuration.retentionMs
                 writes.append { db in try WebhookDatabase.prune(before: before, db) }
@@ -387,7 +393,7 @@ public final class WebhookService: @unchecked Sendable {
                 if var q = queues.removeValue(forKey: id) {
                     while let item = q.pop() { release(item.messageId) }
                 }
-                if replication != nil { forgetHistories(of: id) }
+                if sharing.shared { forgetHistories(of: id) }
             case .task(let body):
                 body(self)
             }
@@ -415,7 +421,7 @@ public final class WebhookService: @unchecked Sendable {
                 var gone = q
                 while let item = gone.pop() { release(item.messageId) }
                 queues[id] = nil
-                if replication != nil { forgetHistories(of: id) }
+                if sharing.shared { forgetHistories(of: id) }
                 continue
             }
             if !q.isEmpty && q.inFlight < configuration.maxInFlightPerEndpoint { ready[e.app, default: []].append(id) }
@@ -510,7 +516,7 @@ public final class WebhookService: @unchecked Sendable {
         let verdict: AttemptVerdict = result.status > 0 ? .of(status: result.status) : .retry
         let error = result.error.isEmpty && verdict != .delivered ? "HTTP \(result.status)" : result.error
         writes.append { db in try WebhookDatabase.record(attempt, endpointId: f.endpointId, messageId: f.messageId, db) }
-        if replication != nil { remember(attempt, DeliveryKey(endpointId: f.endpointId, messageId: f.messageId)) }
+        if sharing.shared { remember(attempt, DeliveryKey(endpointId: f.endpointId, messageId: f.messageId)) }
         let item = Item(messageId: f.messageId, attempts: attempts, since: f.since)
         switch verdict {
         case .delivered:
@@ -526,7 +532,7 @@ public final class WebhookService: @unchecked Sendable {
         case .retry:
             failed()
             if let next = configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: random()),
-               replication.map({ next - f.since <= $0.maxPendingMilliseconds }) ?? true {
+               next - f.since <= sharing.maxPendingMilliseconds {
                 retries.push(next, RetryKey(endpointId: f.endpointId, messageId: f.messageId, attempts: attempts, since: f.since))
                 waitingRetries += 1
                 let (e, m, s) = (f.endpointId, f.messageId, result.status)
@@ -534,10 +540,10 @@ public final class WebhookService: @unchecked Sendable {
                     try WebhookDatabase.update(endpointId: e, messageId: m, status: .pending, attempts: attempts, nextAttemptAt: next, lastStatus: s,
                                                lastError: error, now: now, db)
                 }
-            } else if let replication, configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: 0) != nil {
+            } else if configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: 0) != nil {
                 // A cluster keeps a delivery pending at most this long (every node holds it).
                 finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status,
-                       error: "not delivered within \(replication.maxPendingMilliseconds / 60_000) minutes (the cluster's limit); last: \(error)", now: now)
+                       error: "not delivered within \(sharing.maxPendingMilliseconds / 60_000) minutes (the cluster's limit); last: \(error)", now: now)
             } else {
                 finish(f.endpointId, item, status: .dead, attempts: attempts, next: 0, lastStatus: result.status,
                        error: "retries exhausted; last: \(error)", now: now)
@@ -561,7 +567,7 @@ public final class WebhookService: @unchecked Sendable {
             logger.warning("webhook dead-lettered", metadata: ["endpoint": "\(endpointId)", "message": "\(item.messageId)", "error": "\(error)"])
         }
         let m = item.messageId
-        if replication != nil {
+        if sharing.shared {
             outcome(DeliveryKey(endpointId: endpointId, messageId: m), delivered: status == .delivered, attempts: attempts, lastStatus: lastStatus,
                     error: error, now: now, disabling: reason)
             release(m)
@@ -581,7 +587,7 @@ public final class WebhookService: @unchecked Sendable {
         guard !disabling.contains(id), var e = registry.withLock({ $0.byId[id] }), e.enabled else { return }
         disabling.insert(id)
         // In a cluster every node disables it when the outcome that says so is applied.
-        if replication != nil { return }
+        if sharing.shared { return }
         e.enabled = false
         e.disabledReason = reason
         logger.warning("webhook endpoint disabled", metadata: ["endpoint": "\(id)", "reason": "\(reason)"])
@@ -599,11 +605,11 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     private func flushWrites() {
-        if let replication, !outcomes.isEmpty {
+        if !outcomes.isEmpty {
             // Reported once the attempts that led to them are written.
             let done = outcomes
             outcomes.removeAll(keepingCapacity: true)
-            afterWrites.append { replication.report(done) }
+            afterWrites.append { [self] in reported.withLock { $0.append(contentsOf: done) } }
         }
         guard !writes.isEmpty || !afterWrites.isEmpty else { return }
         let batch = writes

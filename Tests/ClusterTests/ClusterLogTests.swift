@@ -77,7 +77,7 @@ struct ClusterLogTests {
         }
         // A reader tails the log while they append.
         let reader = try PGConnection(url)
-        var seen: [LogEntry] = []
+        var seen: [LogRow] = []
         var last: Int64 = 0
         while true {
             let finished = done.load(ordering: .relaxed) == appenders

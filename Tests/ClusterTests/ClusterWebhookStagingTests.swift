@@ -8,9 +8,9 @@ import Synchronization
 import Testing
 import TestKit
 import Webhooks
+import Replication
 #if canImport(Glibc)
 import Glibc
-import Replication
 #endif
 
 /// CL-6 without PostgreSQL: two engines, as two nodes of one cluster, fed the same log entries,
@@ -23,10 +23,26 @@ struct ClusterWebhookStagingTests {
     /// The log as one node appends to it: what it appends is kept for the test to feed back.
     final class Log: ReplicatedLog, Sendable {
         let appended = Mutex<[(seq: UInt64, payload: [UInt8])]>([])
+        let origin: String
+        let incarnation: UInt64
+        let traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
+        init(origin: String, incarnation: UInt64) {
+            self.origin = origin
+            self.incarnation = incarnation
+        }
         var isWritable: Bool { true }
         var isLeader: Bool { false }
         var clockOffsetMilliseconds: Int64 { 0 }
-        func append(_ payload: [UInt8], seq: UInt64) { appended.withLock { $0.append((seq, payload)) } }
+        func encode(_ record: LogRecord) throws -> LogPayload { .bytes(try LogRecord.encode(record)) }
+        func append(_ payload: LogPayload, seq: UInt64) -> LogEntry? {
+            if case .bytes(let b) = payload { appended.withLock { $0.append((seq, b)) } }
+            return nil
+        }
+    }
+
+    /// The I/O loops are not part of this test.
+    struct NoLoops: PublishedSink {
+        func deliver(_ batch: [Published]) {}
     }
 
     struct Node {
@@ -72,15 +88,13 @@ struct ClusterWebhookStagingTests {
         configuration.privateNetworkApps = ["app"]
         configuration.retentionMs = Limits.clusterWebhookRetentionMilliseconds
         let webhooks = WebhookService(store: store, configuration: configuration, logger: logger, clock: Self.clock, random: { 0.5 },
-                                      makeID: { UUID().uuidString }, appSecret: { _ in "app-secret" })
-        let ids = EntryIDs()
-        let log = Log()
+                                      makeID: { UUID().uuidString }, appSecret: { _ in "app-secret" }, sharing: .cluster(run: run))
         let origin = ClusterRun.origin(node: "n\(run)", incarnation: Int64(run))
-        let engine = try Engine(domain: ChatDomain(makeID: { ids.next() }), store: store, publisher: Publisher(), webhooks: webhooks,
-                                clock: Self.clock, retention: .init(maxEvents: 100, maxAgeMilliseconds: 60_000),
-                                reload: { throw ChatError(.storageUnavailable, "no reload in this test", field: nil) },
-                                cluster: ClusterRole(log: log, origin: origin, incarnation: run, ids: ids), logger: logger)
-        webhooks.replicate(.init(run: run, report: { engine.webhookOutcomes($0) }, maxPendingMilliseconds: Limits.clusterWebhookMaxPendingMilliseconds))
+        let log = Log(origin: origin, incarnation: run)
+        let ids = log.traits.ids
+        let engine = try Engine(domain: ChatDomain(makeID: { ids.next() }), store: store, log: log, publisher: Publisher(sink: NoLoops()),
+                                webhooks: webhooks, clock: Self.clock, retention: .init(maxEvents: 100, maxAgeMilliseconds: 60_000),
+                                reload: { throw ChatError(.storageUnavailable, "no reload in this test", field: nil) }, logger: logger)
         if receiver { try webhooks.start() }
         engine.start()
         return Node(run: run, origin: origin, engine: engine, store: store, webhooks: webhooks, log: log)
@@ -133,9 +147,9 @@ struct ClusterWebhookStagingTests {
             (2, .command(.sendMessage(app: "app", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "late-2"))),
             (1, .tick),
         ]
-        var entries: [ReplicatedEntry] = []
+        var entries: [LogEntry] = []
         for (i, (run, record)) in records.enumerated() {
-            entries.append(ReplicatedEntry(position: Int64(i + 1), origin: Self.run(run), seq: UInt64(i + 1), at: t0 + Int64(i), payload: try LogRecord.encode(record)))
+            entries.append(LogEntry(position: Int64(i + 1), origin: Self.run(run), seq: UInt64(i + 1), at: t0 + Int64(i), payload: try LogRecord.encode(record)))
         }
         // Node A's own entries would answer callers with those sequence numbers: it has none waiting.
         for n in [a, b] {
@@ -197,7 +211,7 @@ struct ClusterWebhookStagingTests {
 
         // The owner's outcomes come back through the log (node A appended them): applied on both,
         // the delivery log is the same on both, attempts included.
-        var outcomes: [ReplicatedEntry] = []
+        var outcomes: [LogEntry] = []
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let appended = a.log.appended.withLock { $0 }
@@ -206,7 +220,7 @@ struct ClusterWebhookStagingTests {
             }
             if count >= expectedSends.count {
                 outcomes = appended.enumerated().map {
-                    ReplicatedEntry(position: Int64(entries.count + $0.offset + 1), origin: a.origin, seq: $0.element.seq, at: t0 + 100, payload: $0.element.payload)
+                    LogEntry(position: Int64(entries.count + $0.offset + 1), origin: a.origin, seq: $0.element.seq, at: t0 + 100, payload: $0.element.payload)
                 }
                 break
             }

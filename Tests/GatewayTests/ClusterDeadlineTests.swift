@@ -17,16 +17,16 @@ struct ClusterDeadlineTests {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let store = try Store(inMemory: logger)
-        let log = ClusterEngineTests.CapturingLog()
-        let ids = EntryIDs()
+        let log = ClusterEngineTests.CapturingLog(origin: "n1#r1", incarnation: 1)
+        let ids = log.traits.ids
         let now = Atomic<Int64>(1_800_000_000_000)
         let domain = ChatDomain(makeID: { ids.next() })
         _ = domain.apply(.configureApp(app: "app", AppSettings()), now: 0)
         try store.upsertApp(key: "app", secret: "secret", origin: "config", settings: AppSettings(), now: 0)
-        let engine = try Engine(domain: domain, store: store, publisher: Publisher(), webhooks: nil,
-                                clock: { now.load(ordering: .relaxed) }, retention: .init(maxEvents: 100, maxAgeMilliseconds: 60_000),
-                                reload: { ChatDomain(makeID: { ids.next() }) },
-                                cluster: ClusterRole(log: log, origin: "n1#r1", incarnation: 1, ids: ids), logger: logger)
+        let engine = try Engine(domain: domain, store: store, log: log, publisher: Publisher(sink: ClusterEngineTests.RecordingSink(.init())),
+                                webhooks: nil, clock: { now.load(ordering: .relaxed) },
+                                retention: .init(maxEvents: 100, maxAgeMilliseconds: 60_000),
+                                reload: { ChatDomain(makeID: { ids.next() }) }, logger: logger)
         store.start()
         engine.start()
         defer {
@@ -60,9 +60,9 @@ struct ClusterDeadlineTests {
         usleep(50_000)
         #expect(second.peek == nil)
         // The first entry comes back after all: applied (the room exists), its caller not answered again.
-        engine.apply(entries: [ReplicatedEntry(position: 1, origin: "n1#r1", seq: appended[0].seq, at: now.load(ordering: .relaxed),
+        engine.apply(entries: [LogEntry(position: 1, origin: "n1#r1", seq: appended[0].seq, at: now.load(ordering: .relaxed),
                                                payload: appended[0].payload)])
-        engine.apply(entries: [ReplicatedEntry(position: 2, origin: "n1#r1", seq: appended[1].seq, at: now.load(ordering: .relaxed),
+        engine.apply(entries: [LogEntry(position: 2, origin: "n1#r1", seq: appended[1].seq, at: now.load(ordering: .relaxed),
                                                payload: appended[1].payload)])
         #expect(second.wait() != nil)
         if case .success = second.wait() {} else { Issue.record("the second change, back in time, is answered as made") }

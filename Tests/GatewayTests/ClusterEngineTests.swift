@@ -18,10 +18,21 @@ struct ClusterEngineTests {
     /// A log that keeps what the engine appends; the test decides the order of the entries.
     final class CapturingLog: ReplicatedLog {
         private let appended = Mutex<[(seq: UInt64, payload: [UInt8])]>([])
+        let origin: String
+        let incarnation: UInt64
+        let traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
+        init(origin: String, incarnation: UInt64) {
+            self.origin = origin
+            self.incarnation = incarnation
+        }
         var isWritable: Bool { true }
         var isLeader: Bool { false }
         var clockOffsetMilliseconds: Int64 { 0 }
-        func append(_ payload: [UInt8], seq: UInt64) { appended.withLock { $0.append((seq, payload)) } }
+        func encode(_ record: LogRecord) throws -> LogPayload { .bytes(try LogRecord.encode(record)) }
+        func append(_ payload: LogPayload, seq: UInt64) -> LogEntry? {
+            if case .bytes(let b) = payload { appended.withLock { $0.append((seq, b)) } }
+            return nil
+        }
         func take() -> [(seq: UInt64, payload: [UInt8])] { appended.withLock { a in defer { a = [] }; return a } }
     }
 
@@ -29,7 +40,7 @@ struct ClusterEngineTests {
     /// it learned from the log.
     final class Node: Sendable {
         let origin: String
-        let log = CapturingLog()
+        let log: CapturingLog
         let engine: Engine
         let store: Store
         let published = Collected<Published>()
@@ -37,20 +48,18 @@ struct ClusterEngineTests {
 
         init(origin: String, incarnation: UInt64) throws {
             self.origin = origin
+            log = CapturingLog(origin: origin, incarnation: incarnation)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            store = try Store(inMemory: logger)
+            let publisher = Publisher(sink: RecordingSink(published))
+            store = try Store(inMemory: logger, afterBatch: publisher.flush)
             // As a node given `--app` has it in its replica before it applies the log.
             try store.upsertApp(key: "app", secret: "secret", origin: "config", settings: AppSettings(), now: 0)
-            let publisher = Publisher()
-            let ids = EntryIDs()
-            let learned = self.learned, published = self.published
-            publisher.deliver = { items in published.append(items) }
-            store.afterBatch = { publisher.flush() }
-            engine = try Engine(domain: ChatDomain(makeID: { ids.next() }), store: store, publisher: publisher, webhooks: nil,
+            let ids = log.traits.ids
+            let learned = self.learned
+            engine = try Engine(domain: ChatDomain(makeID: { ids.next() }), store: store, log: log, publisher: publisher, webhooks: nil,
                                 clock: { 1_800_000_000_000 }, retention: .init(maxEvents: 100, maxAgeMilliseconds: 60_000),
                                 reload: { ChatDomain(makeID: { ids.next() }) },
-                                cluster: ClusterRole(log: log, origin: origin, incarnation: incarnation, ids: ids),
                                 onNonceLearned: { n, _ in learned.append([n]) }, logger: logger)
             store.start()
             engine.start()
@@ -75,6 +84,13 @@ struct ClusterEngineTests {
             engine.query(q) { answer.set($0) }
             return answer.wait()
         }
+    }
+
+    /// What the publisher hands the I/O loops, recorded.
+    struct RecordingSink: PublishedSink {
+        let published: Collected<Published>
+        init(_ published: Collected<Published>) { self.published = published }
+        func deliver(_ batch: [Published]) { published.append(batch) }
     }
 
     final class Collected<T: Sendable>: Sendable {
@@ -105,7 +121,7 @@ struct ClusterEngineTests {
 
     /// The shared log: entries in the order the test appends them, applied by every node.
     final class Log {
-        var entries: [ReplicatedEntry] = []
+        var entries: [LogEntry] = []
         let nodes: [Node]
         var at: Int64 = 1_800_000_000_000
         init(_ nodes: [Node]) { self.nodes = nodes }
@@ -130,7 +146,7 @@ struct ClusterEngineTests {
 
         private func add(origin: String, seq: UInt64, payload: [UInt8]) {
             at += 10
-            entries.append(ReplicatedEntry(position: Int64(entries.count + 1), origin: origin, seq: seq, at: at, payload: payload))
+            entries.append(LogEntry(position: Int64(entries.count + 1), origin: origin, seq: seq, at: at, payload: payload))
         }
 
         func applyAll() {
@@ -177,7 +193,7 @@ struct ClusterEngineTests {
         let (early, earlyStamp) = b.submit(Self.send("kept"), nonce: "n3", key: ("k1", "f1"))
         try log.commit(from: b)
         #expect(early.code == 40900 && earlyStamp.refusal == .duplicate(.inProgress))
-        a.engine.keepAnswer(claimStamp, status: 201, contentType: "application/json", body: Array("{\"kept\":1}".utf8))
+        a.engine.keepAnswer(claimStamp, status: 201, contentType: "application/json", body: Array("{\"kept\":1}".utf8)) {}
         a.engine.finish(claimStamp)
         try log.commit(from: a)
         let (late, lateStamp) = b.submit(Self.send("kept"), nonce: "n4", key: ("k1", "f1"))

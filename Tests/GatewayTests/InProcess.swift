@@ -77,28 +77,21 @@ final class InProcessGateway: @unchecked Sendable {
         configure(&configuration)
         var logger = Logger(label: "in-process")
         logger.logLevel = .critical
-        let store = try Store(inMemory: logger)
-        core = try GatewayCore(configuration: configuration, store: store, publicURLs: ["ws://gateway.test/ws"], logger: logger,
-                               clock: clock.function)
+        core = try GatewayCore.singleNode(configuration: configuration, storage: .memory, publicURLs: ["ws://gateway.test/ws"], logger: logger,
+                                          clock: clock.function)
         loop = try EventLoop(name: "in-process-hub")
         let loop = self.loop
         thread = PosixThread.start(name: "in-process-hub") { loop.run() }
         let core = self.core
         onLoop { core.startHub(loop: loop, index: 0); return true }
-        core.feed([loop])
-        store.start()
-        core.beforeSend.start()
         // The engine's own timer is off (an hour); `advance(seconds:)` runs its tick.
-        core.engine.start(tickEvery: .seconds(3600))
-        core.ready.set(true)
+        try core.start(ownURLs: ["ws://gateway.test/ws"], tickEvery: .seconds(3600))
     }
 
     /// Stops the engine, the store and the hub's loop (once; `deinit` does it too).
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        core.engine.stop()
-        core.beforeSend.stop()
-        core.store.stop()
+        core.stop()
         loop.stop()
         thread?.join()
     }

@@ -51,7 +51,7 @@ struct WebhookOutboxTests {
         wait(durable)
         #expect(staged.withLock { $0?.messages.map(\.type) } == [.roomCreated])
 
-        let (pending, json) = try store.database.read { db in (try WebhookDatabase.pending(db), try AppRow.fetchOne(db, key: "a")?.settings) }
+        let (pending, json) = try store.database.read { db in (try WebhookDatabase.pending(owner: 0, db), try AppRow.fetchOne(db, key: "a")?.settings) }
         #expect(pending.map(\.endpointId) == [id])
         #expect(pending.map(\.message.type) == [.roomCreated])
         #expect(pending.map(\.message.roomId) == ["r"])
