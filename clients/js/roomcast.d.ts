@@ -17,9 +17,10 @@ export declare const CloseCode: Readonly<{
 
 /**
  * Close codes after which the client never reconnects (websocket.md Reconnect column "no"):
- * 1000, 1002, 1003, 1007, 1009, 4000, 4003, 4004. Every other code (1001, 1006, 1013, 4001,
- * 4002, 4008, ...) is retried with backoff when `autoReconnect` is on. The server sends 1000 only
- * to echo the client's own close; a 1000 the client did not start (e.g. from a proxy) is retried.
+ * 1000, 1002, 1003, 1007, 1009, 4000, 4003, 4004, 4010. Every other code (1001, 1006, 1013,
+ * 4001, 4002, 4008, ...) is retried with backoff when `autoReconnect` is on. The server sends 1000
+ * only to echo the client's own close; a 1000 the client did not start (e.g. from a proxy) is
+ * retried.
  */
 export declare const NO_RECONNECT_CLOSE_CODES: readonly number[];
 

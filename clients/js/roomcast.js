@@ -18,7 +18,11 @@
 /** Connection states, with their NIM-5 numbers. */
 export const NimState = Object.freeze({ entering: 0, entered: 1, enterFailed: 2, connectionLost: 3 });
 
-/** Close codes the server sends (websocket.md, "Close codes"). */
+/**
+ * Close codes the server sends (websocket.md, "Close codes"), and 1006, which the browser reports
+ * when the connection ends without a close frame. Tests/GatewayTests/ClientTableTests.swift keeps
+ * this list, NO_RECONNECT_CLOSE_CODES and EVENT_NAMES equal to the server's tables.
+ */
 export const CloseCode = Object.freeze({
   normal: 1000,
   goingAway: 1001,

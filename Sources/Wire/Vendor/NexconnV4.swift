@@ -5,25 +5,36 @@ import Chat
 /// `{"code","errorMessage"}` on failure. Open channel = RongCloud chatroom, community channel =
 /// ultra group, subchannel = ultra-group channel. Field types follow the SDK's strict models
 /// (`isFrozen` boolean, `isInOpenChannel` 0/1, `createdAt` milliseconds on a channel and
-/// `YYYY-MM-DD HH:MM:SS` on a participant).
+/// `YYYY-MM-DD HH:MM:SS` on a participant). It is RongCloud's API renamed: the calls both have
+/// are `RongCloudFamily`'s under Nexconn's `spelling`; the ones written out here are Nexconn's
+/// alone or read differently.
 public enum NexconnV4 {
     typealias P = VendorParams
+    typealias Family = RongCloudFamily
 
-    static func channel(_ p: P) throws(ChatError) -> String { try p.required("channelId") }
+    /// Nexconn's names for what the family's calls read and write.
+    static let spelling = Family.Spelling(
+        room: "channelId", rooms: "channelIds", users: "participantIds", minutes: "durationMinutes", destroyMinutes: "ttlMinutes", createMuted: "shouldFreeze",
+        muteAllowlist: "allowedSendersList", attributes: "metadata", attributesShape: "an object", attributesOwner: "metadataOwnerId",
+        attributesOwnerRequired: true, attributeKeys: "metadataKeys", autoDelete: "shouldAutoDelete", memberListSize: "pageSize",
+        memberListDefault: Limits.maxMemberListCount, mutedRoomsPageSize: "pageSize",
+        roomCreatedAt: "createdAt", roomMemberCount: "participantCount", roomMuted: "isFrozen", memberList: "participants", memberId: "participantId",
+        memberJoinedAt: "createdAt", userItem: "participantId", presenceList: "participants", inRoom: "isInOpenChannel",
+        blocks: Family.ExpiryList(key: "bannedParticipants", until: "banExpiresAt"), mutes: Family.ExpiryList(key: "mutedParticipants", until: "muteExpiresAt"),
+        mutedRooms: "channelIds", allowlist: "participantIds", attributeList: "metadata", attributeOwner: "metadataOwnerId",
+        group: "channelId", channel: "subchannelId",
+        groupUsers: { p throws(ChatError) in [try p.required("userId")] },
+        privateMembers: { p throws(ChatError) in try Family.requiredList(p, "userIds") },
+        channelType: { p, required throws(ChatError) in try visibility(p, required: required) },
+        channelsPageSize: "pageSize", channelList: "subchannels",
+        channelFields: [("subchannelId", .id), ("createdAt", .createdAt), ("channelVisibility", .type)],
+        privateMemberList: "members", userChannelList: "subChannels",
+        conversationType: { p throws(ChatError) in try channelType(p) },
+        level: "noDisturbLevel", levelAnswer: "noDisturbLevel")
 
-    static func participants(_ p: P) throws(ChatError) -> [String] {
-        let ids = try p.list("participantIds")
-        guard !ids.isEmpty else { throw ChatError(.invalidParameter, "participantIds is required", field: "participantIds") }
-        return ids
-    }
+    static func channel(_ p: P) throws(ChatError) -> String { try p.required(spelling.room) }
 
-    static func notify(_ p: P) throws(ChatError) -> RCNotify? { try RongCloudFamily.notify(p) }
-
-    static func duration(_ p: P) throws(ChatError) -> Int { try p.requiredInt("durationMinutes") }
-
-    static func expiries(_ w: inout JSONWriter, _ key: String, expiresKey: String, _ items: [(userId: String, until: Int64?)]) {
-        RongCloudFamily.writeExpiries(&w, key, idKey: "participantId", timeKey: expiresKey, items)
-    }
+    // MARK: Readers of Nexconn's own
 
     static func visibility(_ p: P, required: Bool) throws(ChatError) -> ChannelType {
         guard let v = try p.int("channelVisibility") else {
@@ -35,12 +46,6 @@ public enum NexconnV4 {
         case 1: return .private
         default: throw ChatError(.invalidParameter, "channelVisibility must be 0 (public) or 1 (private)", field: "channelVisibility")
         }
-    }
-
-    static func userIds(_ p: P) throws(ChatError) -> [String] {
-        let ids = try p.list("userIds")
-        guard !ids.isEmpty else { throw ChatError(.invalidParameter, "userIds is required", field: "userIds") }
-        return ids
     }
 
     /// `channelType` is a string in the push models and a number in the pin model; both are taken.
@@ -62,76 +67,17 @@ public enum NexconnV4 {
         return ConversationKey(type: try channelType(p), targetId: try p.required("channelId"), channelId: sub)
     }
 
+    // MARK: Endpoints
+
     public static let endpoints: [VendorEndpoint] = openChannel + community + channels + channelsUnsupported
 
     static let openChannel: [VendorEndpoint] = [
-        VendorEndpoint("/v4/open-channel/create") { i throws(ChatError) in
-            let p = i.params
-            var c = RoomConfig(roomId: try channel(p))
-            c.destroyPolicy = try RongCloudFamily.destroyPolicy(p, minutesKey: "ttlMinutes")
-            c.muted = try p.bool("shouldFreeze") ?? false
-            c.muteAllowlist = try p.list("allowedSendersList")
-            if let metadata = try p.stringMap("metadata") {
-                c.attributes = Dictionary(metadata.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
-                c.attributesOwner = try p.string("metadataOwnerId")
-            }
-            return VendorCall.command(.createRoom(app: i.app, c))
-        },
-        VendorEndpoint("/v4/open-channel/destroy") { i throws(ChatError) in
-            let ids = try i.params.list("channelIds")
-            guard !ids.isEmpty else { throw ChatError(.invalidParameter, "channelIds is required", field: "channelIds") }
-            return VendorCall.command(.destroyRooms(app: i.app, ids))
-        },
-        VendorEndpoint("/v4/open-channel/get") { i throws(ChatError) in
-            VendorCall.query(.room(app: i.app, roomId: try channel(i.params))) { reply, w in
-                guard case .room(let r) = reply else { return }
-                w.field("channelId", r.roomId)
-                w.field("createdAt", r.createdAt)
-                w.field("participantCount", r.onlineUserCount)
-                RongCloudFamily.writeDestroy(&w, r.destroyPolicy, minutesKey: "ttlMinutes")
-                w.field("isFrozen", r.muted)
-            }
-        },
-        VendorEndpoint("/v4/open-channel/destroy-type/set") { i throws(ChatError) in
-            var u = RoomUpdate()
-            u.destroyPolicy = try RongCloudFamily.destroyPolicy(i.params, minutesKey: "ttlMinutes")
-            return VendorCall.command(.updateRoom(app: i.app, roomId: try channel(i.params), u, .server, nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/participant/list") { i throws(ChatError) in
-            let p = i.params
-            let order = try RongCloudFamily.joinOrder(p)
-            let size = try p.int("pageSize") ?? Limits.maxMemberListCount
-            guard size >= 1 && size <= Limits.maxMemberListCount else {
-                throw ChatError(.invalidParameter, "pageSize must be between 1 and \(Limits.maxMemberListCount)", field: "pageSize")
-            }
-            return VendorCall.query(.members(app: i.app, roomId: try channel(p), .present, order, limit: size, after: nil)) { reply, w in
-                guard case .members(let members, let total) = reply else { return }
-                w.field("total", total)
-                w.key("participants")
-                w.beginArray()
-                for m in members {
-                    w.beginObject()
-                    w.field("participantId", m.userId)
-                    w.field("createdAt", VendorTime.dateTime(milliseconds: m.enterTime))
-                    w.endObject()
-                }
-                w.endArray()
-            }
-        },
-        VendorEndpoint("/v4/open-channel/participant/exist") { i throws(ChatError) in
-            VendorCall.query(.isInRoom(app: i.app, roomId: try channel(i.params), try participants(i.params))) { reply, w in
-                guard case .presence(let list) = reply else { return }
-                w.key("participants")
-                w.beginArray()
-                for u in list {
-                    w.beginObject()
-                    w.field("participantId", u.userId)
-                    w.field("isInOpenChannel", u.inRoom ? 1 : 0)
-                    w.endObject()
-                }
-                w.endArray()
-            }
-        },
+        Family.createRoom("/v4/open-channel/create", spelling),
+        Family.destroyRooms("/v4/open-channel/destroy", spelling),
+        Family.getRoom("/v4/open-channel/get", spelling),
+        Family.setDestroyPolicy("/v4/open-channel/destroy-type/set", spelling),
+        Family.listMembers("/v4/open-channel/participant/list", spelling),
+        Family.checkMembers("/v4/open-channel/participant/exist", spelling),
 
         // Messages from the app server (NIM-8), to each channel in order. Every channel is checked
         // to exist first, so a missing one sends nothing (server sends are not held back by
@@ -155,81 +101,28 @@ public enum NexconnV4 {
         },
 
         // Bans (RC-5).
-        VendorEndpoint("/v4/open-channel/participant/ban-list/add") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.block(app: i.app, roomId: try channel(p), try participants(p), minutes: try duration(p), .server, rc: try notify(p), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/participant/ban-list/remove") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.unblock(app: i.app, roomId: try channel(p), try participants(p), .server, rc: try notify(p), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/participant/ban-list/get") { i throws(ChatError) in
-            VendorCall.query(.blocks(app: i.app, roomId: try channel(i.params))) { reply, w in
-                guard case .userExpiries(let u) = reply else { return }
-                expiries(&w, "bannedParticipants", expiresKey: "banExpiresAt", u)
-            }
-        },
+        Family.block("/v4/open-channel/participant/ban-list/add", spelling),
+        Family.unblock("/v4/open-channel/participant/ban-list/remove", spelling),
+        Family.listBlocks("/v4/open-channel/participant/ban-list/get", spelling),
 
         // Mutes (RC-6 0/1).
-        VendorEndpoint("/v4/open-channel/participant/mute-list/add") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.mute(app: i.app, roomId: try channel(p), try participants(p), .minutes(try duration(p)), .server, rc: try notify(p), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/participant/mute-list/remove") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.unmute(app: i.app, roomId: try channel(p), try participants(p), .all, .server, rc: try notify(p), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/participant/mute-list/get") { i throws(ChatError) in
-            VendorCall.query(.mutes(app: i.app, roomId: try channel(i.params))) { reply, w in
-                guard case .userExpiries(let u) = reply else { return }
-                expiries(&w, "mutedParticipants", expiresKey: "muteExpiresAt", u)
-            }
-        },
+        Family.mute("/v4/open-channel/participant/mute-list/add", spelling),
+        Family.unmute("/v4/open-channel/participant/mute-list/remove", spelling),
+        Family.listMutes("/v4/open-channel/participant/mute-list/get", spelling),
     ] + globalMutes("/v4/open-channel/global-mute-list") + globalMutes("/v4/open-channel/participant/global-mute-list") + [
         // Freeze = room-wide mute (RC-6 2/3).
-        VendorEndpoint("/v4/open-channel/freeze-list/add") { i throws(ChatError) in
-            VendorCall.command(.setRoomMuted(app: i.app, roomId: try channel(i.params), true, .server, rc: try notify(i.params), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/freeze-list/remove") { i throws(ChatError) in
-            VendorCall.command(.setRoomMuted(app: i.app, roomId: try channel(i.params), false, .server, rc: try notify(i.params), nim: nil))
-        },
-        VendorEndpoint("/v4/open-channel/freeze-list/get") { i throws(ChatError) in
-            let (page, size) = try RongCloudV1.pageAndSize(i.params, pageKey: "page", sizeKey: "pageSize", defaultSize: 50)
-            return VendorCall.query(.roomIdsWhere(app: i.app, .muted)) { reply, w in
-                guard case .roomIds(let ids) = reply else { return }
-                w.field("channelIds", RongCloudV1.slice(ids, page: page, size: size))
-            }
-        },
-        VendorEndpoint("/v4/open-channel/freeze/check") { i throws(ChatError) in
-            VendorCall.query(.room(app: i.app, roomId: try channel(i.params))) { reply, w in
-                guard case .room(let r) = reply else { return }
-                w.field("status", r.muted ? 1 : 0)
-            }
-        },
+        Family.muteRoom("/v4/open-channel/freeze-list/add", spelling, true),
+        Family.muteRoom("/v4/open-channel/freeze-list/remove", spelling, false),
+        Family.listMutedRooms("/v4/open-channel/freeze-list/get", spelling),
+        Family.checkRoomMuted("/v4/open-channel/freeze/check", spelling),
 
         // Allowed senders while frozen (RC-6 4/5).
-        VendorEndpoint("/v4/open-channel/participant/allowed-sender-list/add") { i throws(ChatError) in
-            VendorCall.command(.addToAllowlist(app: i.app, roomId: try channel(i.params), try participants(i.params), rc: try notify(i.params)))
-        },
-        VendorEndpoint("/v4/open-channel/participant/allowed-sender-list/remove") { i throws(ChatError) in
-            VendorCall.command(.removeFromAllowlist(app: i.app, roomId: try channel(i.params), try participants(i.params), rc: try notify(i.params)))
-        },
-        VendorEndpoint("/v4/open-channel/participant/allowed-sender-list/get") { i throws(ChatError) in
-            VendorCall.query(.allowlist(app: i.app, roomId: try channel(i.params))) { reply, w in
-                guard case .userIds(let ids) = reply else { return }
-                w.field("participantIds", ids)
-            }
-        },
+        Family.allow("/v4/open-channel/participant/allowed-sender-list/add", spelling),
+        Family.disallow("/v4/open-channel/participant/allowed-sender-list/remove", spelling),
+        Family.listAllowed("/v4/open-channel/participant/allowed-sender-list/get", spelling),
 
         // Metadata = room attributes (RC-10).
-        VendorEndpoint("/v4/open-channel/metadata/batch/set") { i throws(ChatError) in
-            let p = i.params
-            guard let entries = try p.stringMap("metadata"), !entries.isEmpty else {
-                throw ChatError(.invalidParameter, "metadata is required (an object of keys and values)", field: "metadata")
-            }
-            return VendorCall.command(.setAttributes(app: i.app, roomId: try channel(p), entries.map { KeyValue(key: $0.key, value: $0.value) }, owner: try p.required("metadataOwnerId"),
-                                                     autoDelete: try p.bool("shouldAutoDelete") ?? false, .server))
-        },
+        Family.setAttributes("/v4/open-channel/metadata/batch/set", spelling),
         VendorEndpoint("/v4/open-channel/metadata/batch/remove") { i throws(ChatError) in
             let p = i.params
             _ = try p.required("metadataOwnerId")
@@ -237,22 +130,7 @@ public enum NexconnV4 {
             guard !keys.isEmpty else { throw ChatError(.invalidParameter, "metadataKeys is required", field: "metadataKeys") }
             return VendorCall.command(.removeAttributes(app: i.app, roomId: try channel(p), keys, .server))
         },
-        VendorEndpoint("/v4/open-channel/metadata/batch/get") { i throws(ChatError) in
-            VendorCall.query(.attributes(app: i.app, roomId: try channel(i.params), keys: try i.params.list("metadataKeys"))) { reply, w in
-                guard case .attributes(let entries) = reply else { return }
-                w.key("metadata")
-                w.beginArray()
-                for e in entries {
-                    w.beginObject()
-                    w.field("key", e.key)
-                    w.field("value", e.value)
-                    w.field("metadataOwnerId", e.owner)
-                    w.field("shouldAutoDelete", e.autoDelete ? 1 : 0)
-                    w.endObject()
-                }
-                w.endArray()
-            }
-        },
+        Family.listAttributes("/v4/open-channel/metadata/batch/get", spelling),
     ] + unsupported([
         ("/v4/open-channel/low-priority-message-type-list", ["add", "get", "remove"], "low-priority message types"),
         ("/v4/open-channel/priority-message-type-list", ["add", "get", "remove"], "priority message types"),
@@ -263,21 +141,7 @@ public enum NexconnV4 {
     ])
 
     static func globalMutes(_ base: String) -> [VendorEndpoint] {
-        [
-            VendorEndpoint(base + "/add") { i throws(ChatError) in
-                let p = i.params
-                return VendorCall.command(.globalMute(app: i.app, try participants(p), minutes: try duration(p), rc: try notify(p)))
-            },
-            VendorEndpoint(base + "/remove") { i throws(ChatError) in
-                VendorCall.command(.globalUnmute(app: i.app, try participants(i.params), rc: try notify(i.params)))
-            },
-            VendorEndpoint(base + "/get") { i throws(ChatError) in
-                VendorCall.query(.globalMutes(app: i.app)) { reply, w in
-                    guard case .userExpiries(let u) = reply else { return }
-                    expiries(&w, "mutedParticipants", expiresKey: "muteExpiresAt", u)
-                }
-            },
-        ]
+        [Family.globalMute(base + "/add", spelling), Family.globalUnmute(base + "/remove", spelling), Family.listGlobalMutes(base + "/get", spelling)]
     }
 
     static let community: [VendorEndpoint] = [
@@ -285,15 +149,9 @@ public enum NexconnV4 {
             let p = i.params
             return VendorCall.command(.createGroup(app: i.app, groupId: try channel(p), name: try p.required("name"), creator: try p.required("userId")))
         },
-        VendorEndpoint("/v4/community-channel/dismiss") { i throws(ChatError) in
-            VendorCall.command(.dismissGroup(app: i.app, groupId: try channel(i.params)))
-        },
-        VendorEndpoint("/v4/community-channel/join") { i throws(ChatError) in
-            VendorCall.command(.joinGroup(app: i.app, groupId: try channel(i.params), [try i.params.required("userId")]))
-        },
-        VendorEndpoint("/v4/community-channel/leave") { i throws(ChatError) in
-            VendorCall.command(.quitGroup(app: i.app, groupId: try channel(i.params), [try i.params.required("userId")]))
-        },
+        Family.dismissGroup("/v4/community-channel/dismiss", spelling),
+        Family.joinGroup("/v4/community-channel/join", spelling),
+        Family.quitGroup("/v4/community-channel/leave", spelling),
         VendorEndpoint("/v4/community-channel/member/exist") { i throws(ChatError) in
             let user = try i.params.required("userId")
             return VendorCall.query(.isGroupMember(app: i.app, groupId: try channel(i.params), [user])) { reply, w in
@@ -301,58 +159,14 @@ public enum NexconnV4 {
                 w.field("isMember", list.first?.inRoom ?? false)
             }
         },
-        VendorEndpoint("/v4/community-channel/subchannel/create") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.createChannel(app: i.app, groupId: try channel(p), channelId: try p.required("subchannelId"), try visibility(p, required: false)))
-        },
-        VendorEndpoint("/v4/community-channel/subchannel/delete") { i throws(ChatError) in
-            VendorCall.command(.deleteChannel(app: i.app, groupId: try channel(i.params), channelId: try i.params.required("subchannelId")))
-        },
-        VendorEndpoint("/v4/community-channel/subchannel-type/update") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.changeChannelType(app: i.app, groupId: try channel(p), channelId: try p.required("subchannelId"), try visibility(p, required: true)))
-        },
-        VendorEndpoint("/v4/community-channel/subchannel/list") { i throws(ChatError) in
-            let p = i.params
-            let (page, size) = try RongCloudV1.pageAndSize(p, pageKey: "page", sizeKey: "pageSize", defaultSize: 20)
-            return VendorCall.query(.channels(app: i.app, groupId: try channel(p), page: page, pageSize: size)) { reply, w in
-                guard case .channels(let channels, _) = reply else { return }
-                w.key("subchannels")
-                w.beginArray()
-                for c in channels {
-                    w.beginObject()
-                    w.field("subchannelId", c.channelId)
-                    w.field("createdAt", VendorTime.dateTime(milliseconds: c.createdAt))
-                    w.field("channelVisibility", c.type.code)
-                    w.endObject()
-                }
-                w.endArray()
-            }
-        },
-        VendorEndpoint("/v4/community-channel/private-subchannel/member/add") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.addPrivateMembers(app: i.app, groupId: try channel(p), channelId: try p.required("subchannelId"), try userIds(p)))
-        },
-        VendorEndpoint("/v4/community-channel/private-subchannel/member/remove") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.removePrivateMembers(app: i.app, groupId: try channel(p), channelId: try p.required("subchannelId"), try userIds(p)))
-        },
-        VendorEndpoint("/v4/community-channel/private-subchannel/member/list") { i throws(ChatError) in
-            let p = i.params
-            let (page, size) = try RongCloudV1.pageAndSize(p, pageKey: "page", sizeKey: "pageSize", defaultSize: 50)
-            return VendorCall.query(.privateMembers(app: i.app, groupId: try channel(p), channelId: try p.required("subchannelId"), page: page, pageSize: size)) { reply, w in
-                guard case .userIdsPage(let ids, _) = reply else { return }
-                w.field("members", ids)
-            }
-        },
-        VendorEndpoint("/v4/community-channel/user/subchannel/list") { i throws(ChatError) in
-            let p = i.params
-            let (page, size) = try RongCloudV1.pageAndSize(p, pageKey: "page", sizeKey: "pageSize", defaultSize: 10, maxSize: 50)
-            return VendorCall.query(.userChannels(app: i.app, groupId: try channel(p), userId: try p.required("userId"), page: page, pageSize: size)) { reply, w in
-                guard case .channels(let channels, _) = reply else { return }
-                w.field("subChannels", channels.map(\.channelId))
-            }
-        },
+        Family.createChannel("/v4/community-channel/subchannel/create", spelling),
+        Family.deleteChannel("/v4/community-channel/subchannel/delete", spelling),
+        Family.changeChannelType("/v4/community-channel/subchannel-type/update", spelling),
+        Family.listChannels("/v4/community-channel/subchannel/list", spelling),
+        Family.addPrivateMembers("/v4/community-channel/private-subchannel/member/add", spelling),
+        Family.removePrivateMembers("/v4/community-channel/private-subchannel/member/remove", spelling),
+        Family.listPrivateMembers("/v4/community-channel/private-subchannel/member/list", spelling),
+        Family.listUserChannels("/v4/community-channel/user/subchannel/list", spelling),
     ] + unsupported([
         ("/v4/community-channel", ["update"], "renaming a community channel"),
         ("/v4/community-channel/mute-list", ["add", "get", "remove"], "community-channel mutes"),
@@ -403,18 +217,8 @@ public enum NexconnV4 {
         // The SDK's docstring names this path for the same call.
         pushGet("/v4/channel/notification/get"),
         // CS-4 per-type defaults.
-        VendorEndpoint("/v4/channel-type/push/set") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.command(.setConversationTypeLevel(app: i.app, userId: try p.required("requestId"), try channelType(p),
-                                                                try NotificationLevel.parse(try p.requiredInt("noDisturbLevel"), field: "noDisturbLevel")))
-        },
-        VendorEndpoint("/v4/channel-type/push/get") { i throws(ChatError) in
-            let p = i.params
-            return VendorCall.query(.conversationTypeLevel(app: i.app, userId: try p.required("requestId"), try channelType(p))) { reply, w in
-                guard case .notificationLevel(let level) = reply else { return }
-                w.field("noDisturbLevel", level.rawValue)
-            }
-        },
+        Family.setTypeLevel("/v4/channel-type/push/set", spelling),
+        Family.getTypeLevel("/v4/channel-type/push/get", spelling),
     ]
 
     static let channelsUnsupported: [VendorEndpoint] = unsupported([
