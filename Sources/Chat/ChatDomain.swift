@@ -118,7 +118,11 @@ public final class ChatDomain {
             return try queueBatchUpdate(app, roomId, elements.map { (key: $0.key, value: $0.value) }, actor, notify, now, &out)
         case .queuePoll(let app, let roomId, let key, let actor): return try queuePoll(app, roomId, key, actor, now, &out)
         case .queueDrop(let app, let roomId, let actor): return try queueDrop(app, roomId, actor, now, &out)
-        case .sendMessage(let app, let roomId, let sender, let kind, let content): return try sendMessage(app, roomId, sender, kind, content, now, &out)
+        case .sendMessage(let app, let roomId, let sender, let kind, let content, let options):
+            return try sendMessage(app, roomId, sender, kind, content, options ?? MessageOptions(), now, &out)
+        case .editMessageList(let app, let list, let add, let entries): return try editMessageList(app, list, add: add, entries, now, &out)
+        case .setProtectedSenders(let app, let roomId, let add, let users): return try setProtectedSenders(app, roomId, add: add, users, now, &out)
+        case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
         case .dismissGroup(let app, let groupId): return try dismissGroup(app, groupId, now, &out)
         case .joinGroup(let app, let groupId, let users): return try joinGroup(app, groupId, users, now, &out)
@@ -157,7 +161,7 @@ public final class ChatDomain {
         switch command {
         case .updateMyInfo(let s, _, _, _, _, _):
             return s
-        case .sendMessage(_, _, let sender, _, _):
+        case .sendMessage(_, _, let sender, _, _, _):
             if case .session(let s) = sender { return s }
             return nil
         case .updateRoom(_, _, _, let actor, _), .setRoomOpen(_, _, _, let actor, _),
@@ -172,7 +176,8 @@ public final class ChatDomain {
         case .configureApp, .updateAppSettings, .connect, .disconnect, .join, .leave, .leaveAll, .switchRoom,
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
-             .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel:
+             .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
+             .editMessageList, .setProtectedSenders, .setDistribution:
             return nil
         }
     }
@@ -234,7 +239,7 @@ public final class ChatDomain {
                  broadcastUrl: room.broadcastUrl, onlineUserCount: room.memberCount, queueModificationLevel: room.queueModificationLevel,
                  muted: room.muted, open: room.open, createdAt: room.createdAt, destroyPolicy: room.destroyPolicy,
                  keepAlive: room.keepAlive, multiDevice: room.multiDevice, enterExitNotifications: room.enterExitNotifications,
-                 epoch: room.epoch)
+                 epoch: room.epoch, distributionStopped: room.distributionStopped)
     }
 
     func record(_ room: Room) -> RoomRecord {
@@ -242,7 +247,8 @@ public final class ChatDomain {
                    creator: room.creator, queueModificationLevel: room.queueModificationLevel, destroyPolicy: room.destroyPolicy,
                    keepAlive: room.keepAlive, multiDevice: room.multiDevice, muted: room.muted, open: room.open,
                    enterExitNotifications: room.enterExitNotifications, queueLimit: room.queueLimit, createdAt: room.createdAt,
-                   epoch: room.epoch, lastActivity: room.lastActivity)
+                   epoch: room.epoch, lastActivity: room.lastActivity, protectedSenders: room.protectedSenders,
+                   distributionStopped: room.distributionStopped)
     }
 
     // MARK: Member bookkeeping

@@ -203,8 +203,16 @@ public enum Command: Sendable, Equatable, Codable {
     case queuePoll(app: String, roomId: String, key: String?, Actor)
     case queueDrop(app: String, roomId: String, Actor)
 
-    // Messages (NIM-8).
-    case sendMessage(app: String, roomId: String, MessageSender, ChatMessage.Kind, content: String)
+    // Messages (NIM-8; QS-1, QS-5: `options`, nil for none).
+    case sendMessage(app: String, roomId: String, MessageSender, ChatMessage.Kind, content: String, options: MessageOptions? = nil)
+
+    // Room QoS (QS-1, QS-4, QS-6; app server only).
+    /// Adds entries to, or removes them from, one of the app's message lists.
+    case editMessageList(app: String, AppSettings.MessageList, add: Bool, [String])
+    /// Adds users to, or removes them from, a room's protected senders (at most five).
+    case setProtectedSenders(app: String, roomId: String, add: Bool, [String])
+    /// Stops or resumes the fan-out of a room's messages.
+    case setDistribution(app: String, roomId: String, stopped: Bool)
 
     // Ultra groups (UG-1..UG-4; app server only).
     case createGroup(app: String, groupId: String, name: String, creator: String?)
@@ -299,6 +307,8 @@ public enum Query: Sendable {
     case blocks(app: String, roomId: String)
     case mutes(app: String, roomId: String)
     case allowlist(app: String, roomId: String)
+    /// QS-4: a room's protected senders (→ `Reply.userIds`).
+    case protectedSenders(app: String, roomId: String)
     case globalMutes(app: String)
     case attributes(app: String, roomId: String, keys: [String])
     case queue(app: String, roomId: String)

@@ -96,6 +96,10 @@ struct RoomImage: Codable, Equatable, Sendable {
     var history: [ChatMessage]
     var historyBytes: Int
     var historyTruncated: Bool
+    /// QS-2, QS-4, QS-6 (absent in images made before them).
+    var protectedSenders: [String]?
+    var distributionStopped: Bool?
+    var budget: BucketImage?
 }
 
 struct ChannelImage: Codable, Equatable, Sendable {
@@ -225,7 +229,8 @@ extension ChatDomain {
             queueOrder: r.queueOrder.all,
             queue: sortedPairs(r.queue).map { KeyedValue(key: $0.0, value: $0.1) },
             historyCapacity: r.history.capacity, history: r.history.messages, historyBytes: r.history.bytes,
-            historyTruncated: r.history.truncated)
+            historyTruncated: r.history.truncated, protectedSenders: r.protectedSenders.isEmpty ? nil : r.protectedSenders,
+            distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image)
     }
 
     private static func image(of g: UltraGroup) -> GroupImage {
@@ -298,6 +303,9 @@ extension ChatDomain {
             for k in r.queueOrder { room.queueOrder.append(k) }
             for q in r.queue { room.queue[q.key] = q.value }
             room.history = RecentHistory(capacity: r.historyCapacity, messages: r.history, bytes: r.historyBytes, truncated: r.historyTruncated)
+            room.protectedSenders = r.protectedSenders ?? []
+            room.distributionStopped = r.distributionStopped ?? false
+            room.budget = r.budget.map(TokenBucket.init(image:))
             guard app.rooms[r.roomId] == nil else { throw .inconsistent("room \(r.roomId) twice") }
             app.rooms[r.roomId] = room
         }

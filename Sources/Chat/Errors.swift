@@ -68,6 +68,10 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     /// A rate limit was reached (PX-1: the app's REST calls, a connection's messages, a user's
     /// sends); nothing changed; try again after Retry-After (RongCloud 1008; NIM 416).
     case rateLimited = 42901
+    /// QS-2: the room is over its message budget (low, then normal messages are refused first;
+    /// high ones use the reserved share), or its fan-out is further behind than the latency
+    /// budget; nothing was sent; try again after Retry-After (RongCloud 1008; NIM 416).
+    case roomBusy = 42902
     /// PX-4: the app's before-send hook dropped the message; nobody received it.
     case messageRejected = 40303
     /// PX-4: the app's before-send hook did not judge the message in time (or answered nonsense)
@@ -112,7 +116,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
         case .storageUnavailable, .moderationUnavailable, .outcomeUnknown: return 503
-        case .rateLimited: return 429
+        case .rateLimited, .roomBusy: return 429
         }
     }
 
@@ -133,7 +137,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
         case .limitExceeded, .roomLimitReached: return 419
         case .storageUnavailable, .moderationUnavailable, .outcomeUnknown: return 500
-        case .rateLimited: return 416
+        case .rateLimited, .roomBusy: return 416
         }
     }
 
@@ -157,6 +161,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .alreadyExists: return "already exists"
         case .storageUnavailable: return "the store could not be read or written; nothing changed; try again"
         case .rateLimited: return "a rate limit was reached; nothing changed; try again after Retry-After"
+        case .roomBusy: return "the room is over its message budget or its fan-out is behind: low, then normal messages are refused first; nothing was sent; try again after Retry-After"
         case .messageRejected: return "the app's before-send hook dropped the message; nobody received it"
         case .moderationUnavailable: return "the app's before-send hook did not judge the message in time and the app fails closed; nobody received it; try again"
         case .outcomeUnknown: return "the connection to the cluster's database was lost while saving: the change may or may not have been made; check before trying again"

@@ -69,8 +69,12 @@ public struct RoomInfo: Equatable, Sendable {
     public var multiDevice: MultiDevicePolicy
     public var enterExitNotifications: Bool
     public var epoch: String
+    /// QS-6: the room's messages are not fanned out.
+    public var distributionStopped: Bool
 
-    public init(roomId: String, name: String, announcement: String, creator: String, ext: String, broadcastUrl: String, onlineUserCount: Int, queueModificationLevel: QueueModificationLevel, muted: Bool, open: Bool, createdAt: Int64, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, enterExitNotifications: Bool, epoch: String) {
+    public init(roomId: String, name: String, announcement: String, creator: String, ext: String, broadcastUrl: String, onlineUserCount: Int, queueModificationLevel: QueueModificationLevel, muted: Bool, open: Bool, createdAt: Int64, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, enterExitNotifications: Bool, epoch: String,
+                distributionStopped: Bool = false) {
+        self.distributionStopped = distributionStopped
         self.roomId = roomId
         self.name = name
         self.announcement = announcement

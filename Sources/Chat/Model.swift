@@ -108,6 +108,46 @@ public struct QueueElement: Equatable, Sendable, Codable {
     }
 }
 
+/// QS-1: a message's priority class. Under overload, low messages are refused or dropped first,
+/// then normal ones; high messages (and every event that is not a message: moderation, room status,
+/// kicks, membership) are never dropped.
+public enum MessagePriority: String, Equatable, Hashable, Sendable, Codable, CaseIterable, Comparable {
+    case low
+    case normal
+    case high
+
+    public static func < (a: MessagePriority, b: MessagePriority) -> Bool { a.rank < b.rank }
+    var rank: Int {
+        switch self {
+        case .low: return 0
+        case .normal: return 1
+        case .high: return 2
+        }
+    }
+}
+
+/// What a sender asks of a message besides its content (QS-1, QS-5).
+public struct MessageOptions: Equatable, Sendable, Codable {
+    /// The class the sender asks for (native `priority`, ZIM's levels, NIM's `highPriority`);
+    /// nil: the app's rules decide (protected senders and types, low-priority types), else normal.
+    public var priority: MessagePriority?
+    /// The message's type name (a vendor's message type such as RongCloud's `RC:TxtMsg`, or the
+    /// app's own): the app's type lists decide its class by it. Empty: none.
+    public var type: String
+    /// QS-5 (ZIM barrage): not stored, not in the room's stream (no offset, no resume), sent to
+    /// webhooks only if the app asks, and dropped first under backpressure.
+    public var transient: Bool
+
+    public init(priority: MessagePriority? = nil, type: String = "", transient: Bool = false) {
+        self.priority = priority
+        self.type = type
+        self.transient = transient
+    }
+
+    /// The options of a message that asks for nothing (sent as before QS-1).
+    public var isDefault: Bool { priority == nil && type.isEmpty && !transient }
+}
+
 /// A room message (NIM-8).
 public struct ChatMessage: Equatable, Sendable, Codable {
     public enum Kind: String, Sendable, Codable, CaseIterable {
@@ -127,8 +167,15 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     public var content: String
     public var time: Int64
     public var fromServer: Bool
+    /// QS-1: the class it was sent with.
+    public var priority: MessagePriority
+    /// Its type name (`MessageOptions.type`); empty: none.
+    public var type: String
+    /// QS-5: sent outside the room's stream, never stored.
+    public var transient: Bool
 
-    public init(id: String, roomId: String, sender: String, senderNickname: String, senderAvatar: String, senderExt: String, kind: Kind, content: String, time: Int64, fromServer: Bool) {
+    public init(id: String, roomId: String, sender: String, senderNickname: String, senderAvatar: String, senderExt: String, kind: Kind, content: String,
+                time: Int64, fromServer: Bool, priority: MessagePriority = .normal, type: String = "", transient: Bool = false) {
         self.id = id
         self.roomId = roomId
         self.sender = sender
@@ -139,6 +186,26 @@ public struct ChatMessage: Equatable, Sendable, Codable {
         self.content = content
         self.time = time
         self.fromServer = fromServer
+        self.priority = priority
+        self.type = type
+        self.transient = transient
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, roomId, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type, transient
+    }
+
+    /// Images written before QS-1 have no priority, type or transient flag.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(id: try c.decode(String.self, forKey: .id), roomId: try c.decode(String.self, forKey: .roomId),
+                  sender: try c.decode(String.self, forKey: .sender), senderNickname: try c.decode(String.self, forKey: .senderNickname),
+                  senderAvatar: try c.decode(String.self, forKey: .senderAvatar), senderExt: try c.decode(String.self, forKey: .senderExt),
+                  kind: try c.decode(Kind.self, forKey: .kind), content: try c.decode(String.self, forKey: .content),
+                  time: try c.decode(Int64.self, forKey: .time), fromServer: try c.decode(Bool.self, forKey: .fromServer),
+                  priority: try c.decodeIfPresent(MessagePriority.self, forKey: .priority) ?? .normal,
+                  type: try c.decodeIfPresent(String.self, forKey: .type) ?? "",
+                  transient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false)
     }
 }
 
@@ -186,6 +253,13 @@ final class Room {
     @exclusivity(unchecked) var queueOrder = OrderedIndex<String>()
     @exclusivity(unchecked) var queue: [String: QueueElement] = [:]
     @exclusivity(unchecked) var history: RecentHistory
+    /// QS-4: users whose messages are never dropped (RongCloud's chatroom user whitelist, at most
+    /// `Limits.maxProtectedSendersPerRoom`).
+    var protectedSenders: [String] = []
+    /// QS-6: messages are accepted, stored and sent to webhooks, but not fanned out.
+    var distributionStopped = false
+    /// QS-2: the room's message budget (nil until its first message).
+    @exclusivity(unchecked) var budget: TokenBucket?
 
     init(key: RoomKey, config: RoomConfig, now: Int64, epoch: String, historyLimit: Int, defaultQueueLimit: Int) {
         self.key = key

@@ -17,8 +17,14 @@ public struct RoomRecord: Equatable, Sendable {
     public var createdAt: Int64
     public var epoch: String
     public var lastActivity: Int64
+    /// QS-4, QS-6.
+    public var protectedSenders: [String]
+    public var distributionStopped: Bool
 
-    public init(key: RoomKey, name: String, announcement: String, ext: String, broadcastUrl: String, creator: String, queueModificationLevel: QueueModificationLevel, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, muted: Bool, open: Bool, enterExitNotifications: Bool, queueLimit: Int, createdAt: Int64, epoch: String, lastActivity: Int64) {
+    public init(key: RoomKey, name: String, announcement: String, ext: String, broadcastUrl: String, creator: String, queueModificationLevel: QueueModificationLevel, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, muted: Bool, open: Bool, enterExitNotifications: Bool, queueLimit: Int, createdAt: Int64, epoch: String, lastActivity: Int64,
+                protectedSenders: [String] = [], distributionStopped: Bool = false) {
+        self.protectedSenders = protectedSenders
+        self.distributionStopped = distributionStopped
         self.key = key
         self.name = name
         self.announcement = announcement

@@ -82,6 +82,9 @@ extension ChatDomain {
         case .allowlist(let appKey, let roomId):
             return .userIds(try room(try app(appKey), roomId).muteAllowlist.all)
 
+        case .protectedSenders(let appKey, let roomId):
+            return .userIds(try room(try app(appKey), roomId).protectedSenders)
+
         case .globalMutes(let appKey):
             let app = try app(appKey)
             return .userExpiries(app.globalMutes.filter { $0.value > now }.sorted { $0.key < $1.key }.map { (userId: $0.key, until: $0.value) })

@@ -31,6 +31,15 @@ public struct TokenBucket: Equatable, Sendable {
         return true
     }
 
+    /// Takes one token if `floor` tokens are left after it (QS-2: a class may not use the share
+    /// below its floor): true if it did.
+    public mutating func take(now: Int64, keeping floor: Double) -> Bool {
+        refill(now)
+        guard tokens - 1 >= floor else { return false }
+        tokens -= 1
+        return true
+    }
+
     /// Whether a token could be taken at `now` (none is).
     public mutating func hasToken(now: Int64) -> Bool {
         refill(now)

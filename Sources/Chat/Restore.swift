@@ -24,6 +24,8 @@ extension ChatDomain {
                         defaultQueueLimit: app.settings.defaultQueueLimit)
         room.open = r.open
         room.lastActivity = r.lastActivity
+        room.protectedSenders = r.protectedSenders
+        room.distributionStopped = r.distributionStopped
         // Nobody is present after a restart: an empty-room delay counts from the restart.
         room.emptySince = r.lastActivity
         app.rooms[r.key.roomId] = room

@@ -40,6 +40,22 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var sendsPerUserPerSecond = Limits.defaultSendsPerUserPerSecond
     /// PX-4: the app's before-send hook (its moderation endpoint); nil: no hook.
     public var beforeSend: BeforeSendSettings?
+    /// QS-2: messages one room accepts per second (RongCloud's published figure: 40 per 200 ms),
+    /// the bucket holding a fifth of a second's worth; past it low, then normal messages are
+    /// refused (42902), while high ones may use the reserved share.
+    public var roomMessagesPerSecond = Limits.defaultRoomMessagesPerSecond
+    /// QS-2: the share of a room's budget (percent) only high-priority messages may use.
+    public var highPriorityReservePercent = Limits.defaultHighPriorityReservePercent
+    /// QS-1 (RongCloud's low-priority message types, Nexconn's low-priority type list): messages
+    /// of these types are low priority unless their sender or type is protected.
+    public var lowPriorityMessageTypes: [String] = []
+    /// QS-4 (RongCloud's message-type allowlist, Nexconn's priority type list): messages of these
+    /// types are high priority, never dropped.
+    public var protectedMessageTypes: [String] = []
+    /// QS-4 (Nexconn's priority sender list): these users' messages are high priority in every room.
+    public var prioritySenders: [String] = []
+    /// QS-5: transient messages are sent to webhooks too (by default they are not).
+    public var transientWebhooks = false
 
     public init() {}
 
@@ -64,6 +80,40 @@ public struct AppSettings: Equatable, Sendable, Codable {
         clientMessagesPerSecond = try c.decodeIfPresent(Int.self, forKey: .clientMessagesPerSecond) ?? d.clientMessagesPerSecond
         sendsPerUserPerSecond = try c.decodeIfPresent(Int.self, forKey: .sendsPerUserPerSecond) ?? d.sendsPerUserPerSecond
         beforeSend = try c.decodeIfPresent(BeforeSendSettings.self, forKey: .beforeSend)
+        roomMessagesPerSecond = try c.decodeIfPresent(Int.self, forKey: .roomMessagesPerSecond) ?? d.roomMessagesPerSecond
+        highPriorityReservePercent = try c.decodeIfPresent(Int.self, forKey: .highPriorityReservePercent) ?? d.highPriorityReservePercent
+        lowPriorityMessageTypes = try c.decodeIfPresent([String].self, forKey: .lowPriorityMessageTypes) ?? d.lowPriorityMessageTypes
+        protectedMessageTypes = try c.decodeIfPresent([String].self, forKey: .protectedMessageTypes) ?? d.protectedMessageTypes
+        prioritySenders = try c.decodeIfPresent([String].self, forKey: .prioritySenders) ?? d.prioritySenders
+        transientWebhooks = try c.decodeIfPresent(Bool.self, forKey: .transientWebhooks) ?? d.transientWebhooks
+    }
+
+    /// QS-1, QS-4: the app's lists that decide a message's class.
+    public enum MessageList: String, Equatable, Sendable, Codable, CaseIterable {
+        case lowPriorityMessageTypes
+        case protectedMessageTypes
+        case prioritySenders
+
+        /// The most entries a list holds, and the bytes of one.
+        public var maxEntries: Int { SettingsLimits.maxListEntries }
+        public var maxEntryBytes: Int { self == .prioritySenders ? Limits.maxUserIdBytes : SettingsLimits.maxMessageTypeBytes }
+    }
+
+    public subscript(list list: MessageList) -> [String] {
+        get {
+            switch list {
+            case .lowPriorityMessageTypes: return lowPriorityMessageTypes
+            case .protectedMessageTypes: return protectedMessageTypes
+            case .prioritySenders: return prioritySenders
+            }
+        }
+        set {
+            switch list {
+            case .lowPriorityMessageTypes: lowPriorityMessageTypes = newValue
+            case .protectedMessageTypes: protectedMessageTypes = newValue
+            case .prioritySenders: prioritySenders = newValue
+            }
+        }
     }
 }
 
@@ -171,6 +221,13 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
     public var clientMessagesPerSecond: Int?
     public var sendsPerUserPerSecond: Int?
     public var beforeSend: BeforeSendPatch?
+    public var roomMessagesPerSecond: Int?
+    public var highPriorityReservePercent: Int?
+    /// Each replaces its list whole (QS-1, QS-4).
+    public var lowPriorityMessageTypes: [String]?
+    public var protectedMessageTypes: [String]?
+    public var prioritySenders: [String]?
+    public var transientWebhooks: Bool?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
@@ -245,6 +302,20 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
             s.sendsPerUserPerSecond = v
         }
         if let v = beforeSend { s.beforeSend = try v.applied(to: s.beforeSend) }
+        if let v = roomMessagesPerSecond {
+            guard L.roomMessagesPerSecond.contains(v) else { throw L.rangeError("roomMessagesPerSecond", L.roomMessagesPerSecond) }
+            s.roomMessagesPerSecond = v
+        }
+        if let v = highPriorityReservePercent {
+            guard L.highPriorityReservePercent.contains(v) else { throw L.rangeError("highPriorityReservePercent", L.highPriorityReservePercent) }
+            s.highPriorityReservePercent = v
+        }
+        for (list, value) in [(AppSettings.MessageList.lowPriorityMessageTypes, lowPriorityMessageTypes),
+                              (.protectedMessageTypes, protectedMessageTypes), (.prioritySenders, prioritySenders)] {
+            guard let value else { continue }
+            s[list: list] = try L.validatedList(value, list)
+        }
+        if let v = transientWebhooks { s.transientWebhooks = v }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -275,6 +346,26 @@ public enum SettingsLimits {
     public static let maxBeforeSendURLBytes = 2048
     /// Bytes (UTF-8) of one allowed origin.
     public static let allowedOriginBytes: ClosedRange<Int> = 1...256
+    /// QS-2: a room's message budget per second, and the share only high priority may use.
+    public static let roomMessagesPerSecond: ClosedRange<Int> = 1...100_000
+    public static let highPriorityReservePercent: ClosedRange<Int> = 0...90
+    /// QS-1, QS-4: entries of each of an app's message lists, and the bytes of a message type.
+    public static let maxListEntries = 100
+    public static let maxMessageTypeBytes = 64
+
+    /// A list as given, checked (each entry 1 to its bytes, at most `maxListEntries`), without
+    /// repeats, in the order given.
+    static func validatedList(_ entries: [String], _ list: AppSettings.MessageList) throws(ChatError) -> [String] {
+        var seen = Set<String>(), out: [String] = []
+        for e in entries where seen.insert(e).inserted {
+            guard !e.isEmpty, e.utf8.count <= list.maxEntryBytes else {
+                throw .invalid(list.rawValue, "\(list.rawValue) entries are 1 to \(list.maxEntryBytes) bytes")
+            }
+            out.append(e)
+        }
+        guard out.count <= maxListEntries else { throw .invalid(list.rawValue, "\(list.rawValue) holds at most \(maxListEntries) entries") }
+        return out
+    }
 
     static func rangeError<T: BinaryInteger>(_ field: String, _ range: ClosedRange<T>) -> ChatError {
         .invalid(field, "\(field) must be \(range.lowerBound) to \(range.upperBound)")
@@ -353,6 +444,13 @@ public enum Limits {
     public static let defaultRestCallsPerSecond = 1000
     public static let defaultClientMessagesPerSecond = 50
     public static let defaultSendsPerUserPerSecond = 20
+    /// QS-2: RongCloud's published figure, 40 messages per 200 ms.
+    public static let defaultRoomMessagesPerSecond = 200
+    public static let defaultHighPriorityReservePercent = 20
+    /// QS-4: protected senders per room (RongCloud's chatroom user whitelist).
+    public static let maxProtectedSendersPerRoom = 5
+    /// QS-2: the seconds a room over its budget asks senders to wait (`Retry-After`).
+    public static let roomBudgetRetryAfterSeconds = 1
     public static let defaultConnectsPerIPPerSecond = 50
     /// A connection that goes on sending this many seconds' worth of its rate past the limit is closed (4029).
     public static let floodSecondsBeforeClose = 2

@@ -22,14 +22,30 @@ extension LogRecord {
         /// A signed REST call's change (its nonce, its idempotency claim), followed by the change
         /// itself as one of the records above.
         case signed = 7
+        /// A message with options (QS-1, QS-5; format 3): `sendMessage`'s fields, then the class
+        /// asked for (0 none, 1 low, 2 normal, 3 high), the type and the transient flag. Never
+        /// JSON: a node of an older format must stop at it, not apply it without its options.
+        case sendMessageWithOptions = 8
+    }
+
+    /// The oldest log format whose readers understand this record.
+    static func requiredFormat(_ record: LogRecord) -> Int {
+        var change: Command?
+        switch record {
+        case .command(let c): change = c
+        case .signed(let call): if case .command(let c) = call.change { change = c }
+        default: break
+        }
+        if case .sendMessage(_, _, _, _, _, let options)? = change, options != nil { return 3 }
+        return 1
     }
 
     /// The binary form of `record`, or nil when it has none (the log then carries its JSON).
     public static func binary(_ record: LogRecord) -> [UInt8]? {
         var w = LogWriter()
         switch record {
-        case .command(.sendMessage(let app, let roomId, let sender, let kind, let content)):
-            w.tag(.sendMessage)
+        case .command(.sendMessage(let app, let roomId, let sender, let kind, let content, let options)):
+            w.tag(options == nil ? .sendMessage : .sendMessageWithOptions)
             w.string(app)
             w.string(roomId)
             switch sender {
@@ -44,6 +60,11 @@ extension LogRecord {
             }
             w.byte(kind.code)
             w.string(content)
+            if let options {
+                w.byte(options.priority.map { $0.code } ?? 0)
+                w.string(options.type)
+                w.byte(options.transient ? 1 : 0)
+            }
         case .command(.disconnect(let sid)):
             w.tag(.disconnect)
             w.varint(sid.raw)
@@ -96,7 +117,7 @@ extension LogRecord {
         var r = LogReader(bytes: bytes, at: 1)
         let record: LogRecord
         switch tag {
-        case .sendMessage:
+        case .sendMessage, .sendMessageWithOptions:
             let app = try r.string()
             let roomId = try r.string()
             let sender: MessageSender
@@ -107,7 +128,17 @@ extension LogRecord {
             }
             let k = try r.byte()
             guard let kind = ChatMessage.Kind(code: k) else { throw .badValue("kind", k) }
-            record = .command(.sendMessage(app: app, roomId: roomId, sender, kind, content: try r.string()))
+            let content = try r.string()
+            var options: MessageOptions?
+            if tag == .sendMessageWithOptions {
+                let p = try r.byte()
+                guard p <= 3 else { throw .badValue("priority", p) }
+                let type = try r.string()
+                let t = try r.byte()
+                guard t <= 1 else { throw .badValue("transient", t) }
+                options = MessageOptions(priority: p == 0 ? nil : MessagePriority(code: p), type: type, transient: t == 1)
+            }
+            record = .command(.sendMessage(app: app, roomId: roomId, sender, kind, content: content, options: options))
         case .disconnect:
             record = .command(.disconnect(SessionID(try r.varint())))
         case .leave:
@@ -147,6 +178,27 @@ public enum LogCodecError: Error, Equatable {
     case badValue(String, UInt8)
     case trailingBytes(Int)
     case invalidUTF8
+    /// The record needs a newer log format than the cluster's.
+    case needsFormat(Int)
+}
+
+extension MessagePriority {
+    var code: UInt8 {
+        switch self {
+        case .low: 1
+        case .normal: 2
+        case .high: 3
+        }
+    }
+
+    init?(code: UInt8) {
+        switch code {
+        case 1: self = .low
+        case 2: self = .normal
+        case 3: self = .high
+        default: return nil
+        }
+    }
 }
 
 extension ChatMessage.Kind {
@@ -241,6 +293,9 @@ extension LogRecord {
     /// records, above) and the cluster's `format` allows it, else the JSON of the
     /// `Codable` record.
     public static func encode(_ record: LogRecord, format: Int = LogRecord.format) throws -> [UInt8] {
+        // A record newer than the cluster's format: its older nodes could not read it.
+        let needed = requiredFormat(record)
+        guard needed <= format else { throw LogCodecError.needsFormat(needed) }
         if format >= binaryFormat, let bytes = binary(record) { return bytes }
         return Array(try JSONEncoder().encode(record))
     }

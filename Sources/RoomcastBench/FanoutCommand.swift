@@ -223,7 +223,7 @@ struct FanoutCommand: ParsableCommand {
             let status = try client.request(method, path, body: body, headers: RoomcastSignature.headers(appKey: appKey, secret: appSecret))
             return status
         }
-        let settings = try signed("PATCH", "/v1/settings", #"{"memberChangeEvents":false,"enterExitNotifications":false,"multipleRoomsPerUser":true,"restCallsPerSecond":1000000,"clientMessagesPerSecond":1000000,"sendsPerUserPerSecond":1000000}"#)
+        let settings = try signed("PATCH", "/v1/settings", #"{"memberChangeEvents":false,"enterExitNotifications":false,"multipleRoomsPerUser":true,"restCallsPerSecond":1000000,"clientMessagesPerSecond":1000000,"sendsPerUserPerSecond":1000000,"roomMessagesPerSecond":100000}"#)
         guard settings == 200 else {
             print("fanout: PATCH /v1/settings answered \(settings) (is the app \(appKey) configured?)")
             throw ExitCode.failure

@@ -56,6 +56,9 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
     var createdAt: Int64
     var epoch: String
     var lastActivity: Int64
+    /// QS-4: newline-joined user ids; QS-6.
+    var protectedSenders: String
+    var distributionStopped: Bool
 
     init(_ r: RoomRecord) {
         app = r.key.app
@@ -80,6 +83,8 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
         createdAt = r.createdAt
         epoch = r.epoch
         lastActivity = r.lastActivity
+        protectedSenders = r.protectedSenders.joined(separator: "\n")
+        distributionStopped = r.distributionStopped
     }
 
     var record: RoomRecord {
@@ -94,7 +99,9 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
                           queueModificationLevel: QueueModificationLevel(rawValue: queueLevel) ?? .anyone, destroyPolicy: policy,
                           keepAlive: keepAlive, multiDevice: MultiDevicePolicy(rawValue: multiDevice) ?? .multiple, muted: muted,
                           open: open, enterExitNotifications: enterExitNotifications, queueLimit: queueLimit, createdAt: createdAt,
-                          epoch: epoch, lastActivity: lastActivity)
+                          epoch: epoch, lastActivity: lastActivity,
+                          protectedSenders: protectedSenders.isEmpty ? [] : protectedSenders.split(separator: "\n").map(String.init),
+                          distributionStopped: distributionStopped)
     }
 }
 
@@ -180,6 +187,9 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
     var content: String
     var time: Int64
     var fromServer: Bool
+    /// QS-1: the class it was sent with, and its type name.
+    var priority: String
+    var type: String
 
     init(_ key: RoomKey, _ m: ChatMessage) {
         app = key.app
@@ -193,12 +203,14 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
         content = m.content
         time = m.time
         fromServer = m.fromServer
+        priority = m.priority.rawValue
+        type = m.type
     }
 
     var message: ChatMessage {
         ChatMessage(id: id, roomId: roomId, sender: sender, senderNickname: senderNickname, senderAvatar: senderAvatar,
                     senderExt: senderExt, kind: ChatMessage.Kind(rawValue: kind) ?? .text, content: content, time: time,
-                    fromServer: fromServer)
+                    fromServer: fromServer, priority: MessagePriority(rawValue: priority) ?? .normal, type: type)
     }
 }
 

@@ -298,6 +298,14 @@ enum Schema {
             // 0 on a single node, which sends them all.
             try db.execute(sql: "ALTER TABLE webhookDelivery ADD COLUMN owner INTEGER NOT NULL DEFAULT 0")
         }
+        m.registerMigration("v8-room-qos") { db in
+            // QS-4: a room's protected senders (newline-joined); QS-6: its distribution stopped.
+            try db.execute(sql: "ALTER TABLE room ADD COLUMN protectedSenders TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "ALTER TABLE room ADD COLUMN distributionStopped INTEGER NOT NULL DEFAULT 0")
+            // QS-1: the class a message was sent with, and its type name.
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN priority TEXT NOT NULL DEFAULT 'normal'")
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN type TEXT NOT NULL DEFAULT ''")
+        }
         return m
     }
 }

@@ -68,6 +68,10 @@ public enum Encode {
         w.field("content", m.content)
         w.field("time", m.time)
         w.field("fromServer", m.fromServer)
+        // QS-1, QS-5: only what differs from a plain message.
+        if m.priority != .normal { w.field("priority", m.priority.rawValue) }
+        if !m.type.isEmpty { w.field("messageType", m.type) }
+        if m.transient { w.field("transient", true) }
         w.endObject()
     }
 
@@ -601,6 +605,15 @@ extension Encode {
             w.field("restCallsPerSecond", s.restCallsPerSecond)
             w.field("clientMessagesPerSecond", s.clientMessagesPerSecond)
             w.field("sendsPerUserPerSecond", s.sendsPerUserPerSecond)
+            w.field("roomMessagesPerSecond", s.roomMessagesPerSecond)
+            w.field("highPriorityReservePercent", s.highPriorityReservePercent)
+            w.key("lowPriorityMessageTypes")
+            w.stringArray(s.lowPriorityMessageTypes)
+            w.key("protectedMessageTypes")
+            w.stringArray(s.protectedMessageTypes)
+            w.key("prioritySenders")
+            w.stringArray(s.prioritySenders)
+            w.field("transientWebhooks", s.transientWebhooks)
             w.key("beforeSend")
             if let b = s.beforeSend {
                 w.beginObject()

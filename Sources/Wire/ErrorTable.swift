@@ -193,6 +193,7 @@ public enum ErrorTable {
         switch code {
         case .storageUnavailable, .outcomeUnknown: return retryAfterSeconds
         case .rateLimited, .moderationUnavailable: return Limits.rateLimitRetryAfterSeconds
+        case .roomBusy: return Limits.roomBudgetRetryAfterSeconds
         default: return nil
         }
     }

@@ -770,6 +770,15 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var sendsPerUserPerSecond: Int?
     /// PX-4: the before-send hook; `{"url": ""}` removes it.
     public var beforeSend: BeforeSendRequest?
+    /// QS-2: a room's message budget per second, and the share only high priority may use.
+    public var roomMessagesPerSecond: Int?
+    public var highPriorityReservePercent: Int?
+    /// QS-1, QS-4: the app's message lists, each replaced whole.
+    public var lowPriorityMessageTypes: [String]?
+    public var protectedMessageTypes: [String]?
+    public var prioritySenders: [String]?
+    /// QS-5: transient messages reach webhooks too.
+    public var transientWebhooks: Bool?
 
     public struct BeforeSendRequest: Decodable, Sendable {
         public var url: String?
@@ -790,6 +799,12 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.restCallsPerSecond = restCallsPerSecond
         p.clientMessagesPerSecond = clientMessagesPerSecond
         p.sendsPerUserPerSecond = sendsPerUserPerSecond
+        p.roomMessagesPerSecond = roomMessagesPerSecond
+        p.highPriorityReservePercent = highPriorityReservePercent
+        p.lowPriorityMessageTypes = lowPriorityMessageTypes
+        p.protectedMessageTypes = protectedMessageTypes
+        p.prioritySenders = prioritySenders
+        p.transientWebhooks = transientWebhooks
         p.beforeSend = beforeSend.map {
             BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
                             signing: $0.signing)

@@ -53,7 +53,10 @@ struct QuotaTests {
 
     // NIM-8: a query memory cannot answer whole says so (the engine then reads the store).
     @Test func historyBeyondTheWindowIsMarkedIncomplete() throws {
-        let h = Harness { $0.sendsPerUserPerSecond = 1_000_000 }  // many sends at one instant
+        let h = Harness {  // many sends at one instant
+            $0.sendsPerUserPerSecond = 1_000_000
+            $0.roomMessagesPerSecond = 100_000
+        }
         let alice = h.connect("alice")
         #expect(h.createRoom("r").succeeded)
         #expect(h.join(alice, "r").succeeded)

@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -58,6 +58,9 @@ struct CommandCodecTests {
         case .setConversationStatus: .setConversationStatus
         case .setConversationTypeLevel: .setConversationTypeLevel
         case .setGroupNotificationLevel: .setGroupNotificationLevel
+        case .editMessageList: .editMessageList
+        case .setProtectedSenders: .setProtectedSenders
+        case .setDistribution: .setDistribution
         }
     }
 
@@ -113,6 +116,11 @@ struct CommandCodecTests {
             .queueDrop(app: "a", roomId: "r", .server),
             .sendMessage(app: "a", roomId: "r", .session(s), .text, content: "hello \u{0}\u{1F600}"),
             .sendMessage(app: "a", roomId: "r", .server(userId: "", nickname: "n", avatar: "a"), .custom, content: "{}"),
+            // QS-1, QS-5: a message with options.
+            .sendMessage(app: "a", roomId: "r", .session(s), .text, content: "hi", options: MessageOptions(priority: .high, type: "RC:TxtMsg", transient: true)),
+            .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
+            .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
+            .setDistribution(app: "a", roomId: "r", stopped: true),
             .createGroup(app: "a", groupId: "g", name: "G", creator: nil), .dismissGroup(app: "a", groupId: "g"),
             .joinGroup(app: "a", groupId: "g", ["u"]), .quitGroup(app: "a", groupId: "g", ["u"]),
             .createChannel(app: "a", groupId: "g", channelId: "c", .private), .changeChannelType(app: "a", groupId: "g", channelId: "c", .public),

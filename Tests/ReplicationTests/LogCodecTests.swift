@@ -86,7 +86,7 @@ struct LogCodecTests {
 
     @Test func malformedValuesAreRefused() {
         #expect(throws: LogCodecError.unknownTag(0)) { try LogRecord.decodeBinary([0]) }
-        #expect(throws: LogCodecError.unknownTag(8)) { try LogRecord.decodeBinary([8, 1]) }
+        #expect(throws: LogCodecError.unknownTag(9)) { try LogRecord.decodeBinary([9, 1]) }
         // A signed change with unknown flags, without its change, or whose change is not a command.
         #expect(throws: LogCodecError.badValue("signed", 4)) { try LogRecord.decodeBinary([7, 4, 2, 1]) }
         #expect(throws: LogCodecError.truncated) { try LogRecord.decodeBinary([7, 0]) }

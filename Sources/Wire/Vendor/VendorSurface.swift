@@ -222,7 +222,7 @@ public enum VendorCodes {
     /// NIM answers its status codes (414, 404, 403, 13002, 13003, 13004, 417, 419, 500).
     public static func code(_ vendor: Vendor, _ code: ChatErrorCode) -> Int {
         switch vendor {
-        case .rongCloud, .nexconn: return code == .rateLimited ? 1008 : code.rawValue
+        case .rongCloud, .nexconn: return code == .rateLimited || code == .roomBusy ? 1008 : code.rawValue
         case .nim: return code.nimCode
         }
     }
