@@ -48,7 +48,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "Roomcast", dependencies: [
-            "CShims", "Server", "Gateway", "ClusterNode", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
+            "CShims", "Chat", "Server", "Gateway", "ClusterNode", "Engine", "Wire", "Store", "Webhooks", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),

@@ -71,6 +71,21 @@ extension ChatDomain {
         return .normal
     }
 
+    /// QS-2: what a `sendMessage` would send with (its class, whether it is transient) and to how
+    /// many members of the room at most; nil for another command or a message that would be
+    /// refused anyway. Nothing changes (the engine's latency budget reads it before the log).
+    public func overloadProfile(_ command: Command) -> (priority: MessagePriority, transient: Bool, audience: Int)? {
+        guard case .sendMessage(let appKey, let roomId, let sender, _, _, let asked) = command,
+              let app = apps[appKey], let room = app.rooms[roomId] else { return nil }
+        let options = asked ?? MessageOptions()
+        var userId = ""
+        switch sender {
+        case .session(let sid): userId = sessions[sid]?.userId ?? ""
+        case .server(let u, _, _): userId = u
+        }
+        return (Self.priority(of: userId, options, app: app.settings, room: room), options.transient, room.present.count)
+    }
+
     /// QS-2: what of a room's budget a class may not use. The budget holds a fifth of a second's
     /// worth of messages (RongCloud counts 40 per 200 ms); the reserved share is for high priority
     /// only, and low (and transient) messages may use only the upper half of the rest, so past the

@@ -449,6 +449,14 @@ public enum Limits {
     public static let defaultHighPriorityReservePercent = 20
     /// QS-4: protected senders per room (RongCloud's chatroom user whitelist).
     public static let maxProtectedSendersPerRoom = 5
+    /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and
+    /// transient ones past a quarter of it).
+    public static let defaultOutboundSoftBytes = 256 * 1024
+    /// QS-2: how far behind a node's I/O loops may be before rooms of at least
+    /// `overloadMinAudience` members refuse all but high-priority messages (the high-priority
+    /// target is 150 ms at the 99th percentile).
+    public static let defaultFanoutLatencyBudgetMilliseconds: Int64 = 100
+    public static let overloadMinAudience = 100
     /// QS-2: the seconds a room over its budget asks senders to wait (`Retry-After`).
     public static let roomBudgetRetryAfterSeconds = 1
     public static let defaultConnectsPerIPPerSecond = 50

@@ -44,6 +44,10 @@ public final class Engine: @unchecked Sendable {
     let keepsResumeEvents: Bool
     /// Stops the process (a replica that cannot be rebuilt here, a log it cannot follow).
     let halt: Halt
+    /// QS-2: how far this node's I/O loops are behind, and what that refuses.
+    let overload: OverloadPolicy
+    /// QS-7: messages admitted and refused, by class.
+    public let messageCounters = MessageCounters()
     private var thread: PosixThread?
     /// Called on the store thread once an app's settings change is durable (the REST layer's
     /// registry follows the domain).
@@ -138,7 +142,9 @@ public final class Engine: @unchecked Sendable {
                 retention: Retention, positions: [RoomKey: (epoch: String, offset: Int64)] = [:],
                 reload: @escaping @Sendable () throws -> ChatDomain,
                 onAppSettings: @escaping @Sendable (String, AppSettings) -> Void = { _, _ in },
-                onNonceLearned: @escaping @Sendable (RequestNonce, Int64) -> Void = { _, _ in }, halt: Halt? = nil, logger: Logger) throws {
+                onNonceLearned: @escaping @Sendable (RequestNonce, Int64) -> Void = { _, _ in }, halt: Halt? = nil,
+                overload: OverloadPolicy = OverloadPolicy(), logger: Logger) throws {
+        self.overload = overload
         self.reload = reload
         self.onNonceLearned = onNonceLearned
         self.log = log
@@ -239,9 +245,28 @@ public final class Engine: @unchecked Sendable {
                 refuse(replyTo)
                 return
             }
+            if let refusal = overloaded(command) {
+                answer(refusal, replyTo: replyTo)
+                return
+            }
             if beforeSend != nil, admitThroughHook(command, stamp: stamp, replyTo: replyTo) { return }
             perform(command, stamp: stamp, replyTo: replyTo)
         }
+    }
+
+    /// QS-2: while this node's I/O loops are further behind than the latency budget, normal, low
+    /// and transient messages to rooms with a large audience are refused before they reach the log
+    /// (42902, `Retry-After`), so the backlog stops growing instead of holding seconds of work;
+    /// high-priority messages still go, and small rooms are not held back by a large one.
+    private func overloaded(_ command: Command) -> ChatError? {
+        guard let pressure = overload.pressure, let profile = domain.overloadProfile(command),
+              profile.priority != .high || profile.transient, profile.audience >= overload.minAudience else { return nil }
+        let backlog = pressure.backlogMilliseconds()
+        guard backlog > overload.latencyBudgetMilliseconds else { return nil }
+        messageCounters.refused(profile.transient ? .transient : Lane(profile.priority))
+        let what = profile.transient ? "transient" : profile.priority.rawValue
+        return ChatError(.roomBusy, "the room's fan-out is \(backlog) ms behind (the budget is \(overload.latencyBudgetMilliseconds) ms): "
+                         + "\(what) messages are refused now; try again", field: "roomId")
     }
 
     /// Appends a command; it is applied when the log hands it back (at once on a single node).
@@ -369,7 +394,9 @@ public final class Engine: @unchecked Sendable {
             case .deliver(let event, let audience):
                 var offset: Int64 = 0
                 var epoch = ""
-                if let room = audience.room {
+                let lane = Lane(event)
+                // QS-5: a transient message is outside the room's stream (no offset, no resume).
+                if lane != .transient, let room = audience.room {
                     let current = domain.epoch(app: room.app, roomId: room.roomId) ?? streams[room]?.epoch ?? ""
                     var s = streams[room] ?? Stream(epoch: current, offset: 0)
                     if s.epoch != current { s = Stream(epoch: current, offset: 0) }
@@ -379,10 +406,10 @@ public final class Engine: @unchecked Sendable {
                     epoch = current
                     touched.append(room)
                 }
-                let json = Encode.event(event, roomId: audience.room?.roomId, epoch: audience.room == nil ? nil : epoch,
-                                        offset: audience.room == nil ? nil : offset)
-                items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch))
-                if keepsResumeEvents, let room = audience.room {
+                let inStream = audience.room != nil && lane != .transient
+                let json = Encode.event(event, roomId: audience.room?.roomId, epoch: inStream ? epoch : nil, offset: inStream ? offset : nil)
+                items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch, lane: lane))
+                if keepsResumeEvents, inStream, let room = audience.room {
                     var except: [String] = []
                     if case .roomExceptUsers(_, let users) = audience { except = users }
                     kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json))

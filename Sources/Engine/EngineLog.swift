@@ -283,7 +283,7 @@ extension Engine {
                         replyTo: replyTo, now: e.at, stageWebhooks: false)
                 return
             }
-            process(domain.apply(command, now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
+            process(applyCommand(command, at: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
         case .tick:
             process(domain.tick(now: e.at), replyTo: replyTo, now: e.at, stageWebhooks: true)
             ledger.expire(at: e.at)
@@ -332,6 +332,20 @@ extension Engine {
         }
     }
 
+    /// Applies a command to the domain; QS-7 counts what the room's budget did with a message.
+    private func applyCommand(_ command: Command, at: Int64) -> Outcome {
+        let out = domain.apply(command, now: at)
+        if case .sendMessage(_, _, _, _, _, let options) = command {
+            switch out.reply {
+            case .success(.message(let m)): messageCounters.admitted(m.transient ? .transient : Lane(m.priority))
+            case .failure(let e) where e.code == .roomBusy:
+                messageCounters.refused(options?.transient == true ? .transient : Lane(options?.priority ?? .normal))
+            default: break
+            }
+        }
+        return out
+    }
+
     /// A signed call's first change: refused alike on every node if its nonce was used or its
     /// idempotency key was claimed; otherwise applied, the key now this call's.
     private func applySigned(_ call: SignedCall, position: Int64, at: Int64, stamp: RequestStamp?, replyTo: ReplyTo) {
@@ -352,7 +366,7 @@ extension Engine {
             if call.key != nil { stamp?.admitted() }
             switch call.change {
             case .command(let command):
-                process(domain.apply(command, now: at), replyTo: replyTo, now: at, stageWebhooks: true)
+                process(applyCommand(command, at: at), replyTo: replyTo, now: at, stageWebhooks: true)
             case .disconnectUser(let d):
                 // PX-5: every node closes its own matching connections (their disconnects come
                 // back through the log); the count is the domain's, the same on every node.

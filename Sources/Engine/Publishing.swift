@@ -3,13 +3,15 @@ import HTTP1
 import Reactor
 import Replication
 import Store
+import Synchronization
 import WebSocket
 
 /// What the engine hands every I/O loop, in the order it happened. Frames are encoded once and
 /// shared by reference.
 public enum Published: Sendable {
-    /// An event for an audience. Room-stream events carry their offset and room epoch (BX-1).
-    case deliver(frame: ByteBlock, audience: Audience, offset: Int64, epoch: String)
+    /// An event for an audience. Room-stream events carry their offset and room epoch (BX-1); a
+    /// transient message has neither (offset 0). `lane`: what a slow connection may lose (QS-3).
+    case deliver(frame: ByteBlock, audience: Audience, offset: Int64, epoch: String, lane: Lane)
     /// A session entered a room: it receives the room's events from here on; `offset` is the
     /// stream's offset at that point (BX-1).
     case joined(SessionID, RoomKey, epoch: String, offset: Int64)
@@ -44,6 +46,94 @@ public enum ReplyTo: Sendable {
         if case .keeping(_, let then) = self { return .callback(then) }
         return self
     }
+}
+
+/// How an event travels to a connection that reads slower than its rooms (QS-1, QS-3, QS-5):
+/// past a connection's soft marks transient, then low, then normal messages are dropped (and
+/// counted in a `room.gap`); high-priority messages and every other event are never dropped.
+public enum Lane: UInt8, Sendable, CaseIterable {
+    case system
+    case high
+    case normal
+    case low
+    case transient
+
+    public init(_ event: ChatEvent) {
+        guard case .message(let m) = event else {
+            self = .system
+            return
+        }
+        if m.transient {
+            self = .transient
+            return
+        }
+        switch m.priority {
+        case .high: self = .high
+        case .normal: self = .normal
+        case .low: self = .low
+        }
+    }
+
+    /// A slow connection may lose it.
+    public var droppable: Bool { self == .normal || self == .low || self == .transient }
+
+    /// The metric label.
+    public var name: String {
+        switch self {
+        case .system: return "system"
+        case .high: return "high"
+        case .normal: return "normal"
+        case .low: return "low"
+        case .transient: return "transient"
+        }
+    }
+}
+
+extension Lane {
+    public init(_ priority: MessagePriority) {
+        switch priority {
+        case .high: self = .high
+        case .normal: self = .normal
+        case .low: self = .low
+        }
+    }
+}
+
+/// QS-2: how far the I/O loops are behind the engine (the gateway's hub table measures it).
+public protocol FanoutPressure: Sendable {
+    /// How long the slowest loop has been behind, in milliseconds (0: caught up).
+    func backlogMilliseconds() -> Int64
+}
+
+/// QS-2: the latency budget. While the loops are further behind than `latencyBudgetMilliseconds`,
+/// rooms of at least `minAudience` members refuse all but high-priority messages.
+public struct OverloadPolicy: Sendable {
+    public var pressure: (any FanoutPressure)?
+    public var latencyBudgetMilliseconds: Int64
+    public var minAudience: Int
+
+    public init(pressure: (any FanoutPressure)? = nil, latencyBudgetMilliseconds: Int64 = Limits.defaultFanoutLatencyBudgetMilliseconds,
+                minAudience: Int = Limits.overloadMinAudience) {
+        self.pressure = pressure
+        self.latencyBudgetMilliseconds = latencyBudgetMilliseconds
+        self.minAudience = minAudience
+    }
+}
+
+/// QS-7: messages admitted to rooms and refused (the room's budget, the latency budget), by lane.
+public final class MessageCounters: Sendable {
+    private final class Count: Sendable {
+        let value = Atomic<Int>(0)
+    }
+    private let admittedCounts = Lane.allCases.map { _ in Count() }
+    private let refusedCounts = Lane.allCases.map { _ in Count() }
+
+    public init() {}
+
+    public func admitted(_ lane: Lane) { admittedCounts[Int(lane.rawValue)].value.add(1, ordering: .relaxed) }
+    public func refused(_ lane: Lane) { refusedCounts[Int(lane.rawValue)].value.add(1, ordering: .relaxed) }
+    public func admitted(of lane: Lane) -> Int { admittedCounts[Int(lane.rawValue)].value.load(ordering: .relaxed) }
+    public func refused(of lane: Lane) -> Int { refusedCounts[Int(lane.rawValue)].value.load(ordering: .relaxed) }
 }
 
 /// Where the publisher hands each committed batch: every I/O loop's hub (the gateway's

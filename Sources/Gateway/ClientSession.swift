@@ -9,6 +9,8 @@ import Wire
 protocol SessionTransport: AnyObject {
     func sendFrame(_ frame: ByteBlock)
     func close(code: WebSocketCloseCode, reason: String)
+    /// Bytes queued for the client and not yet written (QS-3's marks are checked against it).
+    var queuedBytes: Int { get }
 }
 
 extension Connection: SessionTransport {}
@@ -50,6 +52,21 @@ final class ClientSession: WebSocketHandler {
     private var observeSequence: UInt64 = 0
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
+    /// QS-3: what this session lost per room since the last `room.gap` it was sent, and whether
+    /// there is any (read per delivery).
+    private var gaps: [RoomKey: Gap] = [:]
+    @exclusivity(unchecked) private(set) var hasGaps = false
+
+    /// Events of one room a slow connection lost: the stream offsets they span and how many of
+    /// each lane (transient messages have no offsets).
+    struct Gap {
+        var epoch: String
+        var first: Int64 = 0
+        var last: Int64 = 0
+        var normal = 0
+        var low = 0
+        var transient = 0
+    }
     static let maxPendingResumes = 64
 
     init(context: GatewayContext, hub: Hub, origin: String?, now: Int64) {
@@ -92,6 +109,38 @@ final class ClientSession: WebSocketHandler {
     // MARK: Sending
 
     func send(_ frame: ByteBlock) { connection?.sendFrame(frame) }
+
+    /// Bytes queued on the connection (0 once it is gone).
+    var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+
+    /// QS-3: counts a dropped block for the room's next `room.gap`.
+    func recordDrop(_ room: RoomKey, _ drop: Hub.Drop) {
+        var g = gaps[room].flatMap { $0.epoch == drop.epoch ? $0 : nil } ?? Gap(epoch: drop.epoch)
+        if drop.first > 0 {
+            if g.first == 0 { g.first = drop.first }
+            g.last = drop.last
+        }
+        switch drop.lane {
+        case .normal: g.normal += drop.count
+        case .low: g.low += drop.count
+        case .transient: g.transient += drop.count
+        case .system, .high: break
+        }
+        gaps[room] = g
+        hasGaps = true
+    }
+
+    /// Sends the room's pending `room.gap`, if it has one (before anything else of that room).
+    func flushGap(_ room: RoomKey) {
+        guard let g = gaps.removeValue(forKey: room) else { return }
+        hasGaps = !gaps.isEmpty
+        sendJSON(Encode.gap(roomId: room.roomId, epoch: g.epoch, first: g.first, last: g.last, normal: g.normal, low: g.low, transient: g.transient))
+    }
+
+    /// Sends every pending `room.gap` (the hub's tick, once the connection has room again).
+    func flushGaps() {
+        for room in gaps.keys.sorted(by: { $0.roomId < $1.roomId }) { flushGap(room) }
+    }
 
     func sendJSON(_ bytes: [UInt8]) { send(Frames.text(bytes)) }
 
@@ -462,6 +511,8 @@ final class ClientSession: WebSocketHandler {
 
     /// Called once a second by the hub: connect timeout and token expiry with its grace.
     func tick(now: Int64) {
+        // QS-3: what was lost is told even when the room goes quiet, once there is room for it.
+        if hasGaps, queuedBytes <= hub.marks.limit(.low) { flushGaps() }
         if !authenticated {
             if !connecting && now - openedAt > context.connectTimeoutMilliseconds {
                 close(.notAuthenticated, "connect timeout")

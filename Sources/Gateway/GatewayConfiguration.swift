@@ -45,5 +45,12 @@ public struct GatewayConfiguration: Sendable {
     /// SQLite file.
     public var cluster: ClusterConfiguration?
 
+    /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and
+    /// transient ones past a quarter of it); below `ServerConfiguration.maxOutboundBytes`.
+    public var outboundSoftBytes = Limits.defaultOutboundSoftBytes
+    /// QS-2: how far behind the I/O loops may be before large rooms refuse all but high-priority
+    /// messages.
+    public var fanoutLatencyBudgetMilliseconds = Limits.defaultFanoutLatencyBudgetMilliseconds
+
     public init() {}
 }

@@ -77,6 +77,8 @@ final class GatewayCore: Sendable {
     let ready = ReadyFlag()
     let role: any NodeRole
     let logger: Logger
+    /// QS-3: each hub's drop marks.
+    let marks: DropMarks
     /// The development app created on first start, if one was.
     let createdDevelopmentApp: AppRegistry.App?
     /// The kept room-stream events (BX-1) each hub's resume window starts with, and when each
@@ -208,6 +210,7 @@ final class GatewayCore: Sendable {
         self.webhooks = webhooks
         self.logger = logger
         self.createdDevelopmentApp = createdDevelopmentApp
+        marks = DropMarks(soft: configuration.outboundSoftBytes)
         configuredApps = configuration.apps.map(\.key)
         // The command line's endpoints are checked now and made through the log at catch-up, so
         // every node of a cluster has them, with one secret.
@@ -225,7 +228,7 @@ final class GatewayCore: Sendable {
         restored = kept.map { e in
             // The sender a message was not echoed to is gone with the old run: it goes to the room.
             .deliver(frame: Frames.text(e.payload), audience: e.exceptUsers.isEmpty ? .room(e.room) : .roomExceptUsers(e.room, e.exceptUsers),
-                     offset: e.offset, epoch: e.epoch)
+                     offset: e.offset, epoch: e.epoch, lane: .system)
         }
         restoredTimes = kept.map(\.at)
         beforeSend = BeforeSendService(allowsPrivate: { webhooks.operatorAllowsPrivate(app: $0) }, appSecret: { registry.secret($0) },
@@ -241,7 +244,9 @@ final class GatewayCore: Sendable {
                                 registry.set(entry)
                             },
                             onNonceLearned: { n, at in authenticator.learn(app: n.app, nonce: n.nonce, at: at) },
-                            halt: Halt(logger: logger), logger: logger)
+                            halt: Halt(logger: logger),
+                            overload: OverloadPolicy(pressure: hubs, latencyBudgetMilliseconds: configuration.fanoutLatencyBudgetMilliseconds),
+                            logger: logger)
         if let snapshot {
             engine.restore(snapshot)
             // The nonces the ledger holds are refused by this node's own checks too.
@@ -253,7 +258,8 @@ final class GatewayCore: Sendable {
                                  nodeURLs: ownURLs, webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock, engine: engine), role: role)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
-        metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics)
+        metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
+                                  messages: engine.messageCounters)
 
         var routes = Router.Builder()
         Self.registerHealth(&routes, ready: ready, store: store, role: role, engine: engine)
@@ -311,7 +317,7 @@ final class GatewayCore: Sendable {
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
         let hub = Hub(loopIndex: index, incarnation: engine.log.incarnation, loop: loop, resumeWindow: window, clock: context.clock,
-                      counters: metrics.fanout)
+                      counters: metrics.fanout, marks: marks)
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub

@@ -1,4 +1,5 @@
 import Chat
+import Foundation
 import Engine
 import Reactor
 import Synchronization
@@ -45,38 +46,52 @@ final class ReadyFlag: Sendable {
 }
 
 /// Per-loop hubs, looked up from the upgrade handler; the publisher's sink: each committed batch
-/// reaches every loop's hub once, in commit order.
-final class HubTable: PublishedSink {
-    private let table = Mutex<[Int: LoopBound<Hub>]>([:])
+/// reaches every loop's hub once, in commit order. It also measures how far the loops are behind
+/// the engine (QS-2's latency budget): a batch's age when its loop gets to it.
+final class HubTable: PublishedSink, FanoutPressure {
+    private let table = Mutex<[Int: Entry]>([:])
 
-    func set(_ index: Int, _ hub: LoopBound<Hub>) { table.withLock { $0[index] = hub } }
+    private final class Entry: Sendable {
+        let hub: LoopBound<Hub>
+        /// Batches handed to the loop and not yet applied, and the time the last applied one was
+        /// handed over (a backlog is at least as old as that).
+        let pending = Atomic<Int>(0)
+        let lastStamp = Atomic<Int64>(0)
+        init(_ hub: LoopBound<Hub>) { self.hub = hub }
+    }
+
+    func set(_ index: Int, _ hub: LoopBound<Hub>) { table.withLock { $0[index] = Entry(hub) } }
 
     /// The hub of `index`; call on that loop's thread.
-    func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.value }
+    func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.hub.value }
 
     /// A committed batch, to every hub on its own loop (called on the store's writer thread).
     func deliver(_ batch: [Published]) {
-        for bound in table.withLock({ Array($0.values) }) {
-            bound.loop.execute { bound.value.apply(batch) }
-        }
-    }
-
-    /// Runs `body` on every hub, each on its own loop, and hands the results to `done` (on the
-    /// loop that finishes last).
-    func gather<T: Sendable>(_ body: @escaping @Sendable (Hub) -> T, done: @escaping @Sendable ([T]) -> Void) {
-        let hubs = table.withLock { Array($0.values) }
-        guard !hubs.isEmpty else { return done([]) }
-        let collected = Mutex<(results: [T], left: Int)>(([], hubs.count))
-        for bound in hubs {
-            bound.loop.execute {
-                let result = body(bound.value)
-                let all: [T]? = collected.withLock { c in
-                    c.results.append(result)
-                    c.left -= 1
-                    return c.left == 0 ? c.results : nil
-                }
-                if let all { done(all) }
+        let stamp = monotonicMilliseconds()
+        for entry in table.withLock({ Array($0.values) }) {
+            // The first batch of an idle loop starts its backlog's clock.
+            if entry.pending.add(1, ordering: .relaxed).newValue == 1 { entry.lastStamp.store(stamp, ordering: .relaxed) }
+            entry.hub.loop.execute {
+                entry.hub.value.apply(batch)
+                entry.lastStamp.store(stamp, ordering: .relaxed)
+                entry.pending.subtract(1, ordering: .relaxed)
             }
         }
     }
+
+    /// How long the slowest loop has been behind: the age of the last batch it applied while more
+    /// wait (0 when every loop is caught up).
+    func backlogMilliseconds() -> Int64 {
+        let now = monotonicMilliseconds()
+        var oldest: Int64 = 0
+        for entry in table.withLock({ Array($0.values) }) where entry.pending.load(ordering: .relaxed) > 0 {
+            oldest = max(oldest, now - entry.lastStamp.load(ordering: .relaxed))
+        }
+        return oldest
+    }
+}
+
+/// Milliseconds of a monotonic clock (for ages; never compared with wall time).
+func monotonicMilliseconds() -> Int64 {
+    Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000)
 }

@@ -37,8 +37,12 @@ final class Hub {
         var list: [ClientSession] = []
     }
 
+    /// QS-3: how much a connection may hold before it loses droppable events.
+    let marks: DropMarks
+
     init(loopIndex: Int, incarnation: UInt64 = 0, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
-         counters: FanoutCounters = FanoutCounters()) {
+         counters: FanoutCounters = FanoutCounters(), marks: DropMarks = DropMarks()) {
+        self.marks = marks
         self.incarnation = incarnation
         self.counters = counters
         self.loopIndex = loopIndex
@@ -110,35 +114,40 @@ final class Hub {
             let item = items[i]
             i += 1
             switch item {
-            case .deliver(let frame, let audience, let offset, let epoch):
+            case .deliver(let frame, let audience, let offset, let epoch, let lane):
                 guard let room = audience.room else {
                     events += 1
-                    sent += deliver(frame, to: audience)
+                    sent += deliver(frame, to: audience, room: nil)
                     continue
                 }
-                ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow)
+                // QS-5: a transient message is outside the stream: no resume window for it.
+                let inStream = lane != .transient
+                if inStream { ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow) }
                 events += 1
-                // Consecutive events of one batch for the same audience (a room's messages
+                // Consecutive events of one batch for the same audience and lane (a room's messages
                 // committed together) go out as one block: each recipient's queue takes one
                 // reference instead of one per event, and the bytes on the wire are the same.
                 var run: [ByteBlock] = []
                 var bytes = frame.count
-                while i < items.count, case .deliver(let f, let a, let o, let e) = items[i], a == audience, bytes + f.count <= Self.maxMergedBytes {
-                    ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow)
+                var last = offset
+                while i < items.count, case .deliver(let f, let a, let o, let e, let l) = items[i], a == audience, l == lane,
+                      bytes + f.count <= Self.maxMergedBytes {
+                    if inStream { ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow) }
                     if run.isEmpty { run.append(frame) }
                     run.append(f)
                     bytes += f.count
+                    last = o
                     events += 1
                     i += 1
                 }
                 let block = run.isEmpty ? frame : ByteBlock.concatenating(run)
                 let merged = max(run.count, 1)
-                sent += deliver(block, to: audience) * merged
+                let drop = lane.droppable ? Drop(epoch: epoch, lane: lane, first: inStream ? offset : 0, last: inStream ? last : 0, count: merged) : nil
+                sent += deliver(block, to: audience, room: room, drop: drop) * merged
                 if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already
                     // had it by the member rules.
-                    for s in watching where s.roomSlots[room] == nil {
-                        s.send(block)
+                    for s in watching where s.roomSlots[room] == nil && offer(block, to: s, room: room, drop: drop) {
                         sent += merged
                     }
                 }
@@ -167,7 +176,7 @@ final class Hub {
     /// Fills the resume windows with the events kept from before a restart (BX-1).
     func restore(_ items: [Published], at times: [Int64]) {
         for (item, at) in zip(items, times) {
-            guard case .deliver(let frame, let audience, let offset, let epoch) = item, let room = audience.room else { continue }
+            guard case .deliver(let frame, let audience, let offset, let epoch, _) = item, let room = audience.room else { continue }
             ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: at, window: resumeWindow)
         }
     }
@@ -176,26 +185,52 @@ final class Hub {
     /// a connection's output bound, so it stays far below it).
     static let maxMergedBytes = 64 * 1024
 
+    /// What a slow connection may lose of a block (QS-3): its lane, and the stream offsets and
+    /// number of the events in it (offsets 0 for transient messages).
+    struct Drop {
+        let epoch: String
+        let lane: Lane
+        let first: Int64
+        let last: Int64
+        let count: Int
+    }
+
+    /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
+    /// the session counts what it lost, for its next `room.gap`). A session's pending gap in the
+    /// room goes out first, so the client learns of it in stream order. False: dropped.
+    @inline(__always)
+    private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, drop: Drop?) -> Bool {
+        if let drop, let room, s.queuedBytes > marks.limit(drop.lane) {
+            s.recordDrop(room, drop)
+            counters.dropped(drop.lane, drop.count)
+            return false
+        }
+        if s.hasGaps, let room { s.flushGap(room) }
+        s.send(frame)
+        return true
+    }
+
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
-    private func deliver(_ frame: ByteBlock, to audience: Audience) -> Int {
+    private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, drop: Drop? = nil) -> Int {
         var n = 0
         switch audience {
         case .room(let k):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list { s.send(frame) }
-            n = members.list.count
+            if drop == nil {
+                // Never dropped: only a pending gap of the room goes out first.
+                for s in members.list {
+                    if s.hasGaps, let room { s.flushGap(room) }
+                    s.send(frame)
+                }
+                return members.list.count
+            }
+            for s in members.list where offer(frame, to: s, room: room, drop: drop) { n += 1 }
         case .roomExceptUsers(let k, let excluded):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where !excluded.contains(s.userId) {
-                s.send(frame)
-                n += 1
-            }
+            for s in members.list where !excluded.contains(s.userId) && offer(frame, to: s, room: room, drop: drop) { n += 1 }
         case .roomExceptSession(let k, let sid):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where s.id != sid {
-                s.send(frame)
-                n += 1
-            }
+            for s in members.list where s.id != sid && offer(frame, to: s, room: room, drop: drop) { n += 1 }
         case .users(let app, let list):
             for u in list {
                 users[UserKey(app: app, user: u)]?.forEach { s in
@@ -312,10 +347,39 @@ struct ConnectionInfo: Sendable {
 }
 
 /// Events published and event frames handed to connections, for `/metrics` (the console's
-/// charts): one relaxed atomic add per batch per loop, not per delivery.
+/// charts): one relaxed atomic add per batch per loop, not per delivery. QS-3, QS-7: events a
+/// slow connection lost, by lane.
 final class FanoutCounters: Sendable {
     let events = Atomic<Int>(0)
     let deliveries = Atomic<Int>(0)
+    let droppedNormal = Atomic<Int>(0)
+    let droppedLow = Atomic<Int>(0)
+    let droppedTransient = Atomic<Int>(0)
+
+    func dropped(_ lane: Lane, _ n: Int) {
+        switch lane {
+        case .normal: droppedNormal.add(n, ordering: .relaxed)
+        case .low: droppedLow.add(n, ordering: .relaxed)
+        case .transient: droppedTransient.add(n, ordering: .relaxed)
+        case .system, .high: break
+        }
+    }
+}
+
+/// QS-3: the bytes a connection may hold queued before it loses droppable events: normal
+/// messages past `soft`, low and transient ones past a quarter of it. High-priority messages and
+/// every other event are never dropped; past `--max-outbound-bytes` the connection is closed as a
+/// slow consumer (4008) all the same.
+struct DropMarks: Sendable {
+    var soft = Limits.defaultOutboundSoftBytes
+
+    func limit(_ lane: Lane) -> Int {
+        switch lane {
+        case .normal: return soft
+        case .low, .transient: return soft / 4
+        case .system, .high: return .max
+        }
+    }
 }
 
 /// How much of each room's stream is kept for resuming clients, and the deployment's stream id

@@ -1,3 +1,4 @@
+import Engine
 import HTTP1
 import Prometheus
 import Server
@@ -17,7 +18,12 @@ final class MetricsEndpoint: Sendable {
     private let server: ServerMetrics?
     let fanout = FanoutCounters()
 
-    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService, server: ServerMetrics?) {
+    /// QS-7: messages admitted and refused at the rooms, by class.
+    let messages: MessageCounters
+
+    init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService, server: ServerMetrics?,
+         messages: MessageCounters) {
+        self.messages = messages
         self.server = server
         self.beforeSend = beforeSend
         self.registry = registry
@@ -39,6 +45,9 @@ final class MetricsEndpoint: Sendable {
             metric("roomcast_websockets_opened_total", "counter", "WebSocket upgrades.", s.webSocketsOpened)
             metric("roomcast_websockets_open", "gauge", "WebSockets open now.", s.webSocketsOpen)
             metric("roomcast_slow_consumers_total", "counter", "WebSockets closed for not reading (4008).", s.slowConsumers)
+            metric("roomcast_send_timeouts_total", "counter", "Connections closed because their output made no progress for the send timeout (QS-3).", s.sendTimeouts)
+            metric("roomcast_outbound_shed_total", "counter", "Connections closed because all connections together held more output than the budget (QS-3).", s.shedForBudget)
+            metric("roomcast_outbound_bytes", "gauge", "Bytes all connections hold queued for their peers, as of each loop's last sweep.", s.outboundBytes)
         }
         metric("roomcast_events_total", "counter", "Events published (room streams, users, sessions).", fanout.events.load(ordering: .relaxed))
         metric("roomcast_deliveries_total", "counter", "Event frames handed to WebSocket connections.", fanout.deliveries.load(ordering: .relaxed))
@@ -54,6 +63,20 @@ final class MetricsEndpoint: Sendable {
                       ("overloaded", b.overloaded.load(ordering: .relaxed))]
         for (verdict, n) in counts { text += "roomcast_before_send_verdicts_total{verdict=\"\(verdict)\"} \(n)\n" }
         metric("roomcast_before_send_waiting", "gauge", "Room messages waiting for a before-send verdict.", beforeSend.waiting)
+        // QS-7: what overload did with messages, by class.
+        let classes: [Lane] = [.high, .normal, .low, .transient]
+        text += "# HELP roomcast_messages_admitted_total Room messages the rooms took, by class (QS-7).\n"
+        text += "# TYPE roomcast_messages_admitted_total counter\n"
+        for lane in classes { text += "roomcast_messages_admitted_total{class=\"\(lane.name)\"} \(messages.admitted(of: lane))\n" }
+        text += "# HELP roomcast_messages_refused_total Room messages refused by a room's budget or the fan-out latency budget (42902), by class (QS-7).\n"
+        text += "# TYPE roomcast_messages_refused_total counter\n"
+        for lane in classes { text += "roomcast_messages_refused_total{class=\"\(lane.name)\"} \(messages.refused(of: lane))\n" }
+        text += "# HELP roomcast_events_dropped_total Event deliveries dropped for connections reading slower than their rooms (told in room.gap), by class (QS-3, QS-7).\n"
+        text += "# TYPE roomcast_events_dropped_total counter\n"
+        for (name, n) in [("normal", fanout.droppedNormal.load(ordering: .relaxed)), ("low", fanout.droppedLow.load(ordering: .relaxed)),
+                          ("transient", fanout.droppedTransient.load(ordering: .relaxed))] {
+            text += "roomcast_events_dropped_total{class=\"\(name)\"} \(n)\n"
+        }
         out += Array(text.utf8)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Chat
 import Engine
 import Foundation
 import ClusterNode
@@ -71,6 +72,18 @@ struct RoomcastCommand: ParsableCommand {
 
     @Option(help: "Bytes a connection may have queued for its client (responses, WebSocket frames): past it the connection is not read until the client catches up, and a WebSocket message past it closes the connection as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
     var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
+
+    @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap; below --max-outbound-bytes [ROOMCAST_OUTBOUND_SOFT_BYTES].")
+    var outboundSoftBytes: Int = environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init) ?? Limits.defaultOutboundSoftBytes
+
+    @Option(help: "QS-3: seconds a connection's queued output may make no progress before the connection is closed (nginx's send_timeout) [ROOMCAST_SEND_TIMEOUT].")
+    var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT").flatMap(Int.init) ?? 60
+
+    @Option(help: "QS-3: bytes all connections together may have queued; past it the connections that made progress least recently are closed first [ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES].")
+    var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES").flatMap(Int.init) ?? (1 << 30)
+
+    @Option(help: "QS-2: milliseconds the I/O loops may be behind before rooms of 100 or more members refuse all but high-priority messages (42902) [ROOMCAST_FANOUT_LATENCY_BUDGET].")
+    var fanoutLatencyBudget: Int = environment("ROOMCAST_FANOUT_LATENCY_BUDGET").flatMap(Int.init) ?? Int(Limits.defaultFanoutLatencyBudgetMilliseconds)
 
     @Option(name: .customLong("allowed-origin"),
             help: "Origin allowed to open WebSockets (repeatable; `*` or `https://*.example.com` patterns) [ROOMCAST_ALLOWED_ORIGINS, comma-separated]. Default: any.")
@@ -186,6 +199,14 @@ struct RoomcastCommand: ParsableCommand {
             throw ValidationError("--cluster needs --app KEY:SECRET (the same list on every node): a cluster makes no development app")
         }
         guard tokenGrace >= 0 else { throw ValidationError("--token-grace must not be negative") }
+        guard outboundSoftBytes >= 1024 && outboundSoftBytes < maxOutboundBytes else {
+            throw ValidationError("--outbound-soft-bytes must be at least 1024 and below --max-outbound-bytes (\(maxOutboundBytes))")
+        }
+        guard (1...3600).contains(sendTimeout) else { throw ValidationError("--send-timeout must be 1 to 3600 seconds") }
+        guard maxTotalOutboundBytes >= maxOutboundBytes else {
+            throw ValidationError("--max-total-outbound-bytes must be at least --max-outbound-bytes (\(maxOutboundBytes))")
+        }
+        guard (10...60_000).contains(fanoutLatencyBudget) else { throw ValidationError("--fanout-latency-budget must be 10 to 60000 milliseconds") }
         guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
         _ = try parsedApps()
         _ = try parsedWebhooks()
@@ -226,6 +247,8 @@ struct RoomcastCommand: ParsableCommand {
         g.connectsPerIPPerSecond = connectsPerIp
         g.chartJSPath = chartJs
         g.tokenGraceSeconds = Int64(tokenGrace)
+        g.outboundSoftBytes = outboundSoftBytes
+        g.fanoutLatencyBudgetMilliseconds = Int64(fanoutLatencyBudget)
         g.connectTimeoutSeconds = Int64(connectTimeout)
         g.resumeMaxEvents = resumeEvents
         g.resumeMaxAgeSeconds = Int64(resumeSeconds)
@@ -299,6 +322,8 @@ struct RoomcastCommand: ParsableCommand {
         c.webSocket.pingInterval = .seconds(pingInterval)
         c.webSocket.pongTimeout = .seconds(pongTimeout)
         c.maxOutboundBytes = maxOutboundBytes
+        c.sendTimeout = .seconds(sendTimeout)
+        c.maxTotalOutboundBytes = maxTotalOutboundBytes
         c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins
         c.webSocket.deflate.enabled = deflate
         c.drainTimeout = .seconds(drainTimeout)

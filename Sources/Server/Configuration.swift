@@ -24,6 +24,14 @@ public struct ServerConfiguration: Sendable {
     /// HTTP response already produced, can pass it once. A WebSocket message queued past it
     /// closes the connection as a slow consumer (`webSocket.slowConsumerCloseCode`).
     public var maxOutboundBytes = 4 << 20
+    /// QS-3: a connection with output queued that makes no progress (the peer takes nothing) for
+    /// this long is closed, whatever its phase (nginx's `send_timeout`, 60 s): a pipelining HTTP
+    /// client that never reads, or a WebSocket that stopped reading, cannot hold its queue forever.
+    public var sendTimeout: Duration = .seconds(60)
+    /// QS-3: what all connections together may hold queued. Past it, the connections that made
+    /// progress least recently are closed first (WebSockets as slow consumers, 4008), each loop
+    /// shedding its share, until the total is back under it (checked every second).
+    public var maxTotalOutboundBytes = 1 << 30
     /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
     public var drainTimeout: Duration = .seconds(10)
 

@@ -224,7 +224,28 @@ public final class Connection: EventHandler {
         }
     }
 
+    /// QS-3: when the peer last took output (or output was first queued after an empty queue).
+    private(set) var lastProgress = Instant(nanoseconds: 0)
+
+    /// QS-3, the server's budget of all connections' output: closed now, a WebSocket with the
+    /// slow-consumer code (what it has not started to receive is dropped).
+    func shed() {
+        if phase == .webSocket {
+            closeSlowConsumer(counted: false)
+        } else {
+            closeNow()
+        }
+    }
+
     func tick(now: Instant) {
+        // QS-3: output that made no progress for the send timeout (nginx's send_timeout).
+        if !output.isEmpty, phase != .closed, now - lastProgress > context.configuration.sendTimeout {
+            context.metrics.sendTimeouts.add(1, ordering: .relaxed)
+            context.logger.info("closing a connection whose output made no progress for the send timeout",
+                                metadata: ["connection.peer": "\(peer)", "queued": "\(output.heldBytes)"])
+            closeNow()
+            return
+        }
         switch phase {
         case .http:
             httpState!.machine.tick(now: now, into: &httpActions)
@@ -481,6 +502,9 @@ public final class Connection: EventHandler {
         sendFrame(block)
     }
 
+    /// Bytes queued for the peer and not yet written (each queued piece counts 64 bytes more).
+    public var queuedBytes: Int { output.heldBytes }
+
     /// Queues an already-encoded frame (fan-out: the same block goes to many connections).
     /// A consumer whose queue passes the bound (ServerConfiguration.maxOutboundBytes) is closed
     /// as slow.
@@ -492,8 +516,8 @@ public final class Connection: EventHandler {
         }
     }
 
-    private func closeSlowConsumer() {
-        context.metrics.slowConsumers.add(1, ordering: .relaxed)
+    private func closeSlowConsumer(counted: Bool = true) {
+        if counted { context.metrics.slowConsumers.add(1, ordering: .relaxed) }
         context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.heldBytes)"])
         // What it has not started to receive is dropped; the close frame follows whatever frame is
         // mid-write. If the peer reads again it sees the code; if not, the close-handshake timer
@@ -513,6 +537,8 @@ public final class Connection: EventHandler {
     // MARK: Output and closing
 
     func enqueue(_ block: ByteBlock) {
+        // QS-3: the send timeout counts from when there is something to send.
+        if output.isEmpty { lastProgress = context.now }
         output.append(block)
         markDirty()
     }
@@ -528,12 +554,14 @@ public final class Connection: EventHandler {
         isDirty = false
         if phase == .closed { return }
         if !output.isEmpty {
+            let before = output.pendingBytes
             do {
                 _ = try output.flush(fd: fd, iovecs: context.loop.iovecs)
             } catch {
                 closeNow()
                 return
             }
+            if output.pendingBytes < before { lastProgress = context.now }
             if (readPending || (phase == .http && httpState!.machine.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
                 resumeInput()
                 if phase == .closed { return }

@@ -80,7 +80,7 @@ public final class HTTPServer: Sendable {
             let fd = fds[index]
             let thread = PosixThread.start(name: loop.name) { [self] in
                 let context = LoopContext(index: index, loop: loop, configuration: configuration, router: router,
-                                          upgradeHandler: upgradeHandler, errorRenderer: errorRenderer, logger: logger, metrics: metrics.loops[index])
+                                          upgradeHandler: upgradeHandler, errorRenderer: errorRenderer, logger: logger, metrics: metrics)
                 do {
                     try context.start(listenerFD: fd)
                 } catch {

@@ -17,6 +17,12 @@ public final class LoopMetrics: Sendable {
     public let webSocketsOpened = Atomic<Int>(0)
     public let webSocketsOpen = Atomic<Int>(0)
     public let slowConsumers = Atomic<Int>(0)
+    /// QS-3: connections closed because their output made no progress for the send timeout, and
+    /// because all connections together held more than the total budget.
+    public let sendTimeouts = Atomic<Int>(0)
+    public let shedForBudget = Atomic<Int>(0)
+    /// What this loop's connections held queued at its last sweep (bytes).
+    public let outboundBytes = Atomic<Int>(0)
     /// Keeps two loops' counters off one cache line.
     private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
     public init() {}
@@ -34,6 +40,10 @@ public final class ServerMetrics: Sendable {
     public var webSocketsOpened: Int { loops.reduce(0) { $0 + $1.webSocketsOpened.load(ordering: .relaxed) } }
     public var webSocketsOpen: Int { loops.reduce(0) { $0 + $1.webSocketsOpen.load(ordering: .relaxed) } }
     public var slowConsumers: Int { loops.reduce(0) { $0 + $1.slowConsumers.load(ordering: .relaxed) } }
+    public var sendTimeouts: Int { loops.reduce(0) { $0 + $1.sendTimeouts.load(ordering: .relaxed) } }
+    public var shedForBudget: Int { loops.reduce(0) { $0 + $1.shedForBudget.load(ordering: .relaxed) } }
+    /// What all connections held queued at their loops' last sweeps (bytes).
+    public var outboundBytes: Int { loops.reduce(0) { $0 + $1.outboundBytes.load(ordering: .relaxed) } }
 }
 
 /// The server's state on one event loop: its listener, its connections, the writes to flush before
@@ -47,6 +57,8 @@ final class LoopContext {
     let errorRenderer: ErrorRenderer
     let logger: Logger
     let metrics: LoopMetrics
+    /// Every loop's counters (the budget of all connections' output is the server's).
+    let serverMetrics: ServerMetrics
     @exclusivity(unchecked) private(set) var connections: [Connection] = []
     /// Connections with output to write before the loop sleeps. HTTP answers go first: a REST
     /// call's answer is not held behind a fan-out to thousands of WebSockets.
@@ -60,7 +72,8 @@ final class LoopContext {
     private var listener: Listener?
 
     init(index: Int, loop: EventLoop, configuration: ServerConfiguration, router: Router, upgradeHandler: @escaping UpgradeHandler,
-         errorRenderer: @escaping ErrorRenderer, logger: Logger, metrics: LoopMetrics) {
+         errorRenderer: @escaping ErrorRenderer, logger: Logger, metrics: ServerMetrics) {
+        self.serverMetrics = metrics
         self.index = index
         self.loop = loop
         self.configuration = configuration
@@ -68,7 +81,7 @@ final class LoopContext {
         self.upgradeHandler = upgradeHandler
         self.errorRenderer = errorRenderer
         self.logger = logger
-        self.metrics = metrics
+        self.metrics = metrics.loops[index]
         refreshDate()
     }
 
@@ -162,16 +175,41 @@ final class LoopContext {
     /// WebSocket connections written per loop iteration (see `flushDirty`).
     static let flushBudget = 256
 
-    /// Once a second: the Date header and every connection's timers.
+    /// Once a second: the Date header, every connection's timers (the send timeout among them),
+    /// and the budget of all connections' queued output.
     func sweep() {
         refreshDate()
         let t = Instant.now()
         var i = 0
+        var held = 0
         while i < connections.count {
             let c = connections[i]
             c.tick(now: t)
             // tick may have removed c (swapping the last connection into slot i)
-            if i < connections.count && connections[i] === c { i += 1 }
+            if i < connections.count && connections[i] === c {
+                held += c.queuedBytes
+                i += 1
+            }
+        }
+        metrics.outboundBytes.store(held, ordering: .relaxed)
+        shedOverBudget(held: held)
+    }
+
+    /// QS-3: while all loops' connections together hold more than `maxTotalOutboundBytes`, this
+    /// loop closes its share of the excess (in proportion to what it holds), the connections that
+    /// made progress least recently first.
+    private func shedOverBudget(held: Int) {
+        let total = serverMetrics.outboundBytes
+        let budget = configuration.maxTotalOutboundBytes
+        guard total > budget, held > 0 else { return }
+        var share = Int(Double(total - budget) * Double(held) / Double(total)) + 1
+        let stalest = connections.filter { $0.queuedBytes > 0 }.sorted { (a: Connection, b: Connection) in a.lastProgress < b.lastProgress }
+        for c in stalest where share > 0 {
+            share -= c.queuedBytes
+            metrics.shedForBudget.add(1, ordering: .relaxed)
+            logger.info("closing a connection: all connections hold more output than the server's budget",
+                        metadata: ["connection.peer": "\(c.peer)", "queued": "\(c.queuedBytes)", "total": "\(total)", "budget": "\(budget)"])
+            c.shed()
         }
     }
 

@@ -21,6 +21,8 @@ public enum Encode {
         w.field("multiDevice", r.multiDevice.rawValue)
         w.field("enterExitNotifications", r.enterExitNotifications)
         w.field("epoch", r.epoch)
+        // QS-6: only when it is stopped.
+        if r.distributionStopped { w.field("distributionStopped", true) }
         w.endObject()
     }
 
@@ -550,6 +552,31 @@ extension Encode {
     }
 
     /// `room.resume` (BX-1): whether the missed events were replayed.
+    /// QS-3: `room.gap`, in stream order: what of the room this connection did not get because it
+    /// read slower than the room. `fromOffset`/`toOffset`: the stream offsets the lost events
+    /// span (absent when only transient messages, which have none, were lost); `dropped`: how
+    /// many of each class.
+    public static func gap(roomId: String, epoch: String, first: Int64, last: Int64, normal: Int, low: Int, transient: Int) -> [UInt8] {
+        JSONWriter.object { w in
+            w.field("ev", "room.gap")
+            w.field("roomId", roomId)
+            w.field("epoch", epoch)
+            w.key("data")
+            w.beginObject()
+            if first > 0 {
+                w.field("fromOffset", first)
+                w.field("toOffset", last)
+            }
+            w.key("dropped")
+            w.beginObject()
+            w.field("normal", normal)
+            w.field("low", low)
+            w.field("transient", transient)
+            w.endObject()
+            w.endObject()
+        }
+    }
+
     public static func resumeResult(roomId: String, resumed: Bool, replayed: Int, reason: String?) -> [UInt8] {
         JSONWriter.object { w in
             w.field("ev", "room.resume")

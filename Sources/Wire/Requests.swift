@@ -516,6 +516,12 @@ public struct SendMessageRequest: Decodable, Sendable {
     public var fromUserId: String?
     public var nickname: String?
     public var avatar: String?
+    /// QS-1: high, normal or low (the app's protected senders and types make a message high).
+    public var priority: String?
+    /// QS-1: the message's type name, for the app's type lists (e.g. RongCloud's `RC:TxtMsg`).
+    public var messageType: String?
+    /// QS-5: not stored, not in the room's stream, dropped first.
+    public var transient: Bool?
 
     public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
         let sender: MessageSender
@@ -523,7 +529,18 @@ public struct SendMessageRequest: Decodable, Sendable {
         case .server: sender = .server(userId: fromUserId ?? "", nickname: nickname ?? "", avatar: avatar ?? "")
         case .session(let id): sender = .session(id)
         }
-        return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content)
+        return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content, options: try options())
+    }
+
+    /// nil when the message asks for nothing beyond a plain one.
+    func options() throws(ChatError) -> MessageOptions? {
+        guard priority != nil || messageType != nil || transient != nil else { return nil }
+        var o = MessageOptions(type: messageType ?? "", transient: transient ?? false)
+        if let p = priority {
+            guard let parsed = MessagePriority(rawValue: p) else { throw ChatError(.invalidParameter, "priority must be high, normal or low", field: "priority") }
+            o.priority = parsed
+        }
+        return o
     }
 }
 

@@ -50,7 +50,7 @@ struct HubBatchTests {
             event["data"] = data
             event["offset"] = offset + n
             let json = Array(try JSONSerialization.data(withJSONObject: event))
-            return .deliver(frame: Frames.text(json), audience: audience, offset: offset + n, epoch: epoch)
+            return .deliver(frame: Frames.text(json), audience: audience, offset: offset + n, epoch: epoch, lane: .normal)
         }
 
         /// Hands the batch to the hub of the sessions' loop, as the engine would.
@@ -98,7 +98,7 @@ struct HubBatchTests {
         let contents = (1...5).map { n in "m\(n)" + String(repeating: "x", count: 15_000) }
         let items = try (1...5).map { try r.event(Int64($0), contents[$0 - 1], .room(r.key)) }
         let size = items.map { item -> Int in
-            guard case .deliver(let frame, _, _, _) = item else { return 0 }
+            guard case .deliver(let frame, _, _, _, _) = item else { return 0 }
             return frame.count
         }
         try #require(size[0..<4].reduce(0, +) <= Hub.maxMergedBytes && size.reduce(0, +) > Hub.maxMergedBytes)

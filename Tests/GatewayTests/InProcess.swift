@@ -313,6 +313,10 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
 
     // MARK: SessionTransport (on the hub's loop)
 
+    /// What the session sees as queued for this client (QS-3): a test sets it to play a slow reader.
+    let queued = Atomic<Int>(0)
+    var queuedBytes: Int { queued.load(ordering: .relaxed) }
+
     func sendFrame(_ frame: ByteBlock) {
         // A block may hold several frames back to back (a batch's events merged by the hub).
         let texts = Self.payloads(frame.array).map { String(decoding: $0, as: UTF8.self) }

@@ -1,0 +1,250 @@
+import Chat
+import Foundation
+@testable import Gateway
+import Testing
+import TestKit
+import Wire
+
+/// Room QoS under overload (SPEC §14), in-process with a manual clock: the room's budget and its
+/// high-priority reserve, what a slow connection loses and is told (`room.gap`), transient
+/// messages, protected senders and stopped distribution. Who must not receive is checked with
+/// the same care as who must.
+@Suite("Room QoS under overload (QS-1..QS-7)")
+struct QoSTests {
+    static func send(_ rest: InProcessREST, _ room: String, _ content: String, priority: String? = nil, extra: [String: Any] = [:]) throws -> RESTClient.Response {
+        var body: [String: Any] = ["content": content, "fromUserId": "admin"]
+        if let priority { body["priority"] = priority }
+        for (k, v) in extra { body[k] = v }
+        return try rest.call("POST", "/v1/rooms/\(room)/messages", body)
+    }
+
+    static func contents(_ events: [[String: Any]]) -> [String] {
+        events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
+    }
+
+    // QS-1, QS-2: a room takes 40 messages per 200 ms (RongCloud's figure) of which 20% only
+    // high priority may use: at one instant 16 low, then normal up to 32, then high up to 40; the
+    // rest are refused with 42902, Retry-After and the field; the refused ones reach nobody.
+    @Test func theRoomsBudgetRefusesLowThenNormalAndKeepsAShareForHigh() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let bob = try g.client("bob")
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+        _ = bob.drain()
+        var accepted: [String: Int] = [:]
+        var refusals: [RESTClient.Response] = []
+        for (priority, n) in [("low", 20), ("normal", 20), ("high", 12)] {
+            for i in 0..<n {
+                let r = try Self.send(rest, "r", "\(priority)-\(i)", priority: priority)
+                if r.status == 201 { accepted[priority, default: 0] += 1 } else { refusals.append(r) }
+            }
+        }
+        #expect(accepted == ["low": 16, "normal": 16, "high": 8])
+        #expect(refusals.count == 12)
+        for r in refusals {
+            #expect(r.status == 429 && r.json.int("code") == ChatErrorCode.roomBusy.rawValue && r.json.str("field") == "roomId", "\(r.text)")
+            #expect(r.header("Retry-After") == String(Limits.roomBudgetRetryAfterSeconds))
+        }
+        g.settle()
+        let got = Self.contents(bob.drain())
+        #expect(got.count == 40 && !got.contains("low-16") && !got.contains("normal-16") && !got.contains("high-8"))
+        // The budget refills with time: a fifth of a second later the room takes normal messages again.
+        g.advance(seconds: 1)
+        #expect(try Self.send(rest, "r", "later").status == 201)
+        // Another room has a budget of its own.
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "other"]).status == 201)
+        #expect(try Self.send(rest, "other", "fine").status == 201)
+    }
+
+    // QS-1: the class travels with the message (only when it is not normal), and bad input
+    // names its field and changes nothing.
+    @Test func theClassIsOnTheMessageAndBadInputNamesTheField() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let bob = try g.client("bob")
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+        _ = bob.drain()
+        #expect(try Self.send(rest, "r", "hi", priority: "high", extra: ["messageType": "RC:TxtMsg"]).status == 201)
+        let m = try bob.waitFor("room.message").obj("data").obj("message")
+        #expect(m.str("priority") == "high" && m.str("messageType") == "RC:TxtMsg" && m["transient"] == nil)
+        #expect(try Self.send(rest, "r", "plain").status == 201)
+        let plain = try bob.waitFor("room.message").obj("data").obj("message")
+        #expect(plain["priority"] == nil && plain["messageType"] == nil)
+        for (extra, field) in [(["priority": "urgent"], "priority"), (["messageType": String(repeating: "t", count: 65)], "type")] as [([String: Any], String)] {
+            let r = try Self.send(rest, "r", "bad", extra: extra)
+            #expect(r.status == 400 && r.json.int("code") == 1002 && r.json.str("field") == field, "\(r.text)")
+        }
+        // A WebSocket client asks for a class the same way.
+        let reply = try bob.command("room.send", ["roomId": "r", "content": "x", "priority": "sometimes"])
+        #expect(reply.obj("error").int("code") == 1002 && reply.obj("error").str("field") == "priority")
+        g.settle()
+        #expect(Self.contents(bob.drain()).isEmpty)
+        let history = try rest.call("GET", "/v1/rooms/r/messages?limit=10").json["messages"] as? [[String: Any]] ?? []
+        #expect(history.map { $0.str("content") ?? "" } == ["plain", "hi"])  // newest first
+    }
+
+    // QS-3: a connection holding more than its soft mark loses normal and low messages (low
+    // first) but never high ones or other events; it is told, in stream order, exactly which
+    // offsets it lost and how many of each class; a reader that keeps up loses nothing.
+    @Test func aSlowConnectionLosesLowThenNormalAndIsToldInStreamOrder() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let slow = try g.client("slow"), fast = try g.client("fast")
+        for c in [slow, fast] { _ = try c.expectOK(try c.command("room.join", ["roomId": "r"])) }
+        _ = slow.drain()
+        _ = fast.drain()
+        // Past a quarter of the soft mark: low messages go, normal ones still come.
+        slow.queued.store(Limits.defaultOutboundSoftBytes / 2, ordering: .relaxed)
+        for (i, p) in ["low", "normal", "low", "high"].enumerated() { #expect(try Self.send(rest, "r", "a\(i)", priority: p).status == 201) }
+        g.settle()
+        // Past the soft mark: normal ones go too; high ones and room events still come.
+        slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
+        for (i, p) in ["normal", "low", "high", "normal"].enumerated() { #expect(try Self.send(rest, "r", "b\(i)", priority: p).status == 201) }
+        #expect(try rest.call("PUT", "/v1/rooms/r/mute", ["muted": true, "needNotify": true]).status == 200)
+        g.settle()
+        // The slow reader catches up: the next message comes after the gap that says what it lost.
+        slow.queued.store(0, ordering: .relaxed)
+        #expect(try rest.call("PUT", "/v1/rooms/r/mute", ["muted": false, "needNotify": true]).status == 200)
+        #expect(try Self.send(rest, "r", "c0").status == 201)
+        g.settle()
+        let seen = slow.drain()
+        let names = seen.compactMap { e -> String? in
+            switch e.str("ev") {
+            case "room.message": return e.obj("data").obj("message").str("content") ?? ""
+            case "room.gap", "room.ban": return e.str("ev")
+            default: return nil
+            }
+        }
+        // Each loss is told just before the next event of the room the connection gets: a0
+        // before a1, a2 before a3, b0 and b1 before b2.
+        // b3 (normal) was lost after b2: its gap goes out before the room event that follows.
+        #expect(names == ["room.gap", "a1", "room.gap", "a3", "room.gap", "b2", "room.gap", "room.ban", "room.ban", "c0"], "\(names)")
+        let gaps = seen.filter { $0.str("ev") == "room.gap" }.map { $0.obj("data") }
+        #expect(gaps.count == 4)
+        // Every gap names the offsets it spans and the classes; together they count every loss.
+        let lowLost = gaps.reduce(0) { $0 + ($1.obj("dropped").int("low") ?? 0) }
+        let normalLost = gaps.reduce(0) { $0 + ($1.obj("dropped").int("normal") ?? 0) }
+        #expect(lowLost == 3 && normalLost == 2)
+        let offsets = seen.compactMap { $0.int("offset") }
+        for gap in gaps {
+            let from = try #require(gap.int("fromOffset")), to = try #require(gap.int("toOffset"))
+            #expect(from <= to && !offsets.contains(where: { (from...to).contains($0) }), "a gap spans no offset the client got")
+        }
+        // Delivered plus counted in gaps is everything the room sent.
+        #expect(Self.contents(seen).count + lowLost + normalLost == 9)
+        // The reader that kept up got every message and no gap.
+        let all = fast.drain()
+        #expect(Self.contents(all) == ["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3", "c0"] && !all.contains { $0.str("ev") == "room.gap" })
+        // QS-7: the drops are counted.
+        let metrics = try rest.call("GET", "/metrics").text
+        #expect(metrics.contains("roomcast_events_dropped_total{class=\"low\"} 3") && metrics.contains("roomcast_events_dropped_total{class=\"normal\"} 2"))
+    }
+
+    // QS-3: a gap is told even when the room goes quiet, once the connection has room again
+    // (the hub's one-second tick).
+    @Test func aPendingGapIsToldWhenTheRoomGoesQuiet() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let slow = try g.client("slow")
+        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
+        _ = slow.drain()
+        slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
+        #expect(try Self.send(rest, "r", "lost").status == 201)
+        g.settle()
+        g.onLoop { g.core.hubs.hub(0)!.tick() }
+        #expect(Self.contents(slow.drain()).isEmpty)  // still over its mark: nothing yet
+        slow.queued.store(0, ordering: .relaxed)
+        g.onLoop { g.core.hubs.hub(0)!.tick() }
+        let gap = try slow.waitFor("room.gap")
+        #expect(gap.obj("data").obj("dropped").int("normal") == 1 && gap.str("epoch") != nil)
+    }
+
+    // QS-5: a transient message reaches the room's members, is not stored (history), has no
+    // offset (not in the stream: a resume does not replay it) and is not sent to webhooks.
+    @Test func transientMessagesAreNotStoredNorReplayed() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let bob = try g.client("bob")
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+        _ = bob.drain()
+        #expect(try Self.send(rest, "r", "before").status == 201)
+        #expect(try Self.send(rest, "r", "barrage", extra: ["transient": true]).status == 201)
+        #expect(try Self.send(rest, "r", "after").status == 201)
+        let before = try bob.waitFor("room.message")
+        let barrage = try bob.waitFor("room.message")
+        #expect(barrage.obj("data").obj("message").str("content") == "barrage" && barrage["offset"] == nil && barrage["epoch"] == nil)
+        #expect(barrage.obj("data").obj("message")["transient"] as? Bool == true)
+        let after = try bob.waitFor("room.message")
+        #expect(after.int("offset") == (before.int("offset") ?? -1) + 1, "the transient message took no offset")
+        let history = try rest.call("GET", "/v1/rooms/r/messages?limit=10").json["messages"] as? [[String: Any]] ?? []
+        #expect(Set(history.map { $0.str("content") ?? "" }) == ["before", "after"])
+        // A resume from before it replays the stream without it.
+        let c = try g.client("carol")
+        _ = try c.expectOK(try c.command("room.join", ["roomId": "r", "resume": ["epoch": before.str("epoch") ?? "", "stream": g.core.window.stream,
+                                                                                   "offset": (before.int("offset") ?? 1) - 1]]))
+        g.settle()
+        #expect(Self.contents(c.drain()) == ["before", "after"])
+    }
+
+    // QS-6: while a room's distribution is stopped its messages are accepted and kept, and no
+    // member receives them; resumed, the next message is fanned out.
+    @Test func stoppedDistributionKeepsMessagesAndSendsNone() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let bob = try g.client("bob"), alice = try g.client("alice")
+        for c in [bob, alice] { _ = try c.expectOK(try c.command("room.join", ["roomId": "r"])) }
+        _ = bob.drain()
+        g.core.engine.submit(.setDistribution(app: g.appKey, roomId: "r", stopped: true), replyTo: .none)
+        g.settle()
+        #expect(try Self.send(rest, "r", "quiet").status == 201)
+        _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "from alice"]))
+        g.settle()
+        #expect(Self.contents(bob.drain()).isEmpty)
+        let room = try rest.call("GET", "/v1/rooms/r").json.obj("room")
+        #expect(room["distributionStopped"] as? Bool == true)
+        g.core.engine.submit(.setDistribution(app: g.appKey, roomId: "r", stopped: false), replyTo: .none)
+        #expect(try Self.send(rest, "r", "again").status == 201)
+        #expect(try bob.waitFor("room.message").obj("data").obj("message").str("content") == "again")
+        let history = try rest.call("GET", "/v1/rooms/r/messages?limit=10").json["messages"] as? [[String: Any]] ?? []
+        #expect(history.map { $0.str("content") ?? "" } == ["again", "from alice", "quiet"])  // newest first
+    }
+
+    // QS-4: a protected sender's messages are high priority: admitted from the reserved share
+    // and never dropped; at most five protected senders per room (the sixth changes nothing).
+    @Test func protectedSendersAreNeverDroppedAndAreBounded() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let vip = try g.client("vip"), slow = try g.client("slow")
+        for c in [vip, slow] { _ = try c.expectOK(try c.command("room.join", ["roomId": "r"])) }
+        _ = slow.drain()
+        g.core.engine.submit(.setProtectedSenders(app: g.appKey, roomId: "r", add: true, ["vip", "a", "b", "c", "d"]), replyTo: .none)
+        g.settle()
+        let sixth = Handoff<Result<Reply, ChatError>>()
+        g.core.engine.submit(.setProtectedSenders(app: g.appKey, roomId: "r", add: true, ["e"]), replyTo: .callback { sixth.put($0) })
+        guard case .failure(let e)? = sixth.take(timeout: 5) else { Issue.record("a sixth protected sender was taken"); return }
+        #expect(e.code == .invalidParameter && e.field == "userIds")
+        let listed = Handoff<Result<Reply, ChatError>>()
+        g.core.engine.query(.protectedSenders(app: g.appKey, roomId: "r")) { listed.put($0) }
+        #expect(listed.take(timeout: 5) == .success(.userIds(["vip", "a", "b", "c", "d"])))
+        slow.queued.store(Limits.defaultOutboundSoftBytes * 2, ordering: .relaxed)
+        _ = try vip.expectOK(try vip.command("room.send", ["roomId": "r", "content": "vip", "priority": "low"]))
+        g.settle()
+        let m = try slow.waitFor("room.message").obj("data").obj("message")
+        #expect(m.str("content") == "vip" && m.str("priority") == "high")
+    }
+}
