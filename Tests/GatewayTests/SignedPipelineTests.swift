@@ -1,6 +1,7 @@
 import Chat
 import Foundation
 @testable import Gateway
+import Server
 import Testing
 import TestKit
 import Wire
@@ -87,6 +88,30 @@ struct SignedPipelineTests {
         }
         let transcript = lines.joined(separator: "\n")
         #expect(transcript == Self.expected, "\n\(transcript)")
+    }
+
+    /// The idempotency refusals a call in flight or a lost answer gets (not reached above without
+    /// racing a call): every surface renders them as it did, the native one from the gateway's
+    /// own codes, a vendor's in its codes (a reused key is its parameter error, one in flight its
+    /// "already exists").
+    @Test func idempotencyRefusalsReadAsTheyDid() {
+        let h = "Idempotency-Key"
+        let native = RESTSurface.native
+        #expect(native.refusal(.invalidKey(header: h))
+                == RESTAPI.error(ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)))
+        #expect(native.refusal(.reused(header: h)) == RESTAPI.error(GatewayError(.idempotencyKeyReused, "this \(h) was used with another request", field: h)))
+        #expect(native.refusal(.inFlight(header: h))
+                == RESTAPI.error(GatewayError(.idempotencyKeyInFlight, "a request with this \(h) is still being answered", field: h)))
+        #expect(native.refusal(.lost(header: h)) == RESTAPI.error(Idempotency.lostError(h)))
+        for vendor in Vendor.allCases {
+            let surface = RESTSurface.vendor(vendor)
+            func answer(_ e: ChatError) -> Response { RESTAPI.answer(vendor.failure(e)) }
+            #expect(surface.refusal(.invalidKey(header: h))
+                    == answer(ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)))
+            #expect(surface.refusal(.reused(header: h)) == answer(ChatError(.invalidParameter, "this \(h) was used with another request", field: h)))
+            #expect(surface.refusal(.inFlight(header: h)) == answer(ChatError(.alreadyExists, "a request with this \(h) is still being answered", field: h)))
+            #expect(surface.refusal(.lost(header: h)) == answer(Idempotency.lostError(h)))
+        }
     }
 
     static let expected = """
