@@ -56,6 +56,16 @@ final class Idempotency: Sendable {
         case inFlight(header: String)
         /// The key's change was made and its answer lost (40903).
         case lost(header: String)
+
+        /// The refusal as every surface words it (each renders it in its own codes, `RESTSurface`).
+        var error: ChatError {
+            switch self {
+            case .invalidKey(let h): return ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)
+            case .reused(let h): return ChatError(.idempotencyKeyReused, "this \(h) was used with another request", field: h)
+            case .inFlight(let h): return ChatError(.idempotencyKeyInFlight, "a request with this \(h) is still being answered", field: h)
+            case .lost(let h): return Idempotency.lostError(h)
+            }
+        }
     }
 
     /// 40903: the key's change was made, and its answer lost with the node that made it.
@@ -69,15 +79,16 @@ final class Idempotency: Sendable {
         return Response(status: HTTPStatus(code: kept.status), headers: headers, body: kept.body)
     }
 
-    /// The key a request carries, and the header it came in.
-    static func key(_ request: Request, vendorRequestID: Bool) -> (key: String, header: String)? {
-        if let k = request.head.headers["idempotency-key"] { return (k, "Idempotency-Key") }
-        if vendorRequestID, let k = request.head.headers["x-request-id"] { return (k, "X-Request-ID") }
+    /// The key a request carries in the first of `headers` it has, and that header's name.
+    static func key(_ request: Request, headers: [IdempotencyKeyHeader]) -> (key: String, header: String)? {
+        for h in headers {
+            if let k = request.head.headers[h.rawValue] { return (k, h.rawValue) }
+        }
         return nil
     }
 
     /// Runs `handler` once per (app, key) and replays its answer; `refuse` renders a refusal in
-    /// the surface's shape. `writer` carries the call's stamp (`RESTAPI.stamped`).
+    /// the surface's shape. `writer` carries the call's stamp (`SignedPipeline.stamped`).
     func run(_ request: Request, app: String, key: String, header: String, writer: ResponseWriter,
              refuse: @escaping @Sendable (Refusal) -> Response, _ handler: @escaping @Sendable (ResponseWriter) -> Void) {
         guard !key.isEmpty, key.utf8.count <= Self.maxKeyBytes, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {

@@ -4,7 +4,6 @@ import HTTP1
 import Server
 import Webhooks
 import Wire
-import Replication
 
 /// The native REST API (`/v1`, API.md): JSON in and out, every call signed (SPEC §2). Each route
 /// decodes the request's DTO (Wire), builds its domain command or query, and answers once it is
@@ -16,67 +15,8 @@ struct RESTAPI: Sendable {
 
     // MARK: Plumbing
 
-    typealias Handler = @Sendable (Request, Caller, ResponseWriter) -> Void
-
-    /// Verifies the signature, then runs `handler` as the app server of the signing app.
-    func signed(_ handler: @escaping Handler) -> @Sendable (Request, ResponseWriter) -> Void {
-        let auth = context.authenticator
-        let apps = context.apps
-        let clock = context.clock
-        let idempotency = context.idempotency
-        let caughtUp = context.caughtUp
-        let engine = context.engine
-        return { request, writer in
-            // A node that has not caught up with its log yet would answer from a stale replica.
-            guard caughtUp.isReady else {
-                return writer.send(Self.error(GatewayError(.unavailable, "the node is catching up with its log; try again shortly")))
-            }
-            switch auth.authenticate(request.head, body: request.body) {
-            case .failure(let e): writer.send(Self.error(e))
-            case .success(let accepted):
-                let app = accepted.app
-                // The call's nonce goes into the log (with its first change, or alone once it is
-                // answered), so no node of a cluster accepts the call again.
-                let writer = Self.stamped(writer, accepted, engine: engine)
-                // PX-1: the app's calls per second; another app's bucket is not touched.
-                guard apps.takeRESTCall(app, now: clock()) else {
-                    return writer.send(Self.error(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil)))
-                }
-                // PX-2: a change sent with an Idempotency-Key is made once and its answer replayed.
-                if request.head.method != .GET && request.head.method != .HEAD,
-                   let (key, header) = Idempotency.key(request, vendorRequestID: false) {
-                    return idempotency.run(request, app: app, key: key, header: header, writer: writer, refuse: { Self.refusal($0) }) { w in
-                        handler(request, .server(app), w)
-                    }
-                }
-                handler(request, .server(app), writer)
-            }
-        }
-    }
-
-    /// A writer that carries the call's stamp to the engine and, once the call is answered, sends
-    /// its nonce to the log if none of its changes did.
-    static func stamped(_ writer: ResponseWriter, _ accepted: RequestAuthenticator.Accepted, engine: Engine) -> ResponseWriter {
-        let stamp = RequestStamp(nonce: RequestNonce(app: accepted.app, nonce: accepted.nonce), nonceField: accepted.nonceField)
-        return ResponseWriter(attachment: CallAttachment(stamp: stamp, keeper: nil)) { response in
-            engine.finish(stamp)
-            writer.send(response)
-        }
-    }
-
-    /// PX-2 refusals on the native surface.
-    static func refusal(_ r: Idempotency.Refusal) -> Response {
-        switch r {
-        case .invalidKey(let header):
-            return error(ChatError(.invalidParameter, "\(header) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: header))
-        case .reused(let header):
-            return error(GatewayError(.idempotencyKeyReused, "this \(header) was used with another request", field: header))
-        case .inFlight(let header):
-            return error(GatewayError(.idempotencyKeyInFlight, "a request with this \(header) is still being answered", field: header))
-        case .lost(let header):
-            return error(Idempotency.lostError(header))
-        }
-    }
+    /// The signed-request pipeline every route of every surface runs behind.
+    var pipeline: SignedPipeline { SignedPipeline(context: context) }
 
     static func error(_ e: GatewayError) -> Response {
         .json(HTTPStatus(code: e.code.httpStatus), ErrorTable.body(e))
@@ -121,153 +61,158 @@ struct RESTAPI: Sendable {
 
     // MARK: Routes
 
+    /// Binds a handler to every entry of the native route table (Wire's `NativeRoute`) and to
+    /// every vendor endpoint, each through the signed-request pipeline of its surface.
     func register(_ r: inout Router.Builder) {
         let api = self
         typealias R = RESTAPI
+        var routes = SignedRoutes<NativeRoute>(.native, pipeline: pipeline)
 
         // Tokens (SPEC §2).
-        r.add(.POST, "/v1/users/{userId}/tokens", signed { req, c, writer in api.issueToken(req, c.app, writer) })
+        routes.signed(.issueToken) { req, c, writer in api.issueToken(req, c.app, writer) }
 
         // App settings.
-        r.add(.GET, "/v1/settings", signed { _, c, writer in api.settings(c.app, writer) })
-        r.add(.PATCH, "/v1/settings", signed { req, c, writer in api.updateSettings(req, c.app, writer) })
+        routes.signed(.getSettings) { _, c, writer in api.settings(c.app, writer) }
+        routes.signed(.updateSettings) { req, c, writer in api.updateSettings(req, c.app, writer) }
 
         // Ultra groups and conversation status (SPEC §4, §5).
-        registerGroups(&r)
+        registerGroups(&routes)
         // Webhooks (SPEC §9).
-        registerWebhooks(&r)
+        registerWebhooks(&routes)
         // A user's connections and rooms (PX-5).
-        registerUsers(&r)
-        // The vendors' own server APIs (SPEC §8).
-        registerVendors(&r)
+        registerUsers(&routes)
 
         // Rooms (RC-9, NIM-1, NIM-10, ZIM-1/7/8).
-        r.add(.POST, "/v1/rooms", signed { req, c, writer in
+        routes.signed(.createRoom) { req, c, writer in
             api.command(writer, status: .created) { () throws(ChatError) in try decodeBody(RoomSpec.self, from: req.body).command(c) }
-        })
-        r.add(.GET, "/v1/rooms", signed { req, c, writer in
+        }
+        routes.signed(.listRooms) { req, c, writer in
             let ids = R.query(req).list("ids")
             api.query(writer) { ids.isEmpty ? .roomIds(app: c.app) : .rooms(app: c.app, ids) }
-        })
+        }
         // PX-5 / BX-3: the room directory, searched and paged with a cursor.
-        r.add(.GET, "/v1/directory/rooms", signed { req, c, writer in
+        routes.signed(.roomDirectory) { req, c, writer in
             api.query(writer) { () throws(ChatError) in .roomDirectory(app: c.app, try RoomDirectory.search(R.query(req))) }
-        })
-        r.add(.DELETE, "/v1/rooms", signed { req, c, writer in
+        }
+        routes.signed(.destroyRooms) { req, c, writer in
             api.command(writer) { .destroyRooms(app: c.app, R.query(req).list("ids")) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}", signed { req, c, writer in api.query(writer) { .room(app: c.app, roomId: R.room(req)) } })
-        r.add(.PATCH, "/v1/rooms/{roomId}", signed { req, c, writer in
+        }
+        routes.signed(.getRoom) { req, c, writer in api.query(writer) { .room(app: c.app, roomId: R.room(req)) } }
+        routes.signed(.updateRoom) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(RoomUpdateSpec.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}", signed { req, c, writer in api.command(writer) { .destroyRooms(app: c.app, [R.room(req)]) } })
-        r.add(.PUT, "/v1/rooms/{roomId}/open", signed { req, c, writer in
+        }
+        routes.signed(.destroyRoom) { req, c, writer in api.command(writer) { .destroyRooms(app: c.app, [R.room(req)]) } }
+        routes.signed(.openRoom) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(OpenRoomRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/address", signed { req, c, writer in api.address(req, c.app, writer) })
+        }
+        routes.signed(.roomAddress) { req, c, writer in api.address(req, c.app, writer) }
 
         // Members (RC-9, NIM-12, NIM-13, NIM-6).
-        r.add(.GET, "/v1/rooms/{roomId}/members", signed { req, c, writer in
+        routes.signed(.listMembers) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try MembersRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
-        })
-        r.add(.POST, "/v1/rooms/{roomId}/members/query", signed { req, c, writer in
+        }
+        routes.signed(.queryMembers) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 .isInRoom(app: c.app, roomId: R.room(req), try decodeBody(UserIdsRequest.self, from: req.body).userIds)
             }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/members/{userId}", signed { req, c, writer in
+        }
+        routes.signed(.getMember) { req, c, writer in
             api.query(writer) { .membersByIds(app: c.app, roomId: R.room(req), [R.param(req, "userId")]) }
-        })
-        r.add(.PUT, "/v1/rooms/{roomId}/members/{userId}/role", signed { req, c, writer in
+        }
+        routes.signed(.setRole) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 try decodeBody(RoleRequest.self, from: req.body).command(c, roomId: R.room(req), userId: R.param(req, "userId"))
             }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/members/{userId}", signed { req, c, writer in
+        }
+        routes.signed(.kickMember) { req, c, writer in
             api.command(writer) { KickRequest(query: R.query(req)).command(c, roomId: R.room(req), userId: R.param(req, "userId")) }
-        })
+        }
 
         // Blocks (RC-5, NIM-12).
-        r.add(.POST, "/v1/rooms/{roomId}/blocks", signed { req, c, writer in
+        routes.signed(.blockUsers) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(BlockRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/blocks", signed { req, c, writer in
+        }
+        routes.signed(.unblockUsers) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try UnblockRequest(query: R.query(req)).command(c, roomId: R.room(req)) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/blocks", signed { req, c, writer in api.query(writer) { .blocks(app: c.app, roomId: R.room(req)) } })
+        }
+        routes.signed(.listBlocks) { req, c, writer in api.query(writer) { .blocks(app: c.app, roomId: R.room(req)) } }
 
         // Mutes (RC-6 0/1, NIM-12, NIM-15).
-        r.add(.POST, "/v1/rooms/{roomId}/mutes", signed { req, c, writer in
+        routes.signed(.muteUsers) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(MuteRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/mutes", signed { req, c, writer in
+        }
+        routes.signed(.unmuteUsers) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try UnmuteRequest(query: R.query(req)).command(c, roomId: R.room(req)) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/mutes", signed { req, c, writer in api.query(writer) { .mutes(app: c.app, roomId: R.room(req)) } })
+        }
+        routes.signed(.listMutes) { req, c, writer in api.query(writer) { .mutes(app: c.app, roomId: R.room(req)) } }
 
         // Room-wide mute and its allowlist (RC-6 2–5, NIM-17).
-        r.add(.PUT, "/v1/rooms/{roomId}/mute", signed { req, c, writer in
+        routes.signed(.muteRoom) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(RoomMuteRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.POST, "/v1/rooms/{roomId}/mute-allowlist", signed { req, c, writer in
+        }
+        routes.signed(.allowSenders) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(AllowlistRequest.self, from: req.body).add(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/mute-allowlist", signed { req, c, writer in
+        }
+        routes.signed(.disallowSenders) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try AllowlistRequest(query: R.query(req)).remove(c, roomId: R.room(req)) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/mute-allowlist", signed { req, c, writer in
+        }
+        routes.signed(.listAllowedSenders) { req, c, writer in
             api.query(writer) { .allowlist(app: c.app, roomId: R.room(req)) }
-        })
+        }
 
         // Global mutes (RC-6 6/7, RC-7).
-        r.add(.POST, "/v1/global-mutes", signed { req, c, writer in
+        routes.signed(.globalMute) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(GlobalMuteRequest.self, from: req.body).command(c) }
-        })
-        r.add(.DELETE, "/v1/global-mutes", signed { req, c, writer in
+        }
+        routes.signed(.globalUnmute) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try GlobalUnmuteRequest(query: R.query(req)).command(c) }
-        })
-        r.add(.GET, "/v1/global-mutes", signed { _, c, writer in api.query(writer) { .globalMutes(app: c.app) } })
+        }
+        routes.signed(.listGlobalMutes) { _, c, writer in api.query(writer) { .globalMutes(app: c.app) } }
 
         // Attributes (RC-10, ZIM-8).
-        r.add(.PUT, "/v1/rooms/{roomId}/attributes", signed { req, c, writer in
+        routes.signed(.setAttributes) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(SetAttributesRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/attributes", signed { req, c, writer in
+        }
+        routes.signed(.removeAttributes) { req, c, writer in
             api.command(writer) { AttributeKeysRequest(query: R.query(req)).remove(c, roomId: R.room(req)) }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/attributes", signed { req, c, writer in
+        }
+        routes.signed(.getAttributes) { req, c, writer in
             api.query(writer) { AttributeKeysRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
-        })
+        }
 
         // Queue (NIM-16).
-        r.add(.GET, "/v1/rooms/{roomId}/queue", signed { req, c, writer in api.query(writer) { .queue(app: c.app, roomId: R.room(req)) } })
-        r.add(.PUT, "/v1/rooms/{roomId}/queue/{key}", signed { req, c, writer in
+        routes.signed(.getQueue) { req, c, writer in api.query(writer) { .queue(app: c.app, roomId: R.room(req)) } }
+        routes.signed(.offerQueueElement) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 try decodeBody(QueueOfferRequest.self, from: req.body).command(c, roomId: R.room(req), key: R.param(req, "key"))
             }
-        })
-        r.add(.POST, "/v1/rooms/{roomId}/queue/batch", signed { req, c, writer in
+        }
+        routes.signed(.updateQueueElements) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(QueueBatchRequest.self, from: req.body).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/queue/{key}", signed { req, c, writer in
+        }
+        routes.signed(.pollQueueElement) { req, c, writer in
             api.command(writer) { QueuePollRequest(key: R.param(req, "key")).command(c, roomId: R.room(req)) }
-        })
-        r.add(.POST, "/v1/rooms/{roomId}/queue/poll", signed { req, c, writer in
+        }
+        routes.signed(.pollQueueHead) { req, c, writer in
             api.command(writer) { QueuePollRequest(key: nil).command(c, roomId: R.room(req)) }
-        })
-        r.add(.DELETE, "/v1/rooms/{roomId}/queue", signed { req, c, writer in
+        }
+        routes.signed(.dropQueue) { req, c, writer in
             api.command(writer) { .queueDrop(app: c.app, roomId: R.room(req), .server) }
-        })
+        }
 
         // Messages (NIM-8).
-        r.add(.POST, "/v1/rooms/{roomId}/messages", signed { req, c, writer in
+        routes.signed(.sendMessage) { req, c, writer in
             api.command(writer, status: .created) { () throws(ChatError) in
                 try decodeBody(SendMessageRequest.self, from: req.body).command(c, roomId: R.room(req))
             }
-        })
-        r.add(.GET, "/v1/rooms/{roomId}/messages", signed { req, c, writer in
+        }
+        routes.signed(.getHistory) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try HistoryRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
-        })
+        }
+
+        r.add(routes)
+        // The vendors' own server APIs (SPEC §8).
+        registerVendors(&r)
     }
 
     // MARK: Handlers with more to do

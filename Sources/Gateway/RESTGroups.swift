@@ -16,7 +16,7 @@ extension RESTAPI {
         return try ConversationType.parse(raw)
     }
 
-    func registerGroups(_ r: inout Router.Builder) {
+    func registerGroups(_ routes: inout SignedRoutes<NativeRoute>) {
         let api = self
         typealias R = RESTAPI
         @Sendable func group(_ req: Request) -> String { R.param(req, "groupId") }
@@ -27,101 +27,101 @@ extension RESTAPI {
         }
 
         // Ultra groups (UG-1).
-        r.add(.POST, "/v1/groups", signed { req, c, writer in
+        routes.signed(.createGroup) { req, c, writer in
             api.command(writer, status: .created) { () throws(ChatError) in try decodeBody(CreateGroupRequest.self, from: req.body).command(c) }
-        })
-        r.add(.GET, "/v1/groups/{groupId}", signed { req, c, writer in api.query(writer) { .group(app: c.app, groupId: group(req)) } })
-        r.add(.DELETE, "/v1/groups/{groupId}", signed { req, c, writer in api.command(writer) { .dismissGroup(app: c.app, groupId: group(req)) } })
-        r.add(.POST, "/v1/groups/{groupId}/members", signed { req, c, writer in
+        }
+        routes.signed(.getGroup) { req, c, writer in api.query(writer) { .group(app: c.app, groupId: group(req)) } }
+        routes.signed(.dismissGroup) { req, c, writer in api.command(writer) { .dismissGroup(app: c.app, groupId: group(req)) } }
+        routes.signed(.joinGroup) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 .joinGroup(app: c.app, groupId: group(req), try decodeBody(UserIdsRequest.self, from: req.body).userIds)
             }
-        })
-        r.add(.DELETE, "/v1/groups/{groupId}/members", signed { req, c, writer in
+        }
+        routes.signed(.quitGroup) { req, c, writer in
             api.command(writer) { .quitGroup(app: c.app, groupId: group(req), R.query(req).list("userIds")) }
-        })
-        r.add(.GET, "/v1/groups/{groupId}/members", signed { req, c, writer in
+        }
+        routes.signed(.listGroupMembers) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 let p = try page(req)
                 return .groupMembers(app: c.app, groupId: group(req), page: p.page, pageSize: p.pageSize)
             }
-        })
+        }
 
         // Channels (UG-1..UG-3, UG-6).
-        r.add(.POST, "/v1/groups/{groupId}/channels", signed { req, c, writer in
+        routes.signed(.createChannel) { req, c, writer in
             api.command(writer, status: .created) { () throws(ChatError) in
                 try decodeBody(CreateChannelRequest.self, from: req.body).command(c, groupId: group(req))
             }
-        })
-        r.add(.GET, "/v1/groups/{groupId}/channels", signed { req, c, writer in
+        }
+        routes.signed(.listChannels) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 let p = try page(req)
                 return .channels(app: c.app, groupId: group(req), page: p.page, pageSize: p.pageSize)
             }
-        })
-        r.add(.PATCH, "/v1/groups/{groupId}/channels/{channelId}", signed { req, c, writer in
+        }
+        routes.signed(.changeChannelType) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 .changeChannelType(app: c.app, groupId: group(req), channelId: channel(req),
                                    try decodeBody(ChannelTypeRequest.self, from: req.body).type.type)
             }
-        })
-        r.add(.DELETE, "/v1/groups/{groupId}/channels/{channelId}", signed { req, c, writer in
+        }
+        routes.signed(.deleteChannel) { req, c, writer in
             api.command(writer) { .deleteChannel(app: c.app, groupId: group(req), channelId: channel(req)) }
-        })
+        }
 
         // Private lists (UG-1, UG-4, UG-6).
-        r.add(.POST, "/v1/groups/{groupId}/channels/{channelId}/private-members", signed { req, c, writer in
+        routes.signed(.addPrivateMembers) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 .addPrivateMembers(app: c.app, groupId: group(req), channelId: channel(req), try decodeBody(UserIdsRequest.self, from: req.body).userIds)
             }
-        })
-        r.add(.DELETE, "/v1/groups/{groupId}/channels/{channelId}/private-members", signed { req, c, writer in
+        }
+        routes.signed(.removePrivateMembers) { req, c, writer in
             api.command(writer) { .removePrivateMembers(app: c.app, groupId: group(req), channelId: channel(req), R.query(req).list("userIds")) }
-        })
-        r.add(.GET, "/v1/groups/{groupId}/channels/{channelId}/private-members", signed { req, c, writer in
+        }
+        routes.signed(.listPrivateMembers) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 let p = try page(req)
                 return .privateMembers(app: c.app, groupId: group(req), channelId: channel(req), page: p.page, pageSize: p.pageSize)
             }
-        })
-        r.add(.GET, "/v1/groups/{groupId}/users/{userId}/channels", signed { req, c, writer in
+        }
+        routes.signed(.userChannels) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try PageRequest(query: R.query(req)).userChannels(c, groupId: group(req), userId: R.param(req, "userId")) }
-        })
+        }
 
         // Group and channel default levels (CS-4).
-        r.add(.PUT, "/v1/groups/{groupId}/notification-level", signed { req, c, writer in
+        routes.signed(.setGroupLevel) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(GroupLevelRequest.self, from: req.body).command(c, groupId: group(req)) }
-        })
-        r.add(.GET, "/v1/groups/{groupId}/notification-level", signed { req, c, writer in
+        }
+        routes.signed(.getGroupLevel) { req, c, writer in
             api.query(writer) { .groupNotificationLevel(app: c.app, groupId: group(req), channelId: req.query("channelId")) }
-        })
+        }
 
         // Conversation status (CS-1..CS-4).
-        r.add(.PUT, "/v1/users/{userId}/conversations/{conversationType}/{targetId}", signed { req, c, writer in
+        routes.signed(.setConversationStatus) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 let b = try decodeBody(ConversationStatusRequest.self, from: req.body)
                 return try b.command(c, userId: R.param(req, "userId"), try R.conversation(req, channelId: b.channelId))
             }
-        })
-        r.add(.GET, "/v1/users/{userId}/conversations/{conversationType}/{targetId}", signed { req, c, writer in
+        }
+        routes.signed(.getConversationStatus) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 .conversationStatus(app: c.app, userId: R.param(req, "userId"), try R.conversation(req, channelId: req.query("channelId")))
             }
-        })
-        r.add(.GET, "/v1/users/{userId}/conversations", signed { req, c, writer in
+        }
+        routes.signed(.conversationStatuses) { req, c, writer in
             api.query(writer) { () throws(ChatError) in
                 .conversationStatuses(app: c.app, userId: R.param(req, "userId"), since: Int64(try R.query(req).int("cursor") ?? 0),
                                       limit: try R.query(req).int("limit") ?? 100)
             }
-        })
-        r.add(.PUT, "/v1/users/{userId}/conversation-types/{conversationType}", signed { req, c, writer in
+        }
+        routes.signed(.setConversationTypeLevel) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 .setConversationTypeLevel(app: c.app, userId: R.param(req, "userId"), try R.conversationType(req),
                                           try NotificationLevel.parse(try decodeBody(TypeLevelRequest.self, from: req.body).notificationLevel))
             }
-        })
-        r.add(.GET, "/v1/users/{userId}/conversation-types/{conversationType}", signed { req, c, writer in
+        }
+        routes.signed(.getConversationTypeLevel) { req, c, writer in
             api.query(writer) { () throws(ChatError) in .conversationTypeLevel(app: c.app, userId: R.param(req, "userId"), try R.conversationType(req)) }
-        })
+        }
     }
 }

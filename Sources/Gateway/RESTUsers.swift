@@ -9,11 +9,11 @@ import Replication
 /// holds every session of every node following the log, and disconnected through the log, each
 /// node closing its own.
 extension RESTAPI {
-    func registerUsers(_ r: inout Router.Builder) {
+    func registerUsers(_ routes: inout SignedRoutes<NativeRoute>) {
         let engine = context.engine
         let nodes = context.role
 
-        r.add(.GET, "/v1/users/{userId}/connections", signed { req, caller, writer in
+        routes.signed(.listConnections) { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
                 engine.query(.connections(app: caller.app, userId: user)) { result in
@@ -27,9 +27,9 @@ extension RESTAPI {
             } catch {
                 writer.send(Self.error(error))
             }
-        })
+        }
 
-        r.add(.GET, "/v1/users/{userId}/rooms", signed { req, caller, writer in
+        routes.signed(.userRooms) { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
                 engine.query(.connections(app: caller.app, userId: user)) { result in
@@ -39,10 +39,10 @@ extension RESTAPI {
             } catch {
                 writer.send(Self.error(error))
             }
-        })
+        }
 
         // PX-3: who is online.
-        r.add(.GET, "/v1/users/{userId}/presence", signed { req, caller, writer in
+        routes.signed(.userPresence) { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
                 engine.query(.online(app: caller.app, [user])) { result in
@@ -56,17 +56,17 @@ extension RESTAPI {
             } catch {
                 writer.send(Self.error(error))
             }
-        })
-        r.add(.POST, "/v1/users/presence/query", signed { req, caller, writer in
+        }
+        routes.signed(.queryPresence) { req, caller, writer in
             do throws(ChatError) {
                 let body = try decodeBody(PresenceQueryRequest.self, from: req.body)
                 engine.query(.online(app: caller.app, body.userIds)) { writer.send(Self.respond($0)) }
             } catch {
                 writer.send(Self.error(error))
             }
-        })
+        }
 
-        r.add(.DELETE, "/v1/users/{userId}/connections", signed { req, caller, writer in
+        routes.signed(.disconnectUser) { req, caller, writer in
             do throws(ChatError) {
                 let user = try Self.user(req)
                 let q = Self.query(req)
@@ -92,7 +92,7 @@ extension RESTAPI {
             } catch {
                 writer.send(Self.error(error))
             }
-        })
+        }
     }
 
     /// The body of `GET /v1/users/{userId}/connections`.

@@ -8,12 +8,16 @@ import Wire
 /// as that vendor signs, translated by Wire into the same domain commands and queries the native
 /// API submits (VC-4), and answered in the vendor's shape and codes.
 extension RESTAPI {
+    /// Each vendor's endpoints, bound through the signed-request pipeline with that vendor's
+    /// refusals (its envelope and codes; Nexconn also reads `X-Request-ID` as the idempotency key).
     func registerVendors(_ r: inout Router.Builder) {
+        let api = self
         for vendor in Vendor.allCases {
+            var routes = SignedRoutes<VendorEndpoint>(.vendor(vendor), pipeline: pipeline)
             for endpoint in vendor.endpoints {
-                let api = self
-                r.add(.POST, endpoint.path) { req, writer in api.vendorCall(vendor, endpoint, req, writer) }
+                routes.signed(endpoint) { req, caller, writer in api.vendorResolved(vendor, endpoint, req, app: caller.app, writer) }
             }
+            r.add(routes)
         }
     }
 
@@ -21,41 +25,6 @@ extension RESTAPI {
         var response = Response.json(HTTPStatus(code: a.status), a.body)
         if let s = a.retryAfter { response.headers.add("Retry-After", String(s)) }
         return response
-    }
-
-    private func vendorCall(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, _ writer: ResponseWriter) {
-        // A node that has not caught up with its log yet would answer from a stale replica.
-        guard context.caughtUp.isReady else {
-            return writer.send(Self.answer(vendor.failure(ChatError(.storageUnavailable, "the node is catching up with its log; try again shortly", field: nil))))
-        }
-        let app: String
-        var writer = writer
-        switch context.authenticator.authenticate(req.head, body: req.body) {
-        case .failure(let e):
-            writer.send(Self.answer(vendor.authFailure(e.code, message: e.message, field: e.field)))
-            return
-        case .success(let accepted):
-            app = accepted.app
-            // The call's nonce goes into the log (with its first change, or alone).
-            writer = Self.stamped(writer, accepted, engine: context.engine)
-        }
-        // PX-1: one bucket per app for all its surfaces; RongCloud/Nexconn answer 1008, NIM 416.
-        guard context.apps.takeRESTCall(app, now: context.clock()) else {
-            writer.send(Self.answer(vendor.failure(ChatError(.rateLimited, "the app's REST rate limit (calls per second) was reached", field: nil))))
-            return
-        }
-        // PX-2: the same key with the same call gets the first answer again (Nexconn: X-Request-ID).
-        if let (key, header) = Idempotency.key(req, vendorRequestID: vendor == .nexconn) {
-            return context.idempotency.run(req, app: app, key: key, header: header, writer: writer, refuse: { refusal in
-                switch refusal {
-                case .invalidKey(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "\(h) is 1 to \(Idempotency.maxKeyBytes) visible ASCII characters", field: h)))
-                case .reused(let h): return Self.answer(vendor.failure(ChatError(.invalidParameter, "this \(h) was used with another request", field: h)))
-                case .inFlight(let h): return Self.answer(vendor.failure(ChatError(.alreadyExists, "a request with this \(h) is still being answered", field: h)))
-                case .lost(let h): return Self.answer(vendor.failure(Idempotency.lostError(h)))
-                }
-            }) { w in self.vendorResolved(vendor, endpoint, req, app: app, w) }
-        }
-        vendorResolved(vendor, endpoint, req, app: app, writer)
     }
 
     private func vendorResolved(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, app: String, _ writer: ResponseWriter) {

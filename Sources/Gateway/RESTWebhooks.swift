@@ -67,7 +67,7 @@ extension RESTAPI {
         }
     }
 
-    func registerWebhooks(_ r: inout Router.Builder) {
+    func registerWebhooks(_ routes: inout SignedRoutes<NativeRoute>) {
         let hooks = context.webhooks
         let clock = context.clock
         // WH-1, WH-4, CL-6: changes go through the engine's log (in a cluster every node applies
@@ -85,15 +85,15 @@ extension RESTAPI {
             }
         }
 
-        r.add(.POST, "/v1/webhooks", signed { req, caller, writer in
+        routes.signed(.createWebhook) { req, caller, writer in
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
                 change(.create(app: caller.app, b), writer, status: .created, withSecret: true)
             } catch {
                 writer.send(Self.error(error))
             }
-        })
-        r.add(.GET, "/v1/webhooks", signed { _, caller, writer in
+        }
+        routes.signed(.listWebhooks) { _, caller, writer in
             let app = caller.app
             let now = clock()
             writer.send(.json(.ok, JSONWriter.object { w in
@@ -102,30 +102,30 @@ extension RESTAPI {
                 for e in hooks.endpoints(app: app) { Self.endpointJSON(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: now, &w) }
                 w.endArray()
             }))
-        })
-        r.add(.GET, "/v1/webhooks/{id}", signed { req, caller, writer in
+        }
+        routes.signed(.getWebhook) { req, caller, writer in
             let app = caller.app
             guard let e = hooks.endpoint(app: app, id: Self.param(req, "id")) else {
                 writer.send(Self.error(ChatError(.notFound, "no webhook endpoint \(Self.param(req, "id"))", field: "id")))
                 return
             }
             writer.send(.json(.ok, Self.endpointBody(e, reachesPrivate: hooks.mayReachPrivate(e), withSecret: false, now: clock())))
-        })
-        r.add(.PATCH, "/v1/webhooks/{id}", signed { req, caller, writer in
+        }
+        routes.signed(.updateWebhook) { req, caller, writer in
             do throws(ChatError) {
                 let b = try decodeBody(WebhookService.EndpointSpec.self, from: req.body)
                 change(.update(app: caller.app, id: Self.param(req, "id"), b), writer, withSecret: false)
             } catch {
                 writer.send(Self.error(error))
             }
-        })
-        r.add(.DELETE, "/v1/webhooks/{id}", signed { req, caller, writer in
+        }
+        routes.signed(.deleteWebhook) { req, caller, writer in
             change(.delete(app: caller.app, id: Self.param(req, "id")), writer, withSecret: false)
-        })
-        r.add(.POST, "/v1/webhooks/{id}/rotate-secret", signed { req, caller, writer in
+        }
+        routes.signed(.rotateWebhookSecret) { req, caller, writer in
             change(.rotateSecret(app: caller.app, id: Self.param(req, "id")), writer, withSecret: true)
-        })
-        r.add(.GET, "/v1/webhooks/{id}/deliveries", signed { req, caller, writer in
+        }
+        routes.signed(.webhookDeliveries) { req, caller, writer in
             let app = caller.app
             do throws(ChatError) {
                 var status: DeliveryStatus?
@@ -145,14 +145,14 @@ extension RESTAPI {
             } catch {
                 writer.send(Self.error(error))
             }
-        })
-        r.add(.POST, "/v1/webhooks/{id}/replay", signed { req, caller, writer in
+        }
+        routes.signed(.replayWebhook) { req, caller, writer in
             do throws(ChatError) {
                 let b = try decodeBody(WebhookReplayRequest.self, from: req.body)
                 change(.replay(app: caller.app, id: Self.param(req, "id"), messageIds: b.messageIds, since: b.since), writer, withSecret: false)
             } catch {
                 writer.send(Self.error(error))
             }
-        })
+        }
     }
 }

@@ -95,6 +95,18 @@ public final class Router: Sendable {
     /// Every method some route takes (HEAD with GET), and OPTIONS: the `Allow` of a server-wide
     /// `OPTIONS *` (RFC 9110 §9.3.7).
     public let serverMethods: [HTTPMethod]
+    /// Every route as it was added, in order. Matching never reads it: it is there so a test can
+    /// hold a route table against what a server registered.
+    public let registrations: [Registration]
+
+    /// One `add` to the builder. A method and path added twice shows up twice here, although
+    /// only the last handler is kept, so a check can see it.
+    public struct Registration: Sendable, Equatable {
+        public let method: HTTPMethod
+        public let path: String
+        /// The group that added it (the gateway names its signed route groups); nil for a plain `add`.
+        public let group: String?
+    }
 
     public enum Match {
         case handler(RouteHandler, parameters: [String: String])
@@ -103,7 +115,8 @@ public final class Router: Sendable {
     }
 
     /// Build with `Router.Builder`.
-    init(exact: [String: [HTTPMethod: RouteHandler]], patterns: [(HTTPMethod, String, RouteHandler)]) {
+    init(exact: [String: [HTTPMethod: RouteHandler]], patterns: [(HTTPMethod, String, RouteHandler)], registrations: [Registration]) {
+        self.registrations = registrations
         self.exact = PathTable(exact.mapValues { byMethod in
             byMethod.map { (method: $0.key, handler: $0.value) }.sorted { $0.method.rawValue < $1.method.rawValue }
         })
@@ -118,9 +131,11 @@ public final class Router: Sendable {
     public struct Builder {
         private var exact: [String: [HTTPMethod: RouteHandler]] = [:]
         private var patterns: [(HTTPMethod, String, RouteHandler)] = []
+        private var registrations: [Registration] = []
         public init() {}
 
-        private mutating func add(_ method: HTTPMethod, _ path: String, handler: RouteHandler) {
+        private mutating func add(_ method: HTTPMethod, _ path: String, group: String?, handler: RouteHandler) {
+            registrations.append(Registration(method: method, path: path, group: group))
             if path.contains("{") {
                 patterns.append((method, path, handler))
             } else {
@@ -128,17 +143,19 @@ public final class Router: Sendable {
             }
         }
 
-        /// A handler that answers later through the writer (from any thread).
-        public mutating func add(_ method: HTTPMethod, _ path: String, _ handler: @escaping @Sendable (Request, ResponseWriter) -> Void) {
-            add(method, path, handler: .async(handler))
+        /// A handler that answers later through the writer (from any thread); `group` names the
+        /// set of routes it belongs to in `registrations`.
+        public mutating func add(_ method: HTTPMethod, _ path: String, group: String? = nil,
+                                 _ handler: @escaping @Sendable (Request, ResponseWriter) -> Void) {
+            add(method, path, group: group, handler: .async(handler))
         }
 
         /// A handler that answers at once.
         public mutating func add(_ method: HTTPMethod, _ path: String, sync handler: @escaping @Sendable (Request) -> Response) {
-            add(method, path, handler: .sync(handler))
+            add(method, path, group: nil, handler: .sync(handler))
         }
 
-        public func build() -> Router { Router(exact: exact, patterns: patterns) }
+        public func build() -> Router { Router(exact: exact, patterns: patterns, registrations: registrations) }
     }
 
     public func match(method: HTTPMethod, path key: String) -> Match {

@@ -3,7 +3,8 @@ import Foundation
 
 /// The OpenAPI 3.1 description of the REST API, built here (one source of truth), served at
 /// `/openapi.json`, and written to `openapi/roomcast.openapi.json` by `roomcast openapi`
-/// (a test keeps the file identical to this).
+/// (a test keeps the file identical to this). Its paths come from the tables the gateway routes
+/// by: the native route table (`NativeRoute.all`) and the vendors' endpoint tables.
 public enum OpenAPIDocument {
     public static let json: String = {
         let data = try! JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
@@ -66,46 +67,74 @@ public enum OpenAPIDocument {
         return p
     }
 
-    static var roomIdParam: [String: Any] { param("roomId", "path", id, description: "Room id (1–64 bytes)") }
+    static func parameter(_ p: OperationDoc.Parameter) -> [String: Any] {
+        param(p.name, p.location.rawValue, schema(p.schema), required: p.required, description: p.description)
+    }
 
-    static func op(_ summary: String, tag: String, spec: [String], params: [[String: Any]] = [], body: String? = nil,
-                   ok: (Int, String), id operationId: String? = nil, links: [String: Any]? = nil) -> [String: Any] {
+    static func schema(_ s: OperationDoc.Schema) -> [String: Any] {
+        switch s {
+        case .id: return id
+        case .idList: return idList
+        case .attributeKeyList: return attributeKeyList
+        case .string(let description, let maxLength): return str(description, maxLength: maxLength)
+        case .integer(let description, let minimum, let maximum): return int(description, minimum: minimum, maximum: maximum)
+        case .boolean(let description): return bool(description)
+        case .oneOf(let values): return ["type": "string", "enum": values]
+        case .oneOfIntegers(let values): return ["type": "integer", "enum": values]
+        case .pattern(let pattern): return ["type": "string", "pattern": pattern]
+        }
+    }
+
+    /// A native operation: signed by any of the three schemes, answered with its schema or a
+    /// refusal from the error table.
+    static func operation(_ d: OperationDoc) -> [String: Any] {
         var o: [String: Any] = [
-            "summary": summary,
-            "description": "SPEC: " + spec.joined(separator: ", "),
-            "tags": [tag],
+            "summary": d.summary,
+            "description": "SPEC: " + d.spec.joined(separator: ", "),
+            "tags": [d.tag.rawValue],
             "security": [["RongCloudSignature": []], ["NIMCheckSum": []], ["RoomcastHMAC": []]],
-            "responses": responses(ok),
+            "responses": responses(d.ok),
         ]
-        if !params.isEmpty { o["parameters"] = params }
-        if let operationId { o["operationId"] = operationId }
-        if let links, var responses = o["responses"] as? [String: Any], var okResponse = responses[String(ok.0)] as? [String: Any] {
-            okResponse["links"] = links
-            responses[String(ok.0)] = okResponse
+        if !d.parameters.isEmpty { o["parameters"] = d.parameters.map(parameter) }
+        if let operationId = d.operationId { o["operationId"] = operationId }
+        if let links = d.links, var responses = o["responses"] as? [String: Any], var okResponse = responses[String(d.ok.status)] as? [String: Any] {
+            okResponse["links"] = self.links(links)
+            responses[String(d.ok.status)] = okResponse
             o["responses"] = responses
         }
-        if let body {
+        if let body = d.body {
             o["requestBody"] = ["required": true, "content": ["application/json": ["schema": ref(body)]]]
         }
         return o
     }
 
-    static func responses(_ ok: (Int, String)) -> [String: Any] {
+    static func responses(_ ok: (status: Int, schema: String)) -> [String: Any] {
         let error: [String: Any] = ["description": "Refused; see the error table", "content": ["application/json": ["schema": ref("Error")]]]
         return [
-            String(ok.0): ["description": "Done", "content": ["application/json": ["schema": ref(ok.1)]]],
+            String(ok.status): ["description": "Done", "content": ["application/json": ["schema": ref(ok.schema)]]],
             "400": error, "401": error, "403": error, "404": error, "409": error, "413": error, "422": error, "429": error,
             "default": error,
         ]
     }
 
-    /// Stateful testing follows these from a created room to the operations on it.
-    static var roomLinks: [String: Any] {
-        let p: [String: Any] = ["roomId": "$response.body#/room/roomId"]
-        return ["GetRoom": ["operationId": "getRoom", "parameters": p], "UpdateRoom": ["operationId": "updateRoom", "parameters": p],
-                "ListMembers": ["operationId": "listMembers", "parameters": p], "BlockUsers": ["operationId": "blockUsers", "parameters": p],
-                "MuteUsers": ["operationId": "muteUsers", "parameters": p], "SetAttributes": ["operationId": "setAttributes", "parameters": p],
-                "SendMessage": ["operationId": "sendMessage", "parameters": p], "GetHistory": ["operationId": "getHistory", "parameters": p]]
+    /// Stateful testing follows these from a created room or group to the operations on it; each
+    /// link is named after its target's operation id.
+    static func links(_ l: OperationDoc.Links) -> [String: Any] {
+        var out: [String: Any] = [:]
+        for target in l.targets {
+            guard let operationId = target.doc.operationId else { preconditionFailure("a link's target \(target.path) has no operation id") }
+            out[operationId.prefix(1).uppercased() + operationId.dropFirst()] = ["operationId": operationId, "parameters": [l.parameter: l.value]]
+        }
+        return out
+    }
+
+    /// The native API's paths, from the route table (`NativeRoute.all`): the routes the gateway serves.
+    static var nativePaths: [String: Any] {
+        var out: [String: [String: Any]] = [:]
+        for route in NativeRoute.all {
+            out[route.path, default: [:]][route.method.rawValue.lowercased()] = operation(route.doc)
+        }
+        return out
     }
 
     // MARK: The document
@@ -123,7 +152,7 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": withIdempotencyKeys(paths.merging(groupPaths) { a, _ in a }.merging(webhookPaths) { a, _ in a }.merging(vendorPaths) { a, _ in a }),
+            "paths": withIdempotencyKeys(nativePaths, NativeRoute.idempotencyKeyHeaders).merging(paths) { a, _ in a }.merging(vendorPaths) { a, _ in a },
             "components": ["schemas": allSchemas.merging(vendorSchemas) { a, _ in a }, "securitySchemes": securitySchemes, "responses": vendorResponses,
                            "requestBodies": vendorRequestBodies, "parameters": idempotencyParameters],
         ]
@@ -132,22 +161,30 @@ public enum OpenAPIDocument {
     /// PX-2: every state-changing operation takes an `Idempotency-Key` (Nexconn's paths also
     /// `X-Request-ID`, which its SDK sends).
     static var idempotencyParameters: [String: Any] { [
-        "IdempotencyKey": ["name": "Idempotency-Key", "in": "header", "required": false,
+        "IdempotencyKey": ["name": IdempotencyKeyHeader.idempotencyKey.rawValue, "in": "header", "required": false,
                            "description": "A retry with the same key and request gets the first answer again for 24 h (Idempotent-Replayed: true), on a cluster from any node; another request with it is refused with 422 (42200); 409 (40900) while the first is being answered; on a cluster, 409 (40903) when the first made its change and its answer was lost with the node that made it",
                            "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
-        "RequestID": ["name": "X-Request-ID", "in": "header", "required": false, "description": "Nexconn's idempotency key (as Idempotency-Key)",
+        "RequestID": ["name": IdempotencyKeyHeader.requestID.rawValue, "in": "header", "required": false, "description": "Nexconn's idempotency key (as Idempotency-Key)",
                       "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"]],
     ] }
 
-    static func withIdempotencyKeys(_ paths: [String: Any]) -> [String: Any] {
+    static func idempotencyParameter(_ header: IdempotencyKeyHeader) -> [String: Any] {
+        switch header {
+        case .idempotencyKey: return ["$ref": "#/components/parameters/IdempotencyKey"]
+        case .requestID: return ["$ref": "#/components/parameters/RequestID"]
+        }
+    }
+
+    /// The header parameters of a state-changing operation, as the gateway reads them (`headers`:
+    /// the surface's, in the order it looks for them).
+    static func withIdempotencyKeys(_ paths: [String: Any], _ headers: [IdempotencyKeyHeader]) -> [String: Any] {
         var out = paths
         for (path, value) in paths {
             guard var item = value as? [String: Any] else { continue }
             for method in ["post", "put", "patch", "delete"] {
                 guard var o = item[method] as? [String: Any] else { continue }
                 var params = o["parameters"] as? [Any] ?? []
-                params.append(["$ref": "#/components/parameters/IdempotencyKey"])
-                if path.hasPrefix("/v4/") { params.append(["$ref": "#/components/parameters/RequestID"]) }
+                params.append(contentsOf: headers.map(idempotencyParameter))
                 o["parameters"] = params
                 item[method] = o
             }
@@ -173,9 +210,10 @@ public enum OpenAPIDocument {
         ]
     }
 
+    /// The routes that are not signed: health, metrics and the two documents (the gateway's
+    /// assembly registers them, not its signed route groups).
     static var paths: [String: Any] {
-        let rooms = "Rooms", members = "Members", moderation = "Moderation", attrs = "Attributes", queue = "Queue", messages = "Messages"
-        return [
+        [
             "/healthz": ["get": ["summary": "Liveness", "tags": ["Health"], "security": [], "description": "SPEC: BX-2",
                                  "responses": ["200": ["description": "Alive", "content": ["application/json": ["schema": ref("Status")]]]]]],
             "/readyz": ["get": ["summary": "Readiness", "tags": ["Health"], "security": [], "description": "SPEC: BX-2",
@@ -189,145 +227,6 @@ public enum OpenAPIDocument {
                                  "tags": ["Health"], "security": [], "description": "SPEC: BX-2, WH-4",
                                  "responses": ["200": ["description": "Prometheus text format 0.0.4",
                                                        "content": ["text/plain": ["schema": ["type": "string"]]]]]]],
-            "/v1/users/{userId}/connections": [
-                "get": op("A user's connections (on a cluster, on every node): device, node, since when, rooms", tag: rooms, spec: ["PX-5", "CL-2"],
-                          params: [param("userId", "path", id)], ok: (200, "UserConnections")),
-                "delete": op("Disconnect a user's connections (all, or one device): they are closed with 4010 (do not reconnect) or 4011 (reconnect=true) and the reason; on a cluster every node closes its own, and disconnected counts them cluster-wide", tag: rooms, spec: ["PX-5", "CL-2"],
-                             params: [param("userId", "path", id), param("device", "query", str("Only this device's connections", maxLength: Limits.maxUserIdBytes)),
-                                      param("reason", "query", str("The close reason the client receives", maxLength: Limits.maxDisconnectReasonBytes)),
-                                      param("reconnect", "query", bool("Let the client connect again (close code 4011 instead of 4010)"))],
-                             ok: (200, "Disconnected")),
-            ],
-            "/v1/users/{userId}/presence": [
-                "get": op("Whether a user is online (with how many connections); user.online / user.offline webhooks tell changes", tag: rooms,
-                          spec: ["PX-3"], params: [param("userId", "path", id)], ok: (200, "UserPresence")),
-            ],
-            "/v1/users/presence/query": [
-                "post": op("Whether each of up to \(Limits.maxPresenceQueryUsers) users is online", tag: rooms, spec: ["PX-3"],
-                           body: "PresenceQuery", ok: (200, "PresenceList")),
-            ],
-            "/v1/users/{userId}/rooms": [
-                "get": op("The rooms a user's connections are in (on a cluster, on every node)", tag: rooms, spec: ["PX-5"], params: [param("userId", "path", id)], ok: (200, "RoomIdList")),
-            ],
-            "/v1/users/{userId}/tokens": ["post": op("Issue a client token (JWT HS256)", tag: "Tokens", spec: ["§2"],
-                                                     params: [param("userId", "path", id)], body: "TokenRequest", ok: (201, "Token"))],
-            "/v1/settings": [
-                "get": op("App settings", tag: "Settings", spec: ["RC-2", "RC-4", "NIM-2", "NIM-8", "NIM-9"], ok: (200, "Settings")),
-                "patch": op("Change app settings", tag: "Settings", spec: ["RC-2", "RC-4", "NIM-2", "NIM-8", "NIM-9", "§2"], body: "SettingsUpdate",
-                            ok: (200, "Settings")),
-            ],
-            "/v1/rooms": [
-                "post": op("Create a room", tag: rooms, spec: ["RC-9", "NIM-1", "ZIM-1", "ZIM-7", "ZIM-8"], body: "CreateRoom", ok: (201, "RoomResponse"),
-                           id: "createRoom", links: roomLinks),
-                "get": op("List room ids, or rooms by id", tag: rooms, spec: ["RC-9", "NIM-1"],
-                          params: [param("ids", "query", idList, description: "Comma-separated room ids; omitted: every room id")], ok: (200, "RoomsOrIds")),
-                "delete": op("Destroy rooms", tag: rooms, spec: ["RC-1", "RC-9"],
-                             params: [param("ids", "query", idList, required: true, description: "Comma-separated room ids (1–100)")], ok: (200, "Empty")),
-            ],
-            "/v1/directory/rooms": [
-                "get": op("Search the app's rooms, in room id order, a page at a time (the cursor is stable while rooms are created)", tag: rooms,
-                          spec: ["PX-5", "BX-3"],
-                          params: [param("prefix", "query", str("Room id prefix", maxLength: Limits.maxRoomIdBytes)),
-                                   param("name", "query", str("Case-insensitive substring of the room name", maxLength: Limits.maxNameBytes)),
-                                   param("minOnline", "query", int("At least this many users online", minimum: 0)),
-                                   param("maxOnline", "query", int("At most this many users online", minimum: 0)),
-                                   param("limit", "query", int("Rooms per page (default \(Limits.defaultDirectoryPage))", minimum: 1, maximum: Limits.maxDirectoryPage)),
-                                   param("cursor", "query", str("nextCursor of the previous page", maxLength: 200))],
-                          ok: (200, "RoomDirectoryPage")),
-            ],
-            "/v1/rooms/{roomId}": [
-                "get": op("Room info", tag: rooms, spec: ["RC-9", "NIM-1"], params: [roomIdParam], ok: (200, "RoomResponse"), id: "getRoom"),
-                "patch": op("Update room info (needNotify → notification 312)", tag: rooms, spec: ["NIM-10", "RC-9"], params: [roomIdParam],
-                            body: "UpdateRoom", ok: (200, "RoomResponse"), id: "updateRoom"),
-                "delete": op("Destroy a room (everyone online is told and removed)", tag: rooms, spec: ["RC-1", "RC-9", "NIM-6"],
-                             params: [roomIdParam], ok: (200, "Empty")),
-            ],
-            "/v1/rooms/{roomId}/open": ["put": op("Open or close a room (close kicks with reason 1, notification 311)", tag: rooms,
-                                                  spec: ["NIM-1", "NIM-6"], params: [roomIdParam], body: "OpenRoom", ok: (200, "RoomResponse"))],
-            "/v1/rooms/{roomId}/address": ["get": op("WebSocket addresses for independent mode", tag: rooms, spec: ["NIM-3"],
-                                                     params: [roomIdParam, param("userId", "query"), param("clientType", "query", ["type": "string", "enum": ["web", "other"]]),
-                                                              param("clientIp", "query")], ok: (200, "Addresses"))],
-            "/v1/rooms/{roomId}/members": ["get": op("Members, paged", tag: members, spec: ["RC-9", "NIM-13"],
-                                                     params: [roomIdParam,
-                                                              param("type", "query", ["type": "string", "enum": ["present", "regular", "temporary", "regularOnline", "temporaryNewestFirst"]]),
-                                                              param("order", "query", ["type": "string", "enum": ["asc", "desc"]]),
-                                                              param("limit", "query", int(minimum: 1, maximum: Limits.maxMemberListCount)),
-                                                              param("cursor", "query", description: "The last user id of the previous page")],
-                                                     ok: (200, "Members"), id: "listMembers")],
-            "/v1/rooms/{roomId}/members/query": ["post": op("Is each user in the room?", tag: members, spec: ["RC-9"], params: [roomIdParam],
-                                                            body: "UserIdList", ok: (200, "Presence"))],
-            "/v1/rooms/{roomId}/members/{userId}": [
-                "get": op("One member", tag: members, spec: ["NIM-11", "NIM-13"], params: [roomIdParam, param("userId", "path", id)], ok: (200, "Members")),
-                "delete": op("Kick a member (reason 2, notification 313)", tag: members, spec: ["NIM-6", "NIM-15"],
-                             params: [roomIdParam, param("userId", "path", id), param("notifyExt", "query")], ok: (200, "Empty")),
-            ],
-            "/v1/rooms/{roomId}/members/{userId}/role": ["put": op("Set a member's role (notifications 307–310)", tag: members, spec: ["NIM-12"],
-                                                                  params: [roomIdParam, param("userId", "path", id)], body: "SetRole", ok: (200, "Members"))],
-            "/v1/rooms/{roomId}/blocks": [
-                "post": op("Block users (removed at once, barred until expiry)", tag: moderation, spec: ["RC-5", "RC-8", "NIM-12"],
-                           params: [roomIdParam], body: "Block", ok: (200, "Empty"), id: "blockUsers"),
-                "delete": op("Unblock users (needNotify tells only them)", tag: moderation, spec: ["RC-5", "NIM-12"],
-                             params: [roomIdParam, param("userIds", "query", idList, required: true), param("needNotify", "query", bool()),
-                                      param("extra", "query"), param("notifyExt", "query")], ok: (200, "Empty")),
-                "get": op("Blocked users", tag: moderation, spec: ["RC-5"], params: [roomIdParam], ok: (200, "UserExpiries")),
-            ],
-            "/v1/rooms/{roomId}/mutes": [
-                "post": op("Mute users (minutes or seconds: temporary; neither: permanent)", tag: moderation,
-                           spec: ["RC-6", "RC-7", "RC-8", "NIM-12", "NIM-15"], params: [roomIdParam], body: "Mute", ok: (200, "Empty"), id: "muteUsers"),
-                "delete": op("Unmute users", tag: moderation, spec: ["RC-6", "NIM-12"],
-                             params: [roomIdParam, param("userIds", "query", idList, required: true),
-                                      param("kind", "query", ["type": "string", "enum": ["all", "permanent", "temporary"]]),
-                                      param("needNotify", "query", bool()), param("extra", "query"), param("notifyExt", "query")], ok: (200, "Empty")),
-                "get": op("Muted users", tag: moderation, spec: ["RC-6"], params: [roomIdParam], ok: (200, "UserExpiries")),
-            ],
-            "/v1/rooms/{roomId}/mute": ["put": op("Room-wide mute on or off", tag: moderation, spec: ["RC-6", "RC-7", "NIM-17"],
-                                                  params: [roomIdParam], body: "RoomMute", ok: (200, "Empty"))],
-            "/v1/rooms/{roomId}/mute-allowlist": [
-                "post": op("Allow users to speak during a room-wide mute", tag: moderation, spec: ["RC-6", "RC-7"], params: [roomIdParam],
-                           body: "Allowlist", ok: (200, "Empty")),
-                "delete": op("Remove users from the allowlist", tag: moderation, spec: ["RC-6"],
-                             params: [roomIdParam, param("userIds", "query", idList, required: true), param("needNotify", "query", bool()), param("extra", "query")],
-                             ok: (200, "Empty")),
-                "get": op("The allowlist", tag: moderation, spec: ["RC-6"], params: [roomIdParam], ok: (200, "UserIds")),
-            ],
-            "/v1/global-mutes": [
-                "post": op("Mute users in every room of the app (needNotify tells only them)", tag: moderation, spec: ["RC-6", "RC-7", "RC-8"],
-                           body: "GlobalMute", ok: (200, "Empty")),
-                "delete": op("Lift app-wide mutes", tag: moderation, spec: ["RC-6"],
-                             params: [param("userIds", "query", idList, required: true), param("needNotify", "query", bool()), param("extra", "query")], ok: (200, "Empty")),
-                "get": op("Users muted app-wide", tag: moderation, spec: ["RC-6"], ok: (200, "UserExpiries")),
-            ],
-            "/v1/rooms/{roomId}/attributes": [
-                "put": op("Set attributes (broadcast to the room)", tag: attrs, spec: ["RC-10", "ZIM-8"], params: [roomIdParam],
-                          body: "SetAttributes", ok: (200, "Attributes"), id: "setAttributes"),
-                "delete": op("Remove attributes", tag: attrs, spec: ["RC-10"], params: [roomIdParam, param("keys", "query", attributeKeyList, required: true)],
-                             ok: (200, "Keys")),
-                "get": op("Attributes (all, or the keys given)", tag: attrs, spec: ["RC-10", "ZIM-8"],
-                          params: [roomIdParam, param("keys", "query", attributeKeyList)], ok: (200, "Attributes")),
-            ],
-            "/v1/rooms/{roomId}/queue": [
-                "get": op("The queue, in order", tag: queue, spec: ["NIM-16"], params: [roomIdParam], ok: (200, "Queue")),
-                "delete": op("Drop the whole queue (317 drop)", tag: queue, spec: ["NIM-16"], params: [roomIdParam], ok: (200, "Empty")),
-            ],
-            "/v1/rooms/{roomId}/queue/{key}": [
-                "put": op("Offer or update an element (317)", tag: queue, spec: ["NIM-16"], params: [roomIdParam, param("key")],
-                          body: "QueueValue", ok: (200, "Empty")),
-                "delete": op("Poll an element by key (317 poll)", tag: queue, spec: ["NIM-16"], params: [roomIdParam, param("key")],
-                             ok: (200, "QueueElement")),
-            ],
-            "/v1/rooms/{roomId}/queue/batch": ["post": op("Update existing elements; answers the keys that did not exist (320)", tag: queue,
-                                                          spec: ["NIM-16"], params: [roomIdParam], body: "QueueBatch", ok: (200, "MissingKeys"))],
-            "/v1/rooms/{roomId}/queue/poll": ["post": op("Poll the head of the queue", tag: queue, spec: ["NIM-16"], params: [roomIdParam],
-                                                         ok: (200, "QueueElement"))],
-            "/v1/rooms/{roomId}/messages": [
-                "post": op("Send a message as the app server (never blocked by mutes; judged by the app's before-send hook unless beforeSend.bypassServerMessages: 403 40303 when it drops the message, 503 50302 when it gives no verdict and the app fails closed)",
-                           tag: messages, spec: ["NIM-8", "RC-7", "PX-4"],
-                           params: [roomIdParam], body: "SendMessage", ok: (201, "MessageResponse"), id: "sendMessage"),
-                "get": op("History (kept 10 days by default)", tag: messages, spec: ["NIM-8"],
-                          params: [roomIdParam, param("start", "query", int(minimum: 0)), param("limit", "query", int(minimum: 1, maximum: Limits.maxHistoryLimit)),
-                                   param("order", "query", ["type": "string", "enum": ["asc", "desc"]]), param("types", "query")],
-                          ok: (200, "Messages"), id: "getHistory"),
-            ],
         ]
     }
 
@@ -489,92 +388,6 @@ public enum OpenAPIDocument {
 
     static var allSchemas: [String: Any] { schemas.merging(groupSchemas) { a, _ in a }.merging(webhookSchemas) { a, _ in a } }
 
-    static var groupIdParam: [String: Any] { param("groupId", "path", id, description: "Ultra group id (1–64 bytes)") }
-    static var channelIdParam: [String: Any] { param("channelId", "path", id, description: "Channel (busChannel) id") }
-    static var pageParams: [[String: Any]] {
-        [param("page", "query", int("1-based; default 1", minimum: 1)), param("pageSize", "query", int("default 20", minimum: 1, maximum: Limits.maxPageSize))]
-    }
-    static var conversationParams: [[String: Any]] {
-        [param("userId", "path", id),
-         param("conversationType", "path", ["type": "integer", "enum": ConversationType.allCases.map(\.rawValue)],
-               description: "1 private, 3 group, 6 system, 10 ultra group"),
-         param("targetId", "path", id)]
-    }
-
-    /// From a created group to the operations on it (stateful testing).
-    static var groupLinks: [String: Any] {
-        let p: [String: Any] = ["groupId": "$response.body#/group/groupId"]
-        return ["GetGroup": ["operationId": "getGroup", "parameters": p], "CreateChannel": ["operationId": "createChannel", "parameters": p],
-                "ListChannels": ["operationId": "listChannels", "parameters": p], "JoinGroup": ["operationId": "joinGroup", "parameters": p]]
-    }
-
-    static var groupPaths: [String: Any] {
-        let groups = "Ultra groups", conversations = "Conversation status"
-        return [
-            "/v1/groups": ["post": op("Create an ultra group (with its public default channel RCDefault)", tag: groups, spec: ["UG-1"],
-                                      body: "CreateGroup", ok: (201, "GroupResponse"), id: "createGroup", links: groupLinks)],
-            "/v1/groups/{groupId}": [
-                "get": op("An ultra group", tag: groups, spec: ["UG-1"], params: [groupIdParam], ok: (200, "GroupResponse"), id: "getGroup"),
-                "delete": op("Dismiss an ultra group", tag: groups, spec: ["UG-1"], params: [groupIdParam], ok: (200, "Empty")),
-            ],
-            "/v1/groups/{groupId}/members": [
-                "post": op("Add members (up to 100)", tag: groups, spec: ["UG-1"], params: [groupIdParam], body: "GroupUsers",
-                           ok: (200, "GroupResponse"), id: "joinGroup"),
-                "delete": op("Remove members (also from every private list)", tag: groups, spec: ["UG-1"],
-                             params: [groupIdParam, param("userIds", "query", idList, required: true)], ok: (200, "GroupResponse")),
-                "get": op("Members, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam] + pageParams, ok: (200, "UserIdsPage")),
-            ],
-            "/v1/groups/{groupId}/channels": [
-                "post": op("Create a channel", tag: groups, spec: ["UG-1"], params: [groupIdParam], body: "CreateChannel",
-                           ok: (201, "ChannelResponse"), id: "createChannel"),
-                "get": op("Channels, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam] + pageParams, ok: (200, "Channels"),
-                          id: "listChannels"),
-            ],
-            "/v1/groups/{groupId}/channels/{channelId}": [
-                "patch": op("Change a channel's type: public→private tells every member (2 on the list, 6 not); private→public tells the list (3)",
-                            tag: groups, spec: ["UG-2", "UG-5"], params: [groupIdParam, channelIdParam], body: "ChangeChannelType",
-                            ok: (200, "ChannelResponse")),
-                "delete": op("Delete a channel: public tells every member, private only its list", tag: groups, spec: ["UG-3", "UG-5"],
-                             params: [groupIdParam, channelIdParam], ok: (200, "Empty")),
-            ],
-            "/v1/groups/{groupId}/channels/{channelId}/private-members": [
-                "post": op("Add to the private list (up to 20 group members, or nothing: 24406)", tag: groups, spec: ["UG-1"],
-                           params: [groupIdParam, channelIdParam], body: "UserIds20", ok: (200, "ChannelResponse")),
-                "delete": op("Remove from the private list (a private channel tells the removed users)", tag: groups, spec: ["UG-4", "UG-5"],
-                             params: [groupIdParam, channelIdParam, param("userIds", "query", idList, required: true)], ok: (200, "ChannelResponse")),
-                "get": op("The private list, paged", tag: groups, spec: ["UG-6"], params: [groupIdParam, channelIdParam] + pageParams,
-                          ok: (200, "UserIdsPage")),
-            ],
-            "/v1/groups/{groupId}/users/{userId}/channels": [
-                "get": op("Channels a member can see (public, and private ones listing them)", tag: groups, spec: ["UG-6"],
-                          params: [groupIdParam, param("userId", "path", id)] + pageParams, ok: (200, "Channels")),
-            ],
-            "/v1/groups/{groupId}/notification-level": [
-                "put": op("Group or channel default Do-Not-Disturb level", tag: conversations, spec: ["CS-4"], params: [groupIdParam],
-                          body: "GroupNotificationLevel", ok: (200, "NotificationLevel")),
-                "get": op("Group or channel default level", tag: conversations, spec: ["CS-4"],
-                          params: [groupIdParam, param("channelId", "query", id)], ok: (200, "NotificationLevel")),
-            ],
-            "/v1/users/{userId}/conversations": [
-                "get": op("Statuses changed after a version cursor, in change order (what a device syncs)", tag: conversations, spec: ["CS-3"],
-                          params: [param("userId", "path", id), param("cursor", "query", int("0: all", minimum: 0)),
-                                   param("limit", "query", int(minimum: 1, maximum: Limits.maxStatusSyncPage))], ok: (200, "ConversationStatuses")),
-            ],
-            "/v1/users/{userId}/conversations/{conversationType}/{targetId}": [
-                "put": op("Set pinned and/or the Do-Not-Disturb level; every online device of the user is told", tag: conversations,
-                          spec: ["CS-1", "CS-2"], params: conversationParams, body: "SetConversationStatus", ok: (200, "ConversationStatusResponse")),
-                "get": op("A status with its effective level", tag: conversations, spec: ["CS-1", "CS-4"],
-                          params: conversationParams + [param("channelId", "query", id)], ok: (200, "ConversationStatusResponse")),
-            ],
-            "/v1/users/{userId}/conversation-types/{conversationType}": [
-                "put": op("The user's default level for a conversation type", tag: conversations, spec: ["CS-4"],
-                          params: Array(conversationParams.prefix(2)), body: "NotificationLevelBody", ok: (200, "NotificationLevel")),
-                "get": op("The user's default level for a conversation type", tag: conversations, spec: ["CS-4"],
-                          params: Array(conversationParams.prefix(2)), ok: (200, "NotificationLevel")),
-            ],
-        ]
-    }
-
     static var groupSchemas: [String: Any] {
         let level: [String: Any] = ["type": "integer", "enum": NotificationLevel.allCases.map(\.rawValue),
                                     "description": "-1 all, 0 not set (inherit), 1 @mentions incl. @all, 2 @me only, 4 @all only, 5 none"]
@@ -616,38 +429,6 @@ public enum OpenAPIDocument {
     }
 
     // MARK: Webhooks (SPEC §9)
-
-    static var webhookPaths: [String: Any] {
-        let tag = "Webhooks"
-        let idParam = param("id", "path", ["type": "string", "pattern": "^(ep|cfg)_[0-9a-f]+$"], description: "Endpoint id")
-        return [
-            "/v1/webhooks": [
-                "post": op("Add an endpoint (answers its secret once)", tag: tag, spec: ["WH-1", "WH-3", "WH-5"], body: "WebhookEndpointCreate",
-                           ok: (201, "WebhookEndpointResponse"), id: "createWebhook"),
-                "get": op("The app's endpoints", tag: tag, spec: ["WH-1"], ok: (200, "WebhookEndpoints")),
-            ],
-            "/v1/webhooks/{id}": [
-                "get": op("An endpoint", tag: tag, spec: ["WH-1"], params: [idParam], ok: (200, "WebhookEndpointResponse")),
-                "patch": op("Change an endpoint (enabled: true re-enables one a 410 disabled)", tag: tag, spec: ["WH-1", "WH-4", "WH-5"],
-                            params: [idParam], body: "WebhookEndpointUpdate", ok: (200, "WebhookEndpointResponse"), id: "updateWebhook"),
-                "delete": op("Remove an endpoint with its delivery log", tag: tag, spec: ["WH-1"], params: [idParam], ok: (200, "Empty")),
-            ],
-            "/v1/webhooks/{id}/rotate-secret": [
-                "post": op("New secret; the previous one keeps signing (a second signature) for 24 hours", tag: tag, spec: ["WH-3"],
-                           params: [idParam], ok: (200, "WebhookEndpointResponse")),
-            ],
-            "/v1/webhooks/{id}/deliveries": [
-                "get": op("Deliveries, newest first, each with its attempts (status=dead: the dead-letter list)", tag: tag, spec: ["WH-4"],
-                          params: [idParam, param("status", "query", ["type": "string", "enum": DeliveryStatusNames.all]),
-                                   param("limit", "query", int(minimum: 1, maximum: 100)), param("before", "query", int("The next of the previous page"))],
-                          ok: (200, "WebhookDeliveries")),
-            ],
-            "/v1/webhooks/{id}/replay": [
-                "post": op("Send messages again, by id or since a time (same ids)", tag: tag, spec: ["WH-4"], params: [idParam],
-                           body: "WebhookReplay", ok: (200, "WebhookReplayed")),
-            ],
-        ]
-    }
 
     enum DeliveryStatusNames {
         static let all = ["pending", "delivered", "dead"]
@@ -709,6 +490,8 @@ public enum OpenAPIDocument {
                     "requestBody": body,
                     "responses": responses,
                 ]
+                // Every vendor call may change something: each takes the surface's idempotency headers.
+                o["parameters"] = vendor.idempotencyKeyHeaders.map(idempotencyParameter)
                 o["operationId"] = vendor.rawValue + endpoint.path.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
                 out[endpoint.path] = ["post": o]
             }

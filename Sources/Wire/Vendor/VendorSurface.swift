@@ -122,6 +122,11 @@ public enum Vendor: String, Sendable, CaseIterable {
         }
     }
 
+    /// PX-2: the headers a call carries its idempotency key in; Nexconn's SDK sends `X-Request-ID`.
+    public var idempotencyKeyHeaders: [IdempotencyKeyHeader] {
+        self == .nexconn ? [.idempotencyKey, .requestID] : [.idempotencyKey]
+    }
+
     /// Reads the call's parameters as this vendor's SDKs send them.
     public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
         switch self {
