@@ -450,8 +450,10 @@ public enum Limits {
     /// QS-4: protected senders per room (RongCloud's chatroom user whitelist).
     public static let maxProtectedSendersPerRoom = 5
     /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and
-    /// transient ones past a quarter of it).
-    public static let defaultOutboundSoftBytes = 256 * 1024
+    /// transient ones past a quarter of it): a sixteenth of the hard bound (`--max-outbound-bytes`,
+    /// 4 MiB by default).
+    public static let outboundSoftFraction = 16
+    public static let defaultOutboundSoftBytes = (4 << 20) / outboundSoftFraction
     /// QS-2: how far behind a node's I/O loops may be before rooms of at least
     /// `overloadMinAudience` members refuse all but high-priority messages (the high-priority
     /// target is 150 ms at the 99th percentile).

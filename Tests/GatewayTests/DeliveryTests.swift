@@ -58,47 +58,103 @@ struct DeliveryTests {
         }
     }
 
-    // Issue: a consumer that never reads is closed as slow; the others are not held back.
+    /// A room with a reader that keeps up and one that never reads (a tiny receive buffer), both
+    /// joined, and a sender free of the rate limits and the room's budget (the bounds tested here
+    /// are the connections').
+    struct SlowRoom {
+        let g: GatewayProcess
+        let reader: ProtocolClient
+        let sender: ProtocolClient
+        let slow: ProtocolClient
+
+        init(_ g: GatewayProcess) throws {
+            self.g = g
+            let rest = g.rest()
+            #expect(try rest.call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000,
+                                                             "roomMessagesPerSecond": 100_000]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
+            reader = try g.client("reader")
+            sender = try g.client("sender")
+            slow = try ProtocolClient(port: g.port, receiveBuffer: 2048)
+            try slow.connect(token: try rest.token("slow"))
+            for c in [reader, sender, slow] { _ = try c.expectOK(try c.command("room.join", ["roomId": "busy"])) }
+        }
+
+        static func count(_ events: [[String: Any]]) -> Int { events.filter { $0.str("ev") == "room.message" }.count }
+
+        /// Sends `total` messages of ~8 KB (~4.8 MB for 600: more than the kernel buffers between
+        /// the server and the slow reader) while the reader keeps reading; returns what it got.
+        func flood(_ total: Int, priority: String) throws -> Int {
+            let payload = String(repeating: "x", count: 8000)
+            var received = 0
+            for i in 0..<total {
+                _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload, "priority": priority]))
+                // The reader keeps reading (what has arrived, without waiting): it must never look
+                // slow itself. Reading only every 50 messages let ~400 KB pile up, more than the
+                // 64 KiB bound once the kernel buffers were full, and the reader was closed too.
+                received += Self.count(reader.drain(for: 0))
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while received < total && Date() < deadline {
+                received += Self.count(reader.drain(for: 0.2))
+            }
+            return received
+        }
+    }
+
+    // QS-3: a consumer that never reads while high-priority messages (never dropped) pile up past
+    // the hard bound is closed as slow (4008); the others are not held back.
     @Test func slowConsumerIsClosedAndOthersKeepUp() async throws {
         try await offPool { () throws in
             let g = try GatewayProcess(extra: ["--max-outbound-bytes", "65536"])
             defer { g.stop() }
-            let rest = g.rest()
-            // The sender floods on purpose: no rate limit (PX-1) gets in the way of the bound tested here.
-            #expect(try rest.call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000]).status == 200)
-            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
-            let reader = try g.client("reader"), sender = try g.client("sender")
-            // The slow one has a tiny receive buffer and never reads.
-            let slow = try ProtocolClient(port: g.port, receiveBuffer: 2048)
-            try slow.connect(token: try rest.token("slow"))
-            for c in [reader, sender, slow] { _ = try c.expectOK(try c.command("room.join", ["roomId": "busy"])) }
-            let payload = String(repeating: "x", count: 8000)
-            let total = 600 // ~4.8 MB: more than the kernel buffers between the server and the slow reader
-            var received = 0
-            func count(_ events: [[String: Any]]) -> Int { events.filter { $0.str("ev") == "room.message" }.count }
-            for i in 0..<total {
-                _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload]))
-                // The reader keeps reading (what has arrived, without waiting): it must never look
-                // slow itself. Reading only every 50 messages let ~400 KB pile up, more than the
-                // 64 KiB bound once the kernel buffers were full, and the reader was closed too.
-                received += count(reader.drain(for: 0))
-            }
-            let deadline = Date().addingTimeInterval(10)
-            while received < total && Date() < deadline {
-                received += count(reader.drain(for: 0.2))
-            }
-            #expect(received == total, "the reader must receive every message while the slow one lags (reader closed: \(reader.closeCode.map(String.init) ?? "no"))")
+            let room = try SlowRoom(g)
+            let received = try room.flood(600, priority: "high")
+            #expect(received == 600, "the reader must receive every message while the slow one lags (reader closed: \(room.reader.closeCode.map(String.init) ?? "no"))")
             // The slow consumer is closed: reading now shows its backlog, then close 4008 (or the
             // connection is dropped when the close handshake times out).
             var code: UInt16?
-            while let frame = try? slow.ws.readFrame(timeout: 8) {
+            while let frame = try? room.slow.ws.readFrame(timeout: 8) {
                 if case .close(let c, _) = frame {
                     code = c
                     break
                 }
             }
             #expect(code == 4008 || code == nil)
-            #expect(slow.ws.tcp.waitForClose(timeout: 8))
+            #expect(room.slow.ws.tcp.waitForClose(timeout: 8))
+        }
+    }
+
+    // QS-3: the same flood of normal messages is not a reason to close: the slow reader loses
+    // what it cannot hold, stays connected, and is told exactly what it lost (room.gap): what it
+    // got plus what the gaps count is everything the room sent.
+    @Test func aSlowReaderOfNormalMessagesGetsGapsNotAClose() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess(extra: ["--max-outbound-bytes", "65536"])
+            defer { g.stop() }
+            let room = try SlowRoom(g)
+            #expect(try room.flood(600, priority: "normal") == 600)
+            // Now it reads: its backlog, the gap (once its queue has room again: the hub's
+            // one-second tick), and then what comes next.
+            var delivered = 0, lost = 0, closed = false
+            let deadline = Date().addingTimeInterval(20)
+            var last = false
+            while Date() < deadline {
+                let events = room.slow.drain(for: 0.3)
+                if room.slow.closeCode != nil { closed = true }
+                delivered += SlowRoom.count(events)
+                for gap in events where gap.str("ev") == "room.gap" {
+                    lost += gap.obj("data").obj("dropped").int("normal") ?? 0
+                }
+                if delivered + lost == 600 && !last {
+                    last = true
+                    _ = try room.sender.expectOK(try room.sender.command("room.send", ["roomId": "busy", "content": "after"]))
+                    continue
+                }
+                if last && delivered + lost == 601 { break }
+            }
+            #expect(!closed && room.slow.closeCode == nil)
+            #expect(lost > 0 && delivered + lost == 601, "delivered \(delivered) + lost \(lost)")
         }
     }
 
