@@ -91,8 +91,9 @@ extension ChatDomain {
     /// only, and low (and transient) messages may use only the upper half of the rest, so past the
     /// budget low messages are refused first, then normal ones, and high ones last.
     static func budgetFloor(_ priority: MessagePriority, transient: Bool, burst: Double, reservePercent: Int) -> Double {
-        let reserve = burst * Double(reservePercent) / 100
-        if transient || priority == .low { return reserve + (burst - reserve) / 2 }
+        // Whole tokens: a small budget (a bucket of a few messages) keeps every class usable.
+        let reserve = (burst * Double(reservePercent) / 100).rounded(.down)
+        if transient || priority == .low { return reserve + ((burst - reserve) / 2).rounded(.down) }
         return priority == .normal ? reserve : 0
     }
 

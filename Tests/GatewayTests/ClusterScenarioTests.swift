@@ -55,6 +55,11 @@ struct ClusterScenarioTests {
         try await offPool { () throws in try Scenarios.ultraGroupChannels(try ClusterGateway(database: "ug")) }
     }
 
+    // CL-2 with QS-1, QS-2, QS-5: every node decides a room's budget alike.
+    @Test func roomQoS() async throws {
+        try await offPool { () throws in try Scenarios.roomQoS(try ClusterGateway(database: "qos")) }
+    }
+
     // CL-2 with CS-1..CS-4
     @Test func conversationStatuses() async throws {
         try await offPool { () throws in try Scenarios.conversationStatuses(try ClusterGateway(database: "cs")) }

@@ -15,6 +15,13 @@ struct ScenarioTests {
         try Scenarios.rongCloudModeration(g)
     }
 
+    // QS-1, QS-2, QS-5
+    @Test func roomQoS() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.roomQoS(g)
+    }
+
     // NIM-6, NIM-9, NIM-12, NIM-16
     @Test func nimRolesQueueAndKicks() throws {
         let g = try InProcessGateway()

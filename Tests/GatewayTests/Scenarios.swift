@@ -1,3 +1,4 @@
+import Chat
 import Foundation
 import Testing
 import TestKit
@@ -71,6 +72,54 @@ enum Scenarios {
         var args: [String: Any] = ["roomId": room]
         for (k, v) in extra { args[k] = v }
         return try c.expectOK(try c.send("room.join", args))
+    }
+
+    /// QS-1, QS-2, QS-5 wherever the clients are (on a cluster, on other nodes than the REST
+    /// calls): the class and type travel with a message; a room over its budget refuses with
+    /// 42902 and Retry-After, and a refused message reaches nobody; a transient message reaches
+    /// the members with no offset and is not kept.
+    static func roomQoS<G: ScenarioGateway>(_ g: G) throws {
+        #expect(try g.restCall("POST", "/v1/rooms", ["roomId": "qos"]).status == 201)
+        let a = try g.connectClient("qa"), b = try g.connectClient("qb")
+        for c in [a, b] { _ = try join(c, "qos") }
+        _ = a.drain(for: 0.3)
+        _ = b.drain(for: 0.3)
+        #expect(try g.restCall("POST", "/v1/rooms/qos/messages", ["content": "first", "priority": "high", "messageType": "RC:TxtMsg"]).status == 201)
+        for c in [a, b] {
+            let m = try c.waitFor("room.message", timeout: 10) { $0.obj("data").obj("message").str("content") == "first" }.obj("data").obj("message")
+            #expect(m.str("priority") == "high" && m.str("messageType") == "RC:TxtMsg")
+        }
+        // QS-5: no offset, not kept.
+        #expect(try g.restCall("POST", "/v1/rooms/qos/messages", ["content": "flash", "transient": true]).status == 201)
+        for c in [a, b] {
+            let e = try c.waitFor("room.message", timeout: 10) { $0.obj("data").obj("message").str("content") == "flash" }
+            #expect(e["offset"] == nil && e.obj("data").obj("message")["transient"] as? Bool == true)
+        }
+        // QS-2: one message a second: of five sent at once, some are refused, and those reach nobody.
+        #expect(try g.restCall("PATCH", "/v1/settings", ["roomMessagesPerSecond": 1]).status == 200)
+        var accepted: [String] = [], refused = 0
+        for i in 0..<5 {
+            let r = try g.restCall("POST", "/v1/rooms/qos/messages", ["content": "burst-\(i)"])
+            if r.status == 201 {
+                accepted.append("burst-\(i)")
+            } else {
+                #expect(r.status == 429 && r.json.int("code") == 42902 && r.json.str("field") == "roomId" && r.header("Retry-After") != nil, "\(r.text)")
+                refused += 1
+            }
+        }
+        #expect(refused >= 1)
+        #expect(try g.restCall("PATCH", "/v1/settings", ["roomMessagesPerSecond": Limits.defaultRoomMessagesPerSecond]).status == 200)
+        #expect(try g.restCall("POST", "/v1/rooms/qos/messages", ["content": "end"]).status == 201)
+        for c in [a, b] {
+            var seen: [String] = []
+            let deadline = Date().addingTimeInterval(10)
+            while !seen.contains("end") && Date() < deadline {
+                seen += c.drain(for: 0.3).filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
+            }
+            #expect(seen == accepted + ["end"], "only the accepted messages, in order: \(seen)")
+        }
+        let history = try g.restCall("GET", "/v1/rooms/qos/messages?limit=20").json["messages"] as? [[String: Any]] ?? []
+        #expect(Set(history.map { $0.str("content") ?? "" }) == Set(["first", "end"] + accepted))
     }
 
     /// RC-1, RC-2, RC-5, RC-6, RC-7: moderation reaches exactly its audience, and who must hear

@@ -18,6 +18,15 @@ struct SmokeTests {
         }
     }
 
+    // QS-1, QS-2, QS-5 against the binary.
+    @Test func roomQoS() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            try Scenarios.roomQoS(g)
+        }
+    }
+
     // SPEC §2: the per-app Origin allowlist applies to the Origin header of a real WebSocket
     // upgrade.
     @Test func perAppOriginAllowlist() async throws {
