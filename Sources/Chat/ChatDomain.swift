@@ -25,6 +25,8 @@ public final class ChatDomain {
         case room(RoomKey)
         /// PX-3: a user's last connection went away; offline unless one comes back in time.
         case offline(app: String, user: String)
+        /// AU-1: a tag's temporary mute ends.
+        case tagMute(RoomKey, String)
     }
 
     /// PX-3: how long after a user's last connection closes `user.offline` is sent; a connection
@@ -123,6 +125,10 @@ public final class ChatDomain {
         case .editMessageList(let app, let list, let add, let entries): return try editMessageList(app, list, add: add, entries, now, &out)
         case .setProtectedSenders(let app, let roomId, let add, let users): return try setProtectedSenders(app, roomId, add: add, users, now, &out)
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
+        case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
+            return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
+        case .tagMute(let app, let roomId, let tag, let seconds, let notify, let targets, let actor):
+            return try tagMute(app, roomId, tag, seconds: seconds, notify: notify, notifyTargetTags: targets, actor, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
         case .dismissGroup(let app, let groupId): return try dismissGroup(app, groupId, now, &out)
         case .joinGroup(let app, let groupId, let users): return try joinGroup(app, groupId, users, now, &out)
@@ -177,8 +183,10 @@ public final class ChatDomain {
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
-             .editMessageList, .setProtectedSenders, .setDistribution:
+             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags:
             return nil
+        case .tagMute(_, _, _, _, _, _, let actor):
+            return actor.session
         }
     }
 
@@ -231,7 +239,8 @@ public final class ChatDomain {
             userId: user, nickname: m?.nickname ?? "", avatar: m?.avatar ?? "", ext: m?.ext ?? "",
             type: room.type(of: user, member: m, now: now), isMuted: room.isPermanentlyMuted(user), isTempMuted: tempUntil != nil,
             tempMuteRemainingSeconds: tempUntil.map { ($0 - now + 999) / 1000 } ?? 0,
-            isBlocklisted: room.isBlocked(user, now: now), isOnline: m?.isOnline ?? false, enterTime: m?.enterTime ?? 0)
+            isBlocklisted: room.isBlocked(user, now: now), isOnline: m?.isOnline ?? false, enterTime: m?.enterTime ?? 0,
+            tags: m?.tags ?? [])
     }
 
     func roomInfo(_ room: Room) -> RoomInfo {
@@ -248,7 +257,7 @@ public final class ChatDomain {
                    keepAlive: room.keepAlive, multiDevice: room.multiDevice, muted: room.muted, open: room.open,
                    enterExitNotifications: room.enterExitNotifications, queueLimit: room.queueLimit, createdAt: room.createdAt,
                    epoch: room.epoch, lastActivity: room.lastActivity, protectedSenders: room.protectedSenders,
-                   distributionStopped: room.distributionStopped)
+                   distributionStopped: room.distributionStopped, tagMutes: room.tagMutes)
     }
 
     // MARK: Member bookkeeping

@@ -69,11 +69,18 @@ public struct EnterProfile: Equatable, Sendable, Codable {
     public var ext: String
     /// roomNotifyExt: attached to the enter notification.
     public var notifyExt: String
-    public init(nickname: String = "", avatar: String = "", ext: String = "", notifyExt: String = "") {
+    /// AU-1: the member's tags in the room (nil: none).
+    public var tags: [String]?
+    /// AU-1: the enter and exit notifications go only to members whose tags match.
+    public var notifyTargetTags: TagExpression?
+    public init(nickname: String = "", avatar: String = "", ext: String = "", notifyExt: String = "", tags: [String]? = nil,
+                notifyTargetTags: TagExpression? = nil) {
         self.nickname = nickname
         self.avatar = avatar
         self.ext = ext
         self.notifyExt = notifyExt
+        self.tags = tags
+        self.notifyTargetTags = notifyTargetTags
     }
 }
 
@@ -153,6 +160,41 @@ public struct KeyValue: Equatable, Sendable, Codable {
     public init(_ key: String, _ value: String) { self.init(key: key, value: value) }
 }
 
+/// AU-1, AU-2: which of a room's messages a history read returns.
+public struct HistoryFilter: Equatable, Sendable {
+    /// A member's connection reads: only what was addressed to that member (by name or by its
+    /// tags). nil: the app server reads everything.
+    public var viewer: SessionID?
+    /// Only messages addressed to any of these tags (NIM's history by tag); empty: any.
+    public var tags: [String]
+    public init(viewer: SessionID? = nil, tags: [String] = []) {
+        self.viewer = viewer
+        self.tags = tags
+    }
+}
+
+/// A history filter with its viewer looked up in the domain: the member and its tags.
+public struct ResolvedHistoryFilter: Equatable, Sendable {
+    public var viewerUser: String?
+    public var viewerTags: [String]
+    public var tags: [String]
+
+    public init(viewerUser: String? = nil, viewerTags: [String] = [], tags: [String] = []) {
+        self.viewerUser = viewerUser
+        self.viewerTags = viewerTags
+        self.tags = tags
+    }
+
+    public var isEmpty: Bool { viewerUser == nil && tags.isEmpty }
+
+    public func admits(_ m: ChatMessage) -> Bool {
+        // A member reads what was addressed to it, and what it sent.
+        if let user = viewerUser, m.sender != user, !m.isAddressed(to: user, tags: viewerTags) { return false }
+        if !tags.isEmpty { return m.targetTags.map { !$0.names.isDisjoint(with: tags) } ?? false }
+        return true
+    }
+}
+
 /// Every state-changing operation of SPEC §3, §6 and §7. Codable and Equatable: the cluster's
 /// shared log carries commands (CLUSTER.md).
 public enum Command: Sendable, Equatable, Codable {
@@ -213,6 +255,12 @@ public enum Command: Sendable, Equatable, Codable {
     case setProtectedSenders(app: String, roomId: String, add: Bool, [String])
     /// Stops or resumes the fan-out of a room's messages.
     case setDistribution(app: String, roomId: String, stopped: Bool)
+
+    // Member tags (AU-1).
+    /// The app server sets a present member's tags.
+    case setMemberTags(app: String, roomId: String, userId: String, [String], notifyTargetTags: TagExpression? = nil)
+    /// Members with a tag may not send for `seconds` (0 lifts it); NIM's `tagTemporaryMute`.
+    case tagMute(app: String, roomId: String, tag: String, seconds: Int, notify: NIMNotify?, notifyTargetTags: TagExpression?, Actor)
 
     // Ultra groups (UG-1..UG-4; app server only).
     case createGroup(app: String, groupId: String, name: String, creator: String?)
@@ -312,7 +360,11 @@ public enum Query: Sendable {
     case globalMutes(app: String)
     case attributes(app: String, roomId: String, keys: [String])
     case queue(app: String, roomId: String)
-    case history(app: String, roomId: String, start: Int64, limit: Int, SortOrder, kinds: [ChatMessage.Kind])
+    case history(app: String, roomId: String, start: Int64, limit: Int, SortOrder, kinds: [ChatMessage.Kind], filter: HistoryFilter = HistoryFilter())
+    /// AU-1: how many present members carry a tag (→ `Reply.count`).
+    case tagMembersCount(app: String, roomId: String, tag: String)
+    /// AU-1: the present members carrying a tag, in join order after `after` (→ `Reply.members`).
+    case tagMembers(app: String, roomId: String, tag: String, limit: Int, after: String?)
     /// Rooms a session is in (ZIM).
     case roomsOfSession(SessionID)
     case roomIds(app: String)

@@ -61,6 +61,9 @@ struct MemberImage: Codable, Equatable, Sendable {
     var anonymous: Bool
     var sessions: [UInt64]
     var enterTime: Int64
+    /// AU-1 (absent in images made before it).
+    var tags: [String]?
+    var notifyTargetTags: TagExpression?
 }
 
 struct RoomImage: Codable, Equatable, Sendable {
@@ -100,6 +103,7 @@ struct RoomImage: Codable, Equatable, Sendable {
     var protectedSenders: [String]?
     var distributionStopped: Bool?
     var budget: BucketImage?
+    var tagMutes: [KeyedValue<Int64>]?
 }
 
 struct ChannelImage: Codable, Equatable, Sendable {
@@ -218,7 +222,8 @@ extension ChatDomain {
             members: sortedPairs(r.members).map {
                 let m = $0.1
                 return MemberImage(userId: m.userId, nickname: m.nickname, avatar: m.avatar, ext: m.ext, role: m.role, anonymous: m.anonymous,
-                                   sessions: m.sessions.map(\.raw), enterTime: m.enterTime)
+                                   sessions: m.sessions.map(\.raw), enterTime: m.enterTime, tags: m.tags.isEmpty ? nil : m.tags,
+                                   notifyTargetTags: m.notifyTargetTags)
             },
             present: r.present.all, fixed: r.fixed.all,
             blocks: sortedPairs(r.blocks).map { KeyedValue(key: $0.0, value: $0.1) },
@@ -230,7 +235,8 @@ extension ChatDomain {
             queue: sortedPairs(r.queue).map { KeyedValue(key: $0.0, value: $0.1) },
             historyCapacity: r.history.capacity, history: r.history.messages, historyBytes: r.history.bytes,
             historyTruncated: r.history.truncated, protectedSenders: r.protectedSenders.isEmpty ? nil : r.protectedSenders,
-            distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image)
+            distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image,
+            tagMutes: r.tagMutes.isEmpty ? nil : sortedPairs(r.tagMutes).map { KeyedValue(key: $0.0, value: $0.1) })
     }
 
     private static func image(of g: UltraGroup) -> GroupImage {
@@ -292,6 +298,10 @@ extension ChatDomain {
             for m in r.members {
                 room.members[m.userId] = Member(userId: m.userId, nickname: m.nickname, avatar: m.avatar, ext: m.ext, role: m.role,
                                                 anonymous: m.anonymous, sessions: m.sessions.map(SessionID.init), enterTime: m.enterTime)
+                room.members[m.userId]!.tags = m.tags ?? []
+                room.members[m.userId]!.notifyTargetTags = m.notifyTargetTags
+                // AU-1: the tag index is the present members' tags.
+                if !m.sessions.isEmpty { for t in m.tags ?? [] { room.tagCounts[t, default: 0] += 1 } }
             }
             for u in r.present { room.present.append(u) }
             for u in r.fixed { room.fixed.append(u) }
@@ -306,6 +316,7 @@ extension ChatDomain {
             room.protectedSenders = r.protectedSenders ?? []
             room.distributionStopped = r.distributionStopped ?? false
             room.budget = r.budget.map(TokenBucket.init(image:))
+            for t in r.tagMutes ?? [] { room.tagMutes[t.key] = t.value }
             guard app.rooms[r.roomId] == nil else { throw .inconsistent("room \(r.roomId) twice") }
             app.rooms[r.roomId] = room
         }

@@ -7,6 +7,10 @@ public enum Audience: Equatable, Sendable {
     case roomExceptUsers(RoomKey, [String])
     /// Every session in the room except one (the sender of a message).
     case roomExceptSession(RoomKey, SessionID)
+    /// AU-2: the sessions in the room of these users, but `except`.
+    case roomUsers(RoomKey, [String], except: Exclusion)
+    /// AU-1: the sessions in the room whose member's tags match, but `except`.
+    case roomTagged(RoomKey, TagExpression, except: Exclusion)
     /// Every online session of these users, wherever they are.
     case users(app: String, [String])
     /// Exactly these sessions (one connection; one user's other devices).
@@ -15,8 +19,24 @@ public enum Audience: Equatable, Sendable {
     /// The room whose ordered stream this event belongs to (BX-1), if any.
     public var room: RoomKey? {
         switch self {
-        case .room(let r), .roomExceptUsers(let r, _), .roomExceptSession(let r, _): return r
+        case .room(let r), .roomExceptUsers(let r, _), .roomExceptSession(let r, _), .roomUsers(let r, _, _), .roomTagged(let r, _, _): return r
         case .users, .sessions: return nil
+        }
+    }
+}
+
+/// Who an addressed audience leaves out: the sender's connection (a message), or a user (its own
+/// enter and exit notifications).
+public enum Exclusion: Equatable, Hashable, Sendable {
+    case none
+    case session(SessionID)
+    case user(String)
+
+    public func excludes(_ sid: SessionID, user: String) -> Bool {
+        switch self {
+        case .none: return false
+        case .session(let s): return s == sid
+        case .user(let u): return u == user
         }
     }
 }
@@ -35,8 +55,11 @@ public struct MemberInfo: Equatable, Sendable {
     public var isBlocklisted: Bool
     public var isOnline: Bool
     public var enterTime: Int64
+    /// AU-1: its tags in the room (while present).
+    public var tags: [String]
 
-    public init(userId: String, nickname: String, avatar: String, ext: String, type: MemberType, isMuted: Bool, isTempMuted: Bool, tempMuteRemainingSeconds: Int64, isBlocklisted: Bool, isOnline: Bool, enterTime: Int64) {
+    public init(userId: String, nickname: String, avatar: String, ext: String, type: MemberType, isMuted: Bool, isTempMuted: Bool, tempMuteRemainingSeconds: Int64, isBlocklisted: Bool, isOnline: Bool, enterTime: Int64, tags: [String] = []) {
+        self.tags = tags
         self.userId = userId
         self.nickname = nickname
         self.avatar = avatar
@@ -408,6 +431,8 @@ public enum ChatEvent: Equatable, Sendable {
     case ban(BanEvent)
     case notification(NotificationEvent)
     case message(ChatMessage)
+    /// AU-1: the receiving member's tags changed.
+    case tagsUpdated(TagsUpdatedEvent)
     case attributesChanged(AttributesEvent)
     /// UG-2 (one array per recipient, UG-5).
     case channelTypeChanged([ChannelTypeChange])
@@ -429,6 +454,7 @@ public enum ChatEvent: Equatable, Sendable {
         case .ban: return "room.ban"
         case .notification: return "room.notification"
         case .message: return "room.message"
+        case .tagsUpdated: return "room.tagsUpdated"
         case .attributesChanged: return "room.attributes"
         case .channelTypeChanged: return "group.channelTypeChanged"
         case .channelDisbanded: return "group.channelDisbanded"
@@ -442,6 +468,8 @@ public enum ChatEvent: Equatable, Sendable {
 /// deliveries (e.g. blocked users receive the block event, then leave).
 public enum Effect: Equatable, Sendable {
     case deliver(ChatEvent, Audience)
+    /// AU-1: these sessions' member carries these tags in the room (the hubs match audiences by them).
+    case tagged([SessionID], RoomKey, [String])
     case joined(SessionID, RoomKey)
     case left(SessionID, RoomKey)
 }

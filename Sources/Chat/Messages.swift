@@ -39,11 +39,29 @@ extension ChatDomain {
         }
     }
 
-    /// A message type is 1 to `SettingsLimits.maxMessageTypeBytes` bytes (or none).
+    /// A message type is 1 to `SettingsLimits.maxMessageTypeBytes` bytes (or none); a message is
+    /// addressed to at most `Limits.maxMessageTargets` users, or to a tag expression, not both.
     static func validate(_ options: MessageOptions) throws(ChatError) {
         guard options.type.utf8.count <= SettingsLimits.maxMessageTypeBytes else {
             throw .invalid("type", "a message type is at most \(SettingsLimits.maxMessageTypeBytes) bytes")
         }
+        guard options.targets.count <= Limits.maxMessageTargets else {
+            throw .invalid("targets", "a message is addressed to at most \(Limits.maxMessageTargets) users")
+        }
+        for u in options.targets { try Validate.userId(u, field: "targets") }
+        if let e = options.targetTags {
+            guard options.targets.isEmpty else { throw .invalid("targetTags", "address a message to users or to tags, not both") }
+            try e.validate(field: "targetTags")
+        }
+    }
+
+    /// AU-1, AU-2: who of the room a message goes to: its addressees, but the sending connection.
+    static func audience(_ room: RoomKey, _ options: MessageOptions, plain: Audience, sender: MessageSender) -> Audience {
+        var except = Exclusion.none
+        if case .session(let sid) = sender { except = .session(sid) }
+        if !options.targets.isEmpty { return .roomUsers(room, options.targets, except: except) }
+        if let tags = options.targetTags { return .roomTagged(room, tags, except: except) }
+        return plain
     }
 
     /// PX-4: the message a `sendMessage` command would send now, or the error it would get
@@ -129,11 +147,12 @@ extension ChatDomain {
         }
         let message = ChatMessage(id: makeID(), roomId: roomId, sender: subject.userId, senderNickname: subject.nickname,
                                   senderAvatar: subject.avatar, senderExt: subject.ext, kind: kind, content: content, time: now,
-                                  fromServer: subject.fromServer, priority: priority, type: options.type, transient: options.transient)
+                                  fromServer: subject.fromServer, priority: priority, type: options.type, transient: options.transient,
+                                  targets: options.targets, targetTags: options.targetTags)
         room.lastActivity = now
         // QS-6: a room whose distribution is stopped keeps and reports its messages, and sends
         // them to nobody.
-        if !room.distributionStopped { out.deliver(.message(message), to: audience) }
+        if !room.distributionStopped { out.deliver(.message(message), to: Self.audience(room.key, options, plain: audience, sender: sender)) }
         // QS-5: a transient message is not stored, and reaches webhooks only if the app asks.
         if !options.transient {
             let oldest = now - settings.historyRetentionMilliseconds
@@ -146,6 +165,8 @@ extension ChatDomain {
             if priority != .normal { details.pairs.append(.init(key: "priority", value: priority.rawValue)) }
             if !options.type.isEmpty { details.pairs.append(.init(key: "messageType", value: options.type)) }
             if options.transient { details.pairs.append(.init(key: "transient", value: "true")) }
+            if !options.targets.isEmpty { details.pairs.append(.init(key: "targets", value: options.targets.joined(separator: ","))) }
+            if let tags = options.targetTags { details.pairs.append(.init(key: "targetTags", value: tags.compact)) }
             out.webhooks.append(WebhookRecord(app: appKey, type: .messageSent, roomId: roomId, userIds: message.sender.isEmpty ? [] : [message.sender],
                                               time: now, details: details))
         }

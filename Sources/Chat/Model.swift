@@ -67,6 +67,9 @@ public struct Member: Equatable, Sendable {
     public var sessions: [SessionID] = []
     /// When the user last entered (ms).
     public var enterTime: Int64 = 0
+    /// AU-1: the member's tags in the room, and the tags its enter and exit notifications go to.
+    public var tags: [String] = []
+    public var notifyTargetTags: TagExpression?
 
     public var isOnline: Bool { !sessions.isEmpty }
 
@@ -137,15 +140,21 @@ public struct MessageOptions: Equatable, Sendable, Codable {
     /// QS-5 (ZIM barrage): not stored, not in the room's stream (no offset, no resume), sent to
     /// webhooks only if the app asks, and dropped first under backpressure.
     public var transient: Bool
+    /// AU-2: only these members receive it (stored and resumed only for them); empty: everyone.
+    public var targets: [String]
+    /// AU-1: only the members whose tags match receive it (NIM's `notifyTargetTags`).
+    public var targetTags: TagExpression?
 
-    public init(priority: MessagePriority? = nil, type: String = "", transient: Bool = false) {
+    public init(priority: MessagePriority? = nil, type: String = "", transient: Bool = false, targets: [String] = [], targetTags: TagExpression? = nil) {
         self.priority = priority
         self.type = type
         self.transient = transient
+        self.targets = targets
+        self.targetTags = targetTags
     }
 
     /// The options of a message that asks for nothing (sent as before QS-1).
-    public var isDefault: Bool { priority == nil && type.isEmpty && !transient }
+    public var isDefault: Bool { priority == nil && type.isEmpty && !transient && targets.isEmpty && targetTags == nil }
 }
 
 /// A room message (NIM-8).
@@ -173,9 +182,15 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     public var type: String
     /// QS-5: sent outside the room's stream, never stored.
     public var transient: Bool
+    /// AU-2, AU-1: whom it was addressed to (empty and nil: the room).
+    public var targets: [String]
+    public var targetTags: TagExpression?
 
     public init(id: String, roomId: String, sender: String, senderNickname: String, senderAvatar: String, senderExt: String, kind: Kind, content: String,
-                time: Int64, fromServer: Bool, priority: MessagePriority = .normal, type: String = "", transient: Bool = false) {
+                time: Int64, fromServer: Bool, priority: MessagePriority = .normal, type: String = "", transient: Bool = false,
+                targets: [String] = [], targetTags: TagExpression? = nil) {
+        self.targets = targets
+        self.targetTags = targetTags
         self.id = id
         self.roomId = roomId
         self.sender = sender
@@ -192,7 +207,7 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, roomId, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type, transient
+        case id, roomId, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type, transient, targets, targetTags
     }
 
     /// Images written before QS-1 have no priority, type or transient flag.
@@ -205,7 +220,16 @@ public struct ChatMessage: Equatable, Sendable, Codable {
                   time: try c.decode(Int64.self, forKey: .time), fromServer: try c.decode(Bool.self, forKey: .fromServer),
                   priority: try c.decodeIfPresent(MessagePriority.self, forKey: .priority) ?? .normal,
                   type: try c.decodeIfPresent(String.self, forKey: .type) ?? "",
-                  transient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false)
+                  transient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
+                  targets: try c.decodeIfPresent([String].self, forKey: .targets) ?? [],
+                  targetTags: try c.decodeIfPresent(TagExpression.self, forKey: .targetTags))
+    }
+
+    /// AU-1, AU-2: whether a member with these tags is among its addressees.
+    public func isAddressed(to user: String, tags: [String]) -> Bool {
+        if !targets.isEmpty && !targets.contains(user) { return false }
+        if let targetTags, !targetTags.matches(tags) { return false }
+        return true
     }
 }
 
@@ -260,6 +284,16 @@ final class Room {
     var distributionStopped = false
     /// QS-2: the room's message budget (nil until its first message).
     @exclusivity(unchecked) var budget: TokenBucket?
+    /// AU-1: how many present members carry each tag (at most `Limits.maxTagsPerRoom` tags).
+    @exclusivity(unchecked) var tagCounts: [String: Int] = [:]
+    /// AU-1: tags whose members may not send, and until when (ms).
+    var tagMutes: [String: Int64] = [:]
+
+    /// AU-1: whether a member's tags are muted at `now`.
+    func isTagMuted(_ tags: [String], now: Int64) -> Bool {
+        guard !tagMutes.isEmpty else { return false }
+        return tags.contains { (tagMutes[$0] ?? 0) > now }
+    }
 
     init(key: RoomKey, config: RoomConfig, now: Int64, epoch: String, historyLimit: Int, defaultQueueLimit: Int) {
         self.key = key

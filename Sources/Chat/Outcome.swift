@@ -20,9 +20,12 @@ public struct RoomRecord: Equatable, Sendable {
     /// QS-4, QS-6.
     public var protectedSenders: [String]
     public var distributionStopped: Bool
+    /// AU-1: muted tags and until when.
+    public var tagMutes: [String: Int64]
 
     public init(key: RoomKey, name: String, announcement: String, ext: String, broadcastUrl: String, creator: String, queueModificationLevel: QueueModificationLevel, destroyPolicy: DestroyPolicy, keepAlive: Bool, multiDevice: MultiDevicePolicy, muted: Bool, open: Bool, enterExitNotifications: Bool, queueLimit: Int, createdAt: Int64, epoch: String, lastActivity: Int64,
-                protectedSenders: [String] = [], distributionStopped: Bool = false) {
+                protectedSenders: [String] = [], distributionStopped: Bool = false, tagMutes: [String: Int64] = [:]) {
+        self.tagMutes = tagMutes
         self.protectedSenders = protectedSenders
         self.distributionStopped = distributionStopped
         self.key = key
@@ -208,6 +211,8 @@ public enum Reply: Equatable, Sendable {
     case connections([UserConnection])
     /// PX-5: how many sessions a cluster-wide disconnect matched (`LogRecord.disconnectUser`).
     case disconnected(Int)
+    /// A count (AU-1: members carrying a tag).
+    case count(Int)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -240,6 +245,7 @@ public enum Reply: Equatable, Sendable {
         case let (.appSettings(x), .appSettings(y)): return x == y
         case let (.connections(x), .connections(y)): return x == y
         case let (.disconnected(x), .disconnected(y)): return x == y
+        case let (.count(x), .count(y)): return x == y
         default: return false
         }
     }

@@ -111,6 +111,13 @@ extension ChatDomain {
             try validateCreation(app, config)
             try checkCreateQuota(app, user: s.userId, now: now, record: false)
         }
+        // AU-1: the member's tags (checked before anything changes).
+        let tags = try profile.tags.map { t throws(ChatError) in try Validate.tags(t, field: "tags") }
+        if let tags, let existing {
+            try checkTagIndex(existing, adding: tags, removing: existing.members[s.userId]?.isOnline == true ? existing.members[s.userId]!.tags : [])
+        }
+        var profile = profile
+        profile.tags = tags
         if let existing {
             if existing.members[s.userId]?.sessions.contains(sid) == true {
                 // Already in: answer again without telling anyone.
@@ -198,17 +205,27 @@ extension ChatDomain {
         }
 
         // One look-up: update the member record in place and keep a copy for the events.
-        let (newlyPresent, member) = room.members.modify(user, default: Member(userId: user)) { m -> (Bool, Member) in
+        let (newlyPresent, oldTags, member) = room.members.modify(user, default: Member(userId: user)) { m -> (Bool, [String], Member) in
             let newly = !m.isOnline
+            let old = newly ? [] : m.tags
             m.anonymous = s.anonymous
             m.nickname = profile.nickname.isEmpty ? (m.nickname.isEmpty ? s.nickname : m.nickname) : profile.nickname
             m.avatar = profile.avatar.isEmpty ? (m.avatar.isEmpty ? s.avatar : m.avatar) : profile.avatar
             if !profile.ext.isEmpty || newly { m.ext = profile.ext }
+            // AU-1: a join that gives tags sets them; a member's first entry without starts with none.
+            if let tags = profile.tags { m.tags = tags } else if newly { m.tags = [] }
+            if profile.notifyTargetTags != nil || newly { m.notifyTargetTags = profile.notifyTargetTags }
             m.sessions.append(sid)
             if newly { m.enterTime = now }
-            return (newly, m)
+            return (newly, old, m)
         }
         if newlyPresent { room.present.append(user) }
+        // AU-1: the room's tag index, and the hubs: this session matches by the member's tags, and
+        // its other sessions by the new ones if they changed.
+        if oldTags != member.tags { reindexTags(room, from: oldTags, to: member.tags) }
+        if !member.tags.isEmpty || oldTags != member.tags {
+            out.effects.append(.tagged(oldTags != member.tags ? member.sessions : [sid], room.key, member.tags))
+        }
         sessions[sid]!.rooms.append(room.key.roomId)
         room.lastActivity = now
         room.emptySince = nil
@@ -236,7 +253,7 @@ extension ChatDomain {
                 let info = memberInfo(room, user, member: member, now: now)
                 out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .enter, source: info, targets: [info],
                                                             notifyExt: profile.notifyExt, ext: .none, time: now)),
-                            to: .roomExceptUsers(room.key, [user]))
+                            to: Self.notifyAudience(room.key, member))
             }
             out.webhooks.append(WebhookRecord(app: app.key, type: .memberJoined, roomId: room.key.roomId, userIds: [user], time: now))
         }
@@ -247,6 +264,12 @@ extension ChatDomain {
                         to: .sessions(others))
         }
         return JoinInfo(memberCount: room.memberCount, joinTime: now, room: roomInfo(room))
+    }
+
+    /// AU-1: a member's enter and exit notifications go to the members its `notifyTargetTags`
+    /// match, or to everyone else in the room.
+    static func notifyAudience(_ room: RoomKey, _ member: Member) -> Audience {
+        member.notifyTargetTags.map { .roomTagged(room, $0, except: .user(member.userId)) } ?? .roomExceptUsers(room, [member.userId])
     }
 
     // MARK: Leave
@@ -332,6 +355,8 @@ extension ChatDomain {
         out.effects.append(.left(sid, room.key))
 
         let fullyLeft = !member.isOnline
+        // AU-1: a member that left carries no tags in the room's index.
+        if fullyLeft { reindexTags(room, from: member.tags, to: []) }
         if fullyLeft && cause != .roomGone {
             room.present.remove(user)
             if app.settings.memberChangeEvents {
@@ -344,7 +369,7 @@ extension ChatDomain {
                 let info = memberInfo(room, user, member: member, now: now)
                 out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .exit, source: info, targets: [info],
                                                             notifyExt: "", ext: .none, time: now)),
-                            to: .roomExceptUsers(room.key, [user]))
+                            to: Self.notifyAudience(room.key, member))
             }
             ownerLeft(room, app, user, now: now, &out)
             let (type, status): (WebhookEventType, Int)

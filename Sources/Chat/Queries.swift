@@ -102,8 +102,24 @@ extension ChatDomain {
             let room = try room(try app(appKey), roomId)
             return .queue(room.queueOrder.all.map { (key: $0, value: room.queue[$0]!.value) })
 
-        case .history(let appKey, let roomId, let start, let limit, let order, let kinds):
-            return .messages(try historyInMemory(app: appKey, roomId: roomId, start: start, limit: limit, order, kinds: kinds, now: now).messages)
+        case .history(let appKey, let roomId, let start, let limit, let order, let kinds, let filter):
+            let resolved = try resolve(filter, app: appKey, roomId: roomId)
+            return .messages(try historyInMemory(app: appKey, roomId: roomId, start: start, limit: limit, order, kinds: kinds, filter: resolved,
+                                                 now: now).messages)
+
+        case .tagMembersCount(let appKey, let roomId, let tag):
+            let room = try room(try app(appKey), roomId)
+            try Validate.tag(tag, field: "tag")
+            return .count(room.tagCounts[tag] ?? 0)
+
+        case .tagMembers(let appKey, let roomId, let tag, let limit, let after):
+            let room = try room(try app(appKey), roomId)
+            try Validate.tag(tag, field: "tag")
+            guard (1...Limits.maxMemberListCount).contains(limit) else { throw .invalid("limit", "limit must be 1 to \(Limits.maxMemberListCount)") }
+            let tagged = room.present.all.filter { room.members[$0]?.tags.contains(tag) == true }
+            let start = after.flatMap { a in tagged.firstIndex(of: a).map { $0 + 1 } } ?? 0
+            let page = Array(tagged.dropFirst(start).prefix(limit))
+            return .members(infos(room, page, now: now), total: tagged.count)
 
         case .roomsOfSession(let sid):
             return .roomIds(try session(sid).rooms)
@@ -166,7 +182,17 @@ extension ChatDomain {
     /// NIM-8 history from the newest messages kept in memory. `complete` is false when memory may
     /// lack some of the answer (the room held more than the in-memory window): then the store
     /// answers, from `oldest` (the retention's start) on. Refuses bad parameters and missing rooms.
+    /// AU-1, AU-2: a history filter's viewer looked up (a member reads what was addressed to it).
+    public func resolve(_ filter: HistoryFilter, app appKey: String, roomId: String) throws(ChatError) -> ResolvedHistoryFilter {
+        for t in filter.tags { try Validate.tag(t, field: "tags") }
+        guard let sid = filter.viewer else { return ResolvedHistoryFilter(viewerUser: nil, viewerTags: [], tags: filter.tags) }
+        let s = try session(sid)
+        let tags = apps[appKey]?.rooms[roomId]?.members[s.userId]?.tags ?? []
+        return ResolvedHistoryFilter(viewerUser: s.userId, viewerTags: tags, tags: filter.tags)
+    }
+
     public func historyInMemory(app appKey: String, roomId: String, start: Int64, limit: Int, _ order: SortOrder, kinds: [ChatMessage.Kind],
+                                filter: ResolvedHistoryFilter = ResolvedHistoryFilter(),
                                 now: Int64) throws(ChatError) -> (messages: [ChatMessage], complete: Bool, oldest: Int64) {
         let app = try app(appKey)
         let room = try room(app, roomId)
@@ -175,7 +201,7 @@ extension ChatDomain {
         }
         guard start >= 0 else { throw .invalid("start", "start must not be negative") }
         let oldest = now - app.settings.historyRetentionMilliseconds
-        let wanted: (ChatMessage) -> Bool = { m in m.time >= oldest && (kinds.isEmpty || kinds.contains(m.kind)) }
+        let wanted: (ChatMessage) -> Bool = { m in m.time >= oldest && (kinds.isEmpty || kinds.contains(m.kind)) && filter.admits(m) }
         var out: [ChatMessage] = []
         let h = room.history
         if order == .descending {

@@ -192,6 +192,8 @@ extension ChatDomain {
         if room.isPermanentlyMuted(user) || room.isTempMuted(user, now: now) {
             throw ChatError(.muted, "you are muted in room \(room.key.roomId)", field: "roomId")
         }
+        // AU-1: a muted tag of the member's.
+        if room.isTagMuted(member.tags, now: now) { throw ChatError(.muted, "members with your tags are muted in room \(room.key.roomId)", field: "roomId") }
         // A global mute holds in every room and is not lifted by the room's allowlist.
         if app.isGloballyMuted(user, now: now) { throw ChatError(.muted, "you are muted in every room", field: "roomId") }
         if room.muted && !room.muteAllowlist.contains(user) && room.type(of: user, member: member, now: now).rank < 1 {

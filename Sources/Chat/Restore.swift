@@ -26,6 +26,8 @@ extension ChatDomain {
         room.lastActivity = r.lastActivity
         room.protectedSenders = r.protectedSenders
         room.distributionStopped = r.distributionStopped
+        room.tagMutes = r.tagMutes
+        for (tag, until) in r.tagMutes { deadlines.push(until, .tagMute(r.key, tag)) }
         // Nobody is present after a restart: an empty-room delay counts from the restart.
         room.emptySince = r.lastActivity
         app.rooms[r.key.roomId] = room

@@ -447,6 +447,17 @@ public enum Limits {
     /// QS-2: RongCloud's published figure, 40 messages per 200 ms.
     public static let defaultRoomMessagesPerSecond = 200
     public static let defaultHighPriorityReservePercent = 20
+    /// AU-1: a member's tags (NIM's), the bytes of one, what an expression may name, and the
+    /// distinct tags a room's members may carry (the room's tag index).
+    public static let maxTagsPerMember = 10
+    public static let maxTagBytes = 32
+    public static let maxTagExpressionTerms = 20
+    public static let maxTagExpressionDepth = 4
+    public static let maxTagsPerRoom = 1000
+    /// AU-1: the longest tag mute (NIM's temporary mutes: 30 days).
+    public static let maxTagMuteSeconds = 30 * 24 * 3600
+    /// AU-2: the members a message may be addressed to (NIM's receiver list).
+    public static let maxMessageTargets = 100
     /// QS-4: protected senders per room (RongCloud's chatroom user whitelist).
     public static let maxProtectedSendersPerRoom = 5
     /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and

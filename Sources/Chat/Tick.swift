@@ -33,6 +33,12 @@ extension ChatDomain {
                 out.webhooks.append(WebhookRecord(app: appKey, type: .userOffline, roomId: "", userIds: [user], time: gone.at,
                                                   details: ["device": gone.device]))
                 out.mutations.append(.deleteOnlineUser(app: appKey, user))
+            case .tagMute(let key, let tag):
+                guard let room = apps[key.app]?.rooms[key.roomId], let until = room.tagMutes[tag], until <= now else { continue }
+                room.tagMutes[tag] = nil
+                out.mutations.append(.putRoom(record(room)))
+                out.webhooks.append(WebhookRecord(app: key.app, type: .moderationChanged, roomId: key.roomId, time: now,
+                                                  details: ["action": "tagMuteExpired", "tag": tag]))
             case .room(let key):
                 guard let app = apps[key.app], let room = app.rooms[key.roomId], !room.keepAlive else { continue }
                 let deadline: Int64?

@@ -87,6 +87,8 @@ public enum Validate {
         try maxBytes(p.avatar, Limits.maxAvatarBytes, field: "avatar")
         try maxBytes(p.ext, Limits.maxExtBytes, field: "ext")
         try notifyExt(p.notifyExt)
+        if let t = p.tags { _ = try tags(t, field: "tags") }
+        try p.notifyTargetTags?.validate(field: "notifyTargetTags")
     }
 
     static func roomConfig(_ c: RoomConfig) throws(ChatError) {

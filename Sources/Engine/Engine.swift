@@ -338,8 +338,8 @@ public final class Engine: @unchecked Sendable {
     /// Answers a query (from any thread); nothing changes, so nothing waits for the store.
     public func query(_ q: Query, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         loop.execute { [self] in
-            if case .history(let app, let roomId, let start, let limit, let order, let kinds) = q {
-                history(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, reply: reply)
+            if case .history(let app, let roomId, let start, let limit, let order, let kinds, let filter) = q {
+                history(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, filter: filter, reply: reply)
             } else {
                 reply(domain.query(q, now: clock()))
             }
@@ -349,10 +349,12 @@ public final class Engine: @unchecked Sendable {
     /// NIM-8: from the newest messages kept in memory when they hold the answer, else from the
     /// store on its reader thread (every acknowledged message is there).
     private func history(app: String, roomId: String, start: Int64, limit: Int, _ order: SortOrder, kinds: [ChatMessage.Kind],
-                         reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
+                         filter: HistoryFilter, reply: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         let h: (messages: [ChatMessage], complete: Bool, oldest: Int64)
+        let resolved: ResolvedHistoryFilter
         do {
-            h = try domain.historyInMemory(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, now: clock())
+            resolved = try domain.resolve(filter, app: app, roomId: roomId)
+            h = try domain.historyInMemory(app: app, roomId: roomId, start: start, limit: limit, order, kinds: kinds, filter: resolved, now: clock())
         } catch {
             reply(.failure(error))
             return
@@ -365,7 +367,7 @@ public final class Engine: @unchecked Sendable {
         store.read { store in
             do {
                 reply(.success(.messages(try store.history(app: app, roomId: roomId, start: start, limit: limit, descending: order == .descending,
-                                                           kinds: kinds, oldest: h.oldest))))
+                                                           kinds: kinds, oldest: h.oldest, filter: resolved))))
             } catch {
                 logger.error("history read failed", metadata: ["error": "\(error)"])
                 reply(.failure(ChatError(.storageUnavailable, "history could not be read; try again", field: nil)))
@@ -411,8 +413,18 @@ public final class Engine: @unchecked Sendable {
                 items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch, lane: lane))
                 if keepsResumeEvents, inStream, let room = audience.room {
                     var except: [String] = []
-                    if case .roomExceptUsers(_, let users) = audience { except = users }
-                    kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json))
+                    var addressed: StoredRoomEvent.Addressed?
+                    switch audience {
+                    case .roomExceptUsers(_, let users): except = users
+                    case .roomUsers(_, let users, let exclusion):
+                        addressed = .users(users)
+                        if case .user(let u) = exclusion { except = [u] }
+                    case .roomTagged(_, let tags, let exclusion):
+                        addressed = .tags(tags)
+                        if case .user(let u) = exclusion { except = [u] }
+                    default: break
+                    }
+                    kept.append(StoredRoomEvent(room: room, epoch: epoch, offset: offset, at: now, exceptUsers: except, payload: json, addressed: addressed))
                 }
             case .joined(let sid, let room):
                 let epoch = domain.epoch(app: room.app, roomId: room.roomId) ?? ""
@@ -424,6 +436,8 @@ public final class Engine: @unchecked Sendable {
             case .left(let sid, let room):
                 items.append(.left(sid, room))
                 touched.append(room)
+            case .tagged(let sessions, let room, let tags):
+                items.append(.tagged(sessions, room, tags))
             }
         }
         // Streams of rooms that no longer exist are forgotten (a recreated room starts a new epoch).

@@ -16,6 +16,8 @@ public enum Published: Sendable {
     /// stream's offset at that point (BX-1).
     case joined(SessionID, RoomKey, epoch: String, offset: Int64)
     case left(SessionID, RoomKey)
+    /// AU-1: these sessions' member carries these tags in the room (audiences by tag match them).
+    case tagged([SessionID], RoomKey, [String])
     /// The room no longer exists (destroyed): its observers stop watching it.
     case roomGone(RoomKey)
     /// The answer to a WebSocket command, in order with the events it caused.

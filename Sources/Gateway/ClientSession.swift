@@ -52,6 +52,13 @@ final class ClientSession: WebSocketHandler {
     private var observeSequence: UInt64 = 0
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
+    /// AU-1: the member's tags in each room that gave it some (kept by the hub from the engine's
+    /// stream; empty for most sessions).
+    private var roomTags: [RoomKey: [String]] = [:]
+
+    func tags(in room: RoomKey) -> [String] { roomTags.isEmpty ? [] : roomTags[room] ?? [] }
+    func setTags(_ tags: [String], in room: RoomKey) { roomTags[room] = tags.isEmpty ? nil : tags }
+
     /// QS-3: what this session lost per room since the last `room.gap` it was sent, and whether
     /// there is any (read per delivery).
     private var gaps: [RoomKey: Gap] = [:]
@@ -308,8 +315,8 @@ final class ClientSession: WebSocketHandler {
                 tokenExpiry = claims.exp * 1000
                 observerToken = claims.obs == true
                 device = claims.device ?? device
-                if claims.name != nil || claims.avatar != nil {
-                    profile = EnterProfile(nickname: claims.name ?? "", avatar: claims.avatar ?? "")
+                if claims.name != nil || claims.avatar != nil || claims.tags != nil {
+                    profile = EnterProfile(nickname: claims.name ?? "", avatar: claims.avatar ?? "", tags: claims.tags)
                 }
             }
         } else if let key = a.appKey, let anon = a.anonymous {
@@ -453,9 +460,17 @@ final class ClientSession: WebSocketHandler {
             }
             pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset)
         }
-        var p = a.fields.profile
+        var p: EnterProfile
+        do {
+            p = try a.fields.profile()
+        } catch {
+            reply(rid, .failure(error))
+            return
+        }
         if p.nickname.isEmpty { p.nickname = profile.nickname }
         if p.avatar.isEmpty { p.avatar = profile.avatar }
+        // AU-1: the token's tags, unless the join gives its own.
+        if p.tags == nil { p.tags = profile.tags }
         command(rid, .join(id, roomId: roomId, p, mode))
     }
 

@@ -227,8 +227,7 @@ final class GatewayCore: Sendable {
         }
         restored = kept.map { e in
             // The sender a message was not echoed to is gone with the old run: it goes to the room.
-            .deliver(frame: Frames.text(e.payload), audience: e.exceptUsers.isEmpty ? .room(e.room) : .roomExceptUsers(e.room, e.exceptUsers),
-                     offset: e.offset, epoch: e.epoch, lane: .system)
+            .deliver(frame: Frames.text(e.payload), audience: restoredAudience(e), offset: e.offset, epoch: e.epoch, lane: .system)
         }
         restoredTimes = kept.map(\.at)
         beforeSend = BeforeSendService(allowsPrivate: { webhooks.operatorAllowsPrivate(app: $0) }, appSecret: { registry.secret($0) },
@@ -369,5 +368,17 @@ final class GatewayCore: Sendable {
         role.stop()
         engine.stop()
         store.stop()
+    }
+}
+
+/// Whom a kept event reaches when a client resumes after a restart (BX-1): its addressed members
+/// (AU-1, AU-2) or the room, less the users it left out. The sender a message was not echoed to
+/// is gone with the old run: it goes to the room.
+func restoredAudience(_ e: StoredRoomEvent) -> Audience {
+    let except: Exclusion = e.exceptUsers.count == 1 ? .user(e.exceptUsers[0]) : .none
+    switch e.addressed {
+    case .users(let users)?: return .roomUsers(e.room, users, except: except)
+    case .tags(let tags)?: return .roomTagged(e.room, tags, except: except)
+    case nil: return e.exceptUsers.isEmpty ? .room(e.room) : .roomExceptUsers(e.room, e.exceptUsers)
     }
 }

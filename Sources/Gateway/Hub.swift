@@ -162,6 +162,8 @@ final class Hub {
                 for s in observers.removeValue(forKey: room) ?? [] { s.observing.remove(room.roomId) }
             case .left(let sid, let room):
                 if let s = sessions[sid] { removeFromRoom(s, room) }
+            case .tagged(let list, let room, let tags):
+                for sid in list { sessions[sid]?.setTags(tags, in: room) }
             case .reply(let sid, let frame):
                 sessions[sid]?.send(frame)
             case .closeAll(let code, let reason):
@@ -231,6 +233,21 @@ final class Hub {
         case .roomExceptSession(let k, let sid):
             guard let members = rooms[k] else { return 0 }
             for s in members.list where s.id != sid && offer(frame, to: s, room: room, drop: drop) { n += 1 }
+        case .roomUsers(let k, let users, let except):
+            // AU-2: the addressed members only.
+            guard let members = rooms[k] else { return 0 }
+            let wanted = Set(users)
+            for s in members.list where wanted.contains(s.userId) && !except.excludes(s.id, user: s.userId)
+                && offer(frame, to: s, room: room, drop: drop) {
+                n += 1
+            }
+        case .roomTagged(let k, let tags, let except):
+            // AU-1: the members whose tags match.
+            guard let members = rooms[k] else { return 0 }
+            for s in members.list where tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
+                && offer(frame, to: s, room: room, drop: drop) {
+                n += 1
+            }
         case .users(let app, let list):
             for u in list {
                 users[UserKey(app: app, user: u)]?.forEach { s in
@@ -271,6 +288,7 @@ final class Hub {
     }
 
     private func removeFromRoom(_ s: ClientSession, _ room: RoomKey) {
+        s.setTags([], in: room)
         guard let slot = s.roomSlots.removeValue(forKey: room), let members = rooms[room] else { return }
         let last = members.list.removeLast()
         if last !== s {
@@ -414,6 +432,8 @@ final class EventRing {
             switch audience {
             case .roomExceptUsers(_, let users): return !users.contains(s.userId)
             case .roomExceptSession(_, let sid): return sid != s.id
+            case .roomUsers(_, let users, let except): return users.contains(s.userId) && !except.excludes(s.id, user: s.userId)
+            case .roomTagged(let k, let tags, let except): return tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
             default: return true
             }
         }

@@ -210,6 +210,24 @@ struct RESTAPI: Sendable {
             api.query(writer) { () throws(ChatError) in try HistoryRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
         }
 
+        // Member tags (AU-1).
+        routes.signed(.setMemberTags) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                try decodeBody(SetMemberTagsRequest.self, from: req.body).command(c, roomId: R.room(req), userId: R.param(req, "userId"))
+            }
+        }
+        routes.signed(.tagMembers) { req, c, writer in
+            api.query(writer) { () throws(ChatError) in try TagMembersRequest(query: R.query(req)).query(c, roomId: R.room(req), tag: R.param(req, "tag")) }
+        }
+        routes.signed(.tagMembersCount) { req, c, writer in
+            api.query(writer) { .tagMembersCount(app: c.app, roomId: R.room(req), tag: R.param(req, "tag")) }
+        }
+        routes.signed(.tagMute) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                try decodeBody(TagMuteRequest.self, from: req.body).command(c, roomId: R.room(req), tag: R.param(req, "tag"))
+            }
+        }
+
         r.add(routes)
         // The vendors' own server APIs (SPEC §8).
         registerVendors(&r)
@@ -229,7 +247,7 @@ struct RESTAPI: Sendable {
             guard let secret = context.apps.secret(app) else { throw ChatError(.unknownApp, "unknown app", field: "appKey") }
             let now = context.clock() / 1000
             let claims = TokenClaims(sub: user, app: app, exp: now + ttl, iat: now, name: b.nickname, avatar: b.avatar, device: b.device,
-                                     observer: b.observer ?? false)
+                                     observer: b.observer ?? false, tags: try b.checkedTags())
             let token = ClientToken.mint(claims, secret: secret)
             writer.send(.json(.created, JSONWriter.object { w in
                 w.field("token", token)

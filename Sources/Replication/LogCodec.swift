@@ -36,8 +36,17 @@ extension LogRecord {
         case .signed(let call): if case .command(let c) = call.change { change = c }
         default: break
         }
-        if case .sendMessage(_, _, _, _, _, let options)? = change, options != nil { return 3 }
-        return 1
+        switch change {
+        case .sendMessage(_, _, _, _, _, let options)?:
+            guard let options else { return 1 }
+            return options.targets.isEmpty && options.targetTags == nil ? 3 : 4
+        case .join(_, _, let profile, _)?:
+            return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
+        case .setMemberTags?, .tagMute?:
+            return 4
+        default:
+            return 1
+        }
     }
 
     /// The binary form of `record`, or nil when it has none (the log then carries its JSON).
@@ -45,6 +54,8 @@ extension LogRecord {
         var w = LogWriter()
         switch record {
         case .command(.sendMessage(let app, let roomId, let sender, let kind, let content, let options)):
+            // A message for some members only (AU-1, AU-2; format 4) travels as JSON.
+            if let options, !options.targets.isEmpty || options.targetTags != nil { return nil }
             w.tag(options == nil ? .sendMessage : .sendMessageWithOptions)
             w.string(app)
             w.string(roomId)
@@ -72,7 +83,7 @@ extension LogRecord {
             w.tag(.leave)
             w.varint(sid.raw)
             w.string(roomId)
-        case .command(.join(let sid, let roomId, let profile, .join)):
+        case .command(.join(let sid, let roomId, let profile, .join)) where profile.tags == nil && profile.notifyTargetTags == nil:
             w.tag(.joinRoom)
             w.varint(sid.raw)
             w.string(roomId)

@@ -73,11 +73,11 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Bytes a connection may have queued for its client (responses, WebSocket frames): past it the connection is not read until the client catches up, and a WebSocket message past it closes the connection as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
     var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
 
-    @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. Default: a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
-    var outboundSoftBytes: Int? = environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init)
+    @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. 0 (the default): a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
+    var outboundSoftBytes: Int = environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init) ?? 0
 
     /// The soft mark given, or a sixteenth of the hard bound.
-    var effectiveOutboundSoftBytes: Int { outboundSoftBytes ?? maxOutboundBytes / Limits.outboundSoftFraction }
+    var effectiveOutboundSoftBytes: Int { outboundSoftBytes > 0 ? outboundSoftBytes : maxOutboundBytes / Limits.outboundSoftFraction }
 
     @Option(help: "QS-3: seconds a connection's queued output may make no progress before the connection is closed (nginx's send_timeout) [ROOMCAST_SEND_TIMEOUT].")
     var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT").flatMap(Int.init) ?? 60
@@ -202,7 +202,7 @@ struct RoomcastCommand: ParsableCommand {
             throw ValidationError("--cluster needs --app KEY:SECRET (the same list on every node): a cluster makes no development app")
         }
         guard tokenGrace >= 0 else { throw ValidationError("--token-grace must not be negative") }
-        guard effectiveOutboundSoftBytes >= 1024 && effectiveOutboundSoftBytes < maxOutboundBytes else {
+        guard outboundSoftBytes >= 0, effectiveOutboundSoftBytes >= 1024 && effectiveOutboundSoftBytes < maxOutboundBytes else {
             throw ValidationError("--outbound-soft-bytes must be at least 1024 and below --max-outbound-bytes (\(maxOutboundBytes))")
         }
         guard (1...3600).contains(sendTimeout) else { throw ValidationError("--send-timeout must be 1 to 3600 seconds") }

@@ -1,4 +1,5 @@
 import Chat
+import Foundation
 import GRDB
 
 // One record type per table. Column names are the property names.
@@ -59,6 +60,8 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
     /// QS-4: newline-joined user ids; QS-6.
     var protectedSenders: String
     var distributionStopped: Bool
+    /// AU-1: muted tags and until when (JSON).
+    var tagMutes: String
 
     init(_ r: RoomRecord) {
         app = r.key.app
@@ -85,6 +88,7 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
         lastActivity = r.lastActivity
         protectedSenders = r.protectedSenders.joined(separator: "\n")
         distributionStopped = r.distributionStopped
+        tagMutes = r.tagMutes.isEmpty ? "" : (try? JSONEncoder().encode(r.tagMutes)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     var record: RoomRecord {
@@ -101,7 +105,8 @@ struct RoomRow: Codable, FetchableRecord, PersistableRecord {
                           open: open, enterExitNotifications: enterExitNotifications, queueLimit: queueLimit, createdAt: createdAt,
                           epoch: epoch, lastActivity: lastActivity,
                           protectedSenders: protectedSenders.isEmpty ? [] : protectedSenders.split(separator: "\n").map(String.init),
-                          distributionStopped: distributionStopped)
+                          distributionStopped: distributionStopped,
+                          tagMutes: tagMutes.isEmpty ? [:] : (try? JSONDecoder().decode([String: Int64].self, from: Data(tagMutes.utf8))) ?? [:])
     }
 }
 
@@ -190,6 +195,11 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
     /// QS-1: the class it was sent with, and its type name.
     var priority: String
     var type: String
+    /// AU-2: the users it was addressed to (newline-joined); AU-1: the tag expression (JSON) and
+    /// the tags it names (newline-joined, for history by tag).
+    var targets: String
+    var targetTags: String
+    var tagNames: String
 
     init(_ key: RoomKey, _ m: ChatMessage) {
         app = key.app
@@ -205,12 +215,17 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
         fromServer = m.fromServer
         priority = m.priority.rawValue
         type = m.type
+        targets = m.storedTargets
+        targetTags = m.storedTargetTags
+        tagNames = m.storedTagNames
     }
 
     var message: ChatMessage {
         ChatMessage(id: id, roomId: roomId, sender: sender, senderNickname: senderNickname, senderAvatar: senderAvatar,
                     senderExt: senderExt, kind: ChatMessage.Kind(rawValue: kind) ?? .text, content: content, time: time,
-                    fromServer: fromServer, priority: MessagePriority(rawValue: priority) ?? .normal, type: type)
+                    fromServer: fromServer, priority: MessagePriority(rawValue: priority) ?? .normal, type: type,
+                    targets: targets.isEmpty ? [] : targets.split(separator: "\n").map(String.init),
+                    targetTags: targetTags.isEmpty ? nil : try? JSONDecoder().decode(TagExpression.self, from: Data(targetTags.utf8)))
     }
 }
 
@@ -318,4 +333,15 @@ struct ConversationTypeLevelRow: Codable, FetchableRecord, PersistableRecord {
     var userId: String
     var conversationType: Int
     var notificationLevel: Int
+}
+
+extension ChatMessage {
+    /// AU-2, AU-1: the addressees as the message table keeps them ("" for a message to the room:
+    /// the common case costs nothing).
+    var storedTargets: String { targets.isEmpty ? "" : targets.joined(separator: "\n") }
+    var storedTargetTags: String {
+        guard let targetTags, let json = try? JSONEncoder().encode(targetTags) else { return "" }
+        return String(decoding: json, as: UTF8.self)
+    }
+    var storedTagNames: String { targetTags.map { $0.names.sorted().joined(separator: "\n") } ?? "" }
 }

@@ -306,6 +306,15 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE message ADD COLUMN priority TEXT NOT NULL DEFAULT 'normal'")
             try db.execute(sql: "ALTER TABLE message ADD COLUMN type TEXT NOT NULL DEFAULT ''")
         }
+        m.registerMigration("v9-audiences") { db in
+            // AU-1, AU-2: whom a message was addressed to (users, a tag expression and the tags it
+            // names), a room's muted tags, and whom a kept room event reaches.
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN targets TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN targetTags TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN tagNames TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "ALTER TABLE room ADD COLUMN tagMutes TEXT NOT NULL DEFAULT ''")
+            try db.execute(sql: "ALTER TABLE roomEvent ADD COLUMN addressed TEXT NOT NULL DEFAULT ''")
+        }
         return m
     }
 }

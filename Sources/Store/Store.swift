@@ -229,8 +229,9 @@ public final class Store: @unchecked Sendable {
     // MARK: Mutations → rows
 
     static let insertMessageSQL = """
-        INSERT OR IGNORE INTO message (app, roomId, id, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT OR IGNORE INTO message (app, roomId, id, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type,
+                                       targets, targetTags, tagNames)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     static func apply(_ mutations: [Mutation], _ db: Database) throws {
@@ -291,7 +292,7 @@ public final class Store: @unchecked Sendable {
                 // not a record encoded column by column.
                 try db.cachedStatement(sql: Self.insertMessageSQL).execute(arguments: [
                     k.app, k.roomId, msg.id, msg.sender, msg.senderNickname, msg.senderAvatar, msg.senderExt, msg.kind.rawValue,
-                    msg.content, msg.time, msg.fromServer, msg.priority.rawValue, msg.type,
+                    msg.content, msg.time, msg.fromServer, msg.priority.rawValue, msg.type, msg.storedTargets, msg.storedTargetTags, msg.storedTagNames,
                 ])
             case .pruneMessages(let app, let before):
                 try db.execute(sql: "DELETE FROM message WHERE app = ? AND time < ?", arguments: [app, before])

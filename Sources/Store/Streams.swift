@@ -13,8 +13,17 @@ public struct StoredRoomEvent: Sendable, Equatable {
     /// The users it does not reach (empty: every member).
     public var exceptUsers: [String]
     public var payload: [UInt8]
+    /// AU-1, AU-2: the members it was addressed to (nil: the room, but `exceptUsers`).
+    public var addressed: Addressed?
 
-    public init(room: RoomKey, epoch: String, offset: Int64, at: Int64, exceptUsers: [String], payload: [UInt8]) {
+    /// Whom a targeted event reaches, as kept for resuming clients.
+    public enum Addressed: Equatable, Sendable, Codable {
+        case users([String])
+        case tags(TagExpression)
+    }
+
+    public init(room: RoomKey, epoch: String, offset: Int64, at: Int64, exceptUsers: [String], payload: [UInt8], addressed: Addressed? = nil) {
+        self.addressed = addressed
         self.room = room
         self.epoch = epoch
         self.offset = offset
@@ -30,9 +39,10 @@ extension Store {
         guard !events.isEmpty else { return }
         // Prepared once per connection (one event per message: a hot write).
         let statement = try tx.database.cachedStatement(
-            sql: #"INSERT OR REPLACE INTO roomEvent (app, roomId, epoch, "offset", at, exceptUsers, payload) VALUES (?, ?, ?, ?, ?, ?, ?)"#)
+            sql: #"INSERT OR REPLACE INTO roomEvent (app, roomId, epoch, "offset", at, exceptUsers, payload, addressed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"#)
         for e in events {
-            try statement.execute(arguments: [e.room.app, e.room.roomId, e.epoch, e.offset, e.at, e.exceptUsers.joined(separator: "\n"), Data(e.payload)])
+            let addressed = try e.addressed.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } ?? ""
+            try statement.execute(arguments: [e.room.app, e.room.roomId, e.epoch, e.offset, e.at, e.exceptUsers.joined(separator: "\n"), Data(e.payload), addressed])
         }
     }
 
@@ -63,13 +73,15 @@ extension Store {
     /// The kept events since `since`, each room's in offset order.
     public func roomEvents(since: Int64) throws -> [StoredRoomEvent] {
         try database.read { db in
-            try Row.fetchAll(db, sql: #"SELECT app, roomId, epoch, "offset", at, exceptUsers, payload FROM roomEvent WHERE at >= ? ORDER BY app, roomId, epoch, "offset""#,
+            try Row.fetchAll(db, sql: #"SELECT app, roomId, epoch, "offset", at, exceptUsers, payload, addressed FROM roomEvent WHERE at >= ? ORDER BY app, roomId, epoch, "offset""#,
                              arguments: [since]).map { row in
                 let except: String = row["exceptUsers"]
                 let payload: Data = row["payload"]
+                let addressed: String = row["addressed"]
                 return StoredRoomEvent(room: RoomKey(app: row["app"], roomId: row["roomId"]), epoch: row["epoch"], offset: row["offset"],
                                        at: row["at"], exceptUsers: except.isEmpty ? [] : except.split(separator: "\n").map(String.init),
-                                       payload: Array(payload))
+                                       payload: Array(payload),
+                                       addressed: addressed.isEmpty ? nil : try JSONDecoder().decode(StoredRoomEvent.Addressed.self, from: Data(addressed.utf8)))
             }
         }
     }
@@ -128,8 +140,12 @@ extension Store {
 extension Store {
     /// NIM-8 history from disk: the messages of a room since `oldest`, newest first strictly
     /// before `start` (0: from now) or oldest first strictly after it, of the given kinds.
+    /// At most this many stored messages are read to fill one page of a filtered history (AU-1,
+    /// AU-2: a member reads only what was addressed to it), so a page may hold fewer than asked.
+    public static let maxFilteredHistoryScan = 500
+
     public func history(app: String, roomId: String, start: Int64, limit: Int, descending: Bool, kinds: [ChatMessage.Kind],
-                        oldest: Int64) throws -> [ChatMessage] {
+                        oldest: Int64, filter: ResolvedHistoryFilter = ResolvedHistoryFilter()) throws -> [ChatMessage] {
         var sql = "SELECT * FROM message WHERE app = ? AND roomId = ? AND time >= ?"
         var args: StatementArguments = [app, roomId, oldest]
         if descending {
@@ -145,12 +161,24 @@ extension Store {
             sql += " AND kind IN (" + kinds.map { _ in "?" }.joined(separator: ", ") + ")"
             args += StatementArguments(kinds.map(\.rawValue))
         }
+        // AU-1: messages addressed to any of the tags name them (the tag column lists them).
+        if !filter.tags.isEmpty {
+            sql += " AND (" + filter.tags.map { _ in "instr(char(10) || tagNames || char(10), char(10) || ? || char(10)) > 0" }.joined(separator: " OR ") + ")"
+            args += StatementArguments(filter.tags)
+        }
+        // AU-2: a member's page leaves out, in SQL, what was listed for other users (the tag
+        // expressions are matched below, on the rows read).
+        if let user = filter.viewerUser {
+            sql += " AND (targets = '' OR sender = ? OR instr(char(10) || targets || char(10), char(10) || ? || char(10)) > 0)"
+            args += [user, user]
+        }
         sql += descending ? " ORDER BY time DESC, id DESC" : " ORDER BY time, id"
         sql += " LIMIT ?"
-        args += [limit]
+        args += [filter.isEmpty ? limit : max(limit, Self.maxFilteredHistoryScan)]
         let query = sql
         let arguments = args
-        return try database.read { db in try MessageRow.fetchAll(db, sql: query, arguments: arguments).map(\.message) }
+        let rows = try database.read { db in try MessageRow.fetchAll(db, sql: query, arguments: arguments).map(\.message) }
+        return filter.isEmpty ? rows : Array(rows.filter(filter.admits).prefix(limit))
     }
 
     /// Keeps at most `perRoom` messages in each room of `app` and `perApp` in all of them (the

@@ -55,6 +55,29 @@ public enum Encode {
         w.field("isBlocklisted", m.isBlocklisted)
         w.field("isOnline", m.isOnline)
         w.field("enterTime", m.enterTime)
+        if !m.tags.isEmpty { w.field("tags", m.tags) }
+        w.endObject()
+    }
+
+    /// AU-1: a tag expression in NIM's JSON form.
+    static func tagExpression(_ e: TagExpression, _ w: inout JSONWriter) {
+        w.beginObject()
+        switch e {
+        case .tag(let t):
+            w.field("tag", t)
+        case .and(let list), .or(let list):
+            w.field("op", { if case .and = e { return "and" } else { return "or" } }())
+            w.key("tags")
+            w.beginArray()
+            for x in list { tagExpression(x, &w) }
+            w.endArray()
+        case .not(let x):
+            w.field("op", "not")
+            w.key("tags")
+            w.beginArray()
+            tagExpression(x, &w)
+            w.endArray()
+        }
         w.endObject()
     }
 
@@ -74,6 +97,12 @@ public enum Encode {
         if m.priority != .normal { w.field("priority", m.priority.rawValue) }
         if !m.type.isEmpty { w.field("messageType", m.type) }
         if m.transient { w.field("transient", true) }
+        // AU-2, AU-1: whom it was sent to, when not the whole room.
+        if !m.targets.isEmpty { w.field("targets", m.targets) }
+        if let e = m.targetTags {
+            w.key("targetTags")
+            tagExpression(e, &w)
+        }
         w.endObject()
     }
 
@@ -176,6 +205,11 @@ public enum Encode {
         case .message(let m):
             w.key("message")
             message(m, &w)
+        case .tagsUpdated(let e):
+            w.field("roomId", e.roomId)
+            w.key("tags")
+            w.stringArray(e.tags)
+            w.field("time", e.time)
         case .attributesChanged(let e):
             w.key("updated")
             w.beginArray()
@@ -326,6 +360,7 @@ extension ChatEvent {
         case .ban(let e): return e.roomId
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
+        case .tagsUpdated(let e): return e.roomId
         case .attributesChanged(let e): return e.roomId
         case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
         }
@@ -485,6 +520,8 @@ extension Encode {
             w.endArray()
         case .disconnected(let count):
             w.field("disconnected", count)
+        case .count(let n):
+            w.field("count", n)
         }
         w.endObject()
     }

@@ -25,7 +25,7 @@ public struct NativeRoute: Sendable {
 
     /// Every entry, in the order the document's sections list them.
     public static let all: [NativeRoute] = users + [issueToken, getSettings, updateSettings] + rooms + members + moderation + attributes + queue
-        + messages + ultraGroups + conversations + webhooks
+        + messages + audiences + ultraGroups + conversations + webhooks
 }
 
 /// PX-2: the request headers that carry an idempotency key. Each surface reads its own list, the
@@ -238,8 +238,29 @@ extension NativeRoute {
     public static let getHistory = NativeRoute(.GET, "/v1/rooms/{roomId}/messages", doc: .init(
         "History (kept 10 days by default)", tag: .messages, spec: ["NIM-8"],
         params: [.roomId, .query("start", .integer(minimum: 0)), .query("limit", .integer(minimum: 1, maximum: Limits.maxHistoryLimit)),
-                 .query("order", .oneOf(["asc", "desc"])), .query("types")],
+                 .query("order", .oneOf(["asc", "desc"])), .query("types"),
+                 .query("tags", .string("Comma-separated: only messages sent to an expression naming any of these tags (AU-1)"))],
         ok: (200, "Messages"), id: "getHistory"))
+}
+
+// MARK: Member tags (AU-1)
+
+extension NativeRoute {
+    static let audiences = [setMemberTags, tagMembers, tagMembersCount, tagMute]
+
+    public static let setMemberTags = NativeRoute(.PUT, "/v1/rooms/{roomId}/members/{userId}/tags", doc: .init(
+        "Replace a present member's tags (at most \(Limits.maxTagsPerMember), each 1–\(Limits.maxTagBytes) bytes; a room's members carry at most \(Limits.maxTagsPerRoom) distinct tags): its connections get room.tagsUpdated, and messages to tags reach it by the new ones; with notifyTargetTags the matching members get notification 316",
+        tag: .members, spec: ["AU-1"], params: [.roomId, .userId], body: "SetMemberTags", ok: (200, "Empty")))
+    public static let tagMembers = NativeRoute(.GET, "/v1/rooms/{roomId}/tags/{tag}/members", doc: .init(
+        "The present members carrying a tag, paged", tag: .members, spec: ["AU-1"],
+        params: [.roomId, .tag, .query("limit", .integer(minimum: 1, maximum: Limits.maxMemberListCount)),
+                 .query("cursor", description: "The last user id of the previous page")],
+        ok: (200, "Members")))
+    public static let tagMembersCount = NativeRoute(.GET, "/v1/rooms/{roomId}/tags/{tag}/count", doc: .init(
+        "How many present members carry a tag", tag: .members, spec: ["AU-1"], params: [.roomId, .tag], ok: (200, "Count")))
+    public static let tagMute = NativeRoute(.PUT, "/v1/rooms/{roomId}/tags/{tag}/mute", doc: .init(
+        "Mute every member carrying a tag for some seconds (0 lifts it), members who get the tag meanwhile included; notification 314/315 to the tag's members (or notifyTargetTags) unless needNotify is false",
+        tag: .moderation, spec: ["AU-1"], params: [.roomId, .tag], body: "TagMute", ok: (200, "Empty")))
 }
 
 // MARK: Ultra groups and channels (UG-1..UG-6), their default levels (CS-4)

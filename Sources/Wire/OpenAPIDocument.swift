@@ -257,10 +257,12 @@ public enum OpenAPIDocument {
             "userId": str(), "nickname": str(), "avatar": str(), "ext": str(),
             "type": ["type": "string", "enum": MemberType.allCases.map(\.rawValue)], "isMuted": bool(), "isTempMuted": bool(),
             "tempMuteRemainingSeconds": int(), "isBlocklisted": bool(), "isOnline": bool(), "enterTime": int(),
+            "tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember),
         ], required: ["userId", "type"])
         let message = obj([
             "messageId": str(), "roomId": str(), "sender": str(), "senderNickname": str(), "senderAvatar": str(), "roomExt": str(),
             "type": ["type": "string", "enum": ["text", "custom", "notification"]], "content": str(), "time": int(), "fromServer": bool(),
+            "targets": arr(str(), maxItems: Limits.maxMessageTargets), "targetTags": ref("TagExpression"),
         ], required: ["messageId", "roomId", "type", "content", "time"])
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])
@@ -272,6 +274,13 @@ public enum OpenAPIDocument {
             "Error": obj(["code": int(), "message": str(), "field": str()], required: ["code", "message"]),
             "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
+            "Count": obj(["count": int(minimum: 0)], required: ["count"]),
+            "TagExpression": tagExpressionSchema,
+            "SetMemberTags": obj(["tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember),
+                                  "notifyTargetTags": ref("TagExpression")], required: ["tags"]),
+            "TagMute": obj(["seconds": int("0 lifts the mute", minimum: 0, maximum: Limits.maxTagMuteSeconds), "needNotify": bool("Default true"),
+                            "notifyExt": str(maxLength: Limits.maxNotifyExtBytes),
+                            "notifyTargetTags": ref("TagExpression")], required: ["seconds"]),
             "Room": room,
             "RoomResponse": obj(["room": ref("Room")], required: ["room"]),
             "UserPresence": obj(["userId": str(), "online": bool(), "connections": int(minimum: 0)], required: ["userId", "online", "connections"]),
@@ -349,7 +358,8 @@ public enum OpenAPIDocument {
                 ]),
             ]),
             "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: Int(Limits.maxTokenTTLSeconds)), "nickname": str(), "avatar": str(), "device": str(),
-                                 "observer": bool("An operator's token: it may also watch any of the app's rooms with room.observe, without joining (BX-3)")]),
+                                 "observer": bool("An operator's token: it may also watch any of the app's rooms with room.observe, without joining (BX-3)"),
+                                 "tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember)]),
             "CreateRoom": obj([
                 "roomId": id, "name": str(maxLength: Limits.maxNameBytes), "announcement": str(maxLength: Limits.maxAnnouncementBytes), "ext": str(maxLength: Limits.maxExtBytes),
                 "broadcastUrl": str(maxLength: Limits.maxBroadcastUrlBytes), "creator": id, "queueModificationLevel": int(minimum: 0, maximum: 1), "destroy": destroyRequest,
@@ -380,8 +390,19 @@ public enum OpenAPIDocument {
             "QueueValue": obj(["value": str(maxLength: Limits.maxQueueValueBytes)], required: ["value"]),
             "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: Limits.maxNotifyExtBytes)], required: ["elements"]),
             "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"], "fromUserId": id,
-                                "nickname": str(), "avatar": str()], required: ["content"]),
+                                "nickname": str(), "avatar": str(),
+                                "targets": ["type": "array", "items": id, "maxItems": Limits.maxMessageTargets,
+                                            "description": "Only these members receive it and read it in history (AU-2)"],
+                                "targetTags": ref("TagExpression")], required: ["content"]),
         ]
+    }
+
+    /// AU-1: NIM's tag expression, `{"tag": "vip"}` or `{"op": "and"|"or"|"not", "tags": [...]}`.
+    static var tagExpressionSchema: [String: Any] {
+        ["description": "A tag, or and/or/not over expressions (not takes one); at most \(Limits.maxTagExpressionTerms) tags in \(Limits.maxTagExpressionDepth) levels",
+         "oneOf": [obj(["tag": str(maxLength: Limits.maxTagBytes)], required: ["tag"]),
+                   obj(["op": ["type": "string", "enum": ["and", "or", "not"]], "tags": ["type": "array", "items": ref("TagExpression"), "minItems": 1]],
+                       required: ["op", "tags"])]]
     }
 
     // MARK: Ultra groups and conversation status (SPEC §4, §5)

@@ -95,6 +95,7 @@ public struct OperationDoc: Sendable {
 extension OperationDoc.Parameter {
     static let roomId = path("roomId", .id, description: "Room id (1–64 bytes)")
     static let userId = path("userId", .id)
+    static let tag = path("tag", .string("A member tag (1–\(Limits.maxTagBytes) bytes)", maxLength: Limits.maxTagBytes))
     static let groupId = path("groupId", .id, description: "Ultra group id (1–64 bytes)")
     static let channelId = path("channelId", .id, description: "Channel (busChannel) id")
     static let webhookId = path("id", .pattern("^(ep|cfg)_[0-9a-f]+$"), description: "Endpoint id")

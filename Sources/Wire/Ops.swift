@@ -130,7 +130,9 @@ public enum OpTable {
         @Sendable func profile() -> [String: [String: Any]] {
             ["nickname": S.str(maxLength: Limits.maxNicknameBytes), "avatar": S.str(maxLength: Limits.maxAvatarBytes),
              "ext": S.str("Member ext shown to others (NIM-11)", maxLength: Limits.maxExtBytes),
-             "notifyExt": S.str("notifyExt of the 301 enter notification", maxLength: Limits.maxNotifyExtBytes)]
+             "notifyExt": S.str("notifyExt of the 301 enter notification", maxLength: Limits.maxNotifyExtBytes),
+             "tags": S.arr(S.str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember),
+             "notifyTargetTags": S.ref("TagExpression")]
         }
         @Sendable func notifyExt() -> [String: [String: Any]] {
             ["notifyExt": S.str("Sends the NIM notification with this notifyExt", maxLength: Limits.maxNotifyExtBytes)]
@@ -175,12 +177,15 @@ public enum OpTable {
             }, reply: "JoinReply") { a, c throws(ChatError) in .command(try a.command(c.session)) },
             .with("room.send", "Send a message to the room (everyone else receives it). When the app has a before-send hook (PX-4) the message is sent only after the hook's verdict, with the hook's replacement content if it gave one: 40303 when the hook drops it, 50302 when the hook gave no verdict and the app fails closed; a connection's messages keep their order", spec: ["NIM-8", "RC-7", "NIM-3", "PX-4"],
                   args: Addressed<RoomAddress, SendMessageRequest>.self, schema: {
-                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"]],
+                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"],
+                             "targets": ["type": "array", "items": S.id, "maxItems": Limits.maxMessageTargets, "description": "Only these members receive it (AU-2)"],
+                             "targetTags": S.ref("TagExpression")],
                             required: ["roomId", "content"])
                   }, reply: "MessageResponse") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
             .with("room.history", "Message history", spec: ["NIM-8"], args: Addressed<RoomAddress, HistoryRequest>.self, schema: {
                 S.obj(["roomId": S.id, "start": S.int("ms; 0: from the newest/oldest", minimum: 0), "limit": S.int(minimum: 1, maximum: Limits.maxHistoryLimit),
-                       "order": enumeration(["asc", "desc"]), "types": S.arr(enumeration(["text", "custom", "notification"]))], required: ["roomId"])
+                       "order": enumeration(["asc", "desc"]), "types": S.arr(enumeration(["text", "custom", "notification"])),
+                       "tags": S.arr(S.str(maxLength: Limits.maxTagBytes))], required: ["roomId"])
             }, reply: "Messages", memberOnly: true) { a, c throws(ChatError) in
                 .memberQuery(roomId: a.address.roomId, try a.body.query(c, roomId: a.address.roomId))
             },

@@ -522,6 +522,10 @@ public struct SendMessageRequest: Decodable, Sendable {
     public var messageType: String?
     /// QS-5: not stored, not in the room's stream, dropped first.
     public var transient: Bool?
+    /// AU-2: only these members receive it (and read it in history); at most `Limits.maxMessageTargets`.
+    public var targets: [String]?
+    /// AU-1: only the members whose tags match receive it (NIM's `notifyTargetTags`).
+    public var targetTags: TagExpressionJSON?
 
     public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
         let sender: MessageSender
@@ -534,8 +538,9 @@ public struct SendMessageRequest: Decodable, Sendable {
 
     /// nil when the message asks for nothing beyond a plain one.
     func options() throws(ChatError) -> MessageOptions? {
-        guard priority != nil || messageType != nil || transient != nil else { return nil }
-        var o = MessageOptions(type: messageType ?? "", transient: transient ?? false)
+        guard priority != nil || messageType != nil || transient != nil || targets != nil || targetTags != nil else { return nil }
+        var o = MessageOptions(type: messageType ?? "", transient: transient ?? false, targets: targets ?? [],
+                               targetTags: try targetTags.map { e throws(ChatError) in try TagExpression.from(e, field: "targetTags") })
         if let p = priority {
             guard let parsed = MessagePriority(rawValue: p) else { throw ChatError(.invalidParameter, "priority must be high, normal or low", field: "priority") }
             o.priority = parsed
@@ -549,17 +554,23 @@ public struct HistoryRequest: Decodable, Sendable {
     public var limit: Int?
     public var order: String?
     public var types: [String]?
+    /// AU-1: only messages sent to any of these tags.
+    public var tags: [String]?
 
     public init(query q: QueryParameters) throws(ChatError) {
         start = try q.int("start").map(Int64.init)
         limit = try q.int("limit")
         order = q.string("order")
         types = q.list("types")
+        tags = q.list("tags")
     }
 
+    /// A member reads only what was sent to it (AU-1, AU-2); the app server reads everything.
     public func query(_ caller: Caller, roomId: String) throws(ChatError) -> Query {
-        .history(app: caller.app, roomId: roomId, start: start ?? 0, limit: limit ?? 20, try parseOrder(order, default: .descending),
-                 kinds: try parseKinds(types))
+        var viewer: SessionID?
+        if case .session(let sid) = caller.actor { viewer = sid }
+        return .history(app: caller.app, roomId: roomId, start: start ?? 0, limit: limit ?? 20, try parseOrder(order, default: .descending),
+                        kinds: try parseKinds(types), filter: HistoryFilter(viewer: viewer, tags: tags ?? []))
     }
 }
 
@@ -593,7 +604,15 @@ public struct ProfileFields: Decodable, Sendable {
     public var avatar: String?
     public var ext: String?
     public var notifyExt: String?
-    public var profile: EnterProfile { EnterProfile(nickname: nickname ?? "", avatar: avatar ?? "", ext: ext ?? "", notifyExt: notifyExt ?? "") }
+    /// AU-1: the member's tags in the room (absent: its token's).
+    public var tags: [String]?
+    /// AU-1: its enter and exit notifications go only to the members whose tags match.
+    public var notifyTargetTags: TagExpressionJSON?
+
+    public func profile() throws(ChatError) -> EnterProfile {
+        EnterProfile(nickname: nickname ?? "", avatar: avatar ?? "", ext: ext ?? "", notifyExt: notifyExt ?? "", tags: tags,
+                     notifyTargetTags: try notifyTargetTags.map { e throws(ChatError) in try TagExpression.from(e, field: "notifyTargetTags") })
+    }
 }
 
 public struct JoinRequest: Decodable, Sendable {
@@ -640,7 +659,7 @@ public struct SwitchRequest: Decodable, Sendable {
     }
 
     public func command(_ session: SessionID) throws(ChatError) -> Command {
-        .switchRoom(session, from: from, to: try to.config(), createIfMissing: createIfMissing ?? false, fields.profile)
+        .switchRoom(session, from: from, to: try to.config(), createIfMissing: createIfMissing ?? false, try fields.profile())
     }
 }
 
@@ -839,6 +858,13 @@ public struct TokenRequest: Decodable, Sendable {
     public var device: String?
     /// BX-3: a token that may also watch any of the app's rooms (`room.observe`).
     public var observer: Bool?
+    /// AU-1: the tags the user enters its rooms with, unless a join gives its own.
+    public var tags: [String]?
+
+    /// The tags, checked (each 1 to `Limits.maxTagBytes` bytes, at most `Limits.maxTagsPerMember`).
+    public func checkedTags() throws(ChatError) -> [String]? {
+        try tags.map { t throws(ChatError) in try Validate.tags(t, field: "tags") }
+    }
 }
 
 public struct WebhookReplayRequest: Decodable, Sendable {

@@ -105,9 +105,12 @@ public struct TokenClaims: Codable, Equatable, Sendable {
     /// BX-3: the holder may watch any room of the app (`room.observe`) without joining it. Only
     /// an app server (holding the secret) mints such tokens; the console asks for one.
     public var obs: Bool?
+    /// AU-1: the tags the holder enters its rooms with (a join may give its own).
+    public var tags: [String]?
 
     public init(sub: String, app: String, exp: Int64, iat: Int64? = nil, name: String? = nil, avatar: String? = nil, device: String? = nil,
-                observer: Bool = false) {
+                observer: Bool = false, tags: [String]? = nil) {
+        self.tags = tags
         self.obs = observer ? true : nil
         self.sub = sub
         self.app = app

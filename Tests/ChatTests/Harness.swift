@@ -38,12 +38,23 @@ final class Harness {
         return out
     }
 
+    /// AU-1: each session's member tags per room, as the hubs keep them.
+    struct TagKey: Hashable {
+        let session: SessionID
+        let room: RoomKey
+    }
+    var tagIndex: [TagKey: [String]] = [:]
+
     func process(_ out: Outcome) {
         lastOutcome = out
         for effect in out.effects {
             switch effect {
             case .joined(let s, let k): roomIndex[k, default: []].append(s)
-            case .left(let s, let k): roomIndex[k]?.removeAll { $0 == s }
+            case .left(let s, let k):
+                roomIndex[k]?.removeAll { $0 == s }
+                tagIndex[TagKey(session: s, room: k)] = nil
+            case .tagged(let list, let k, let tags):
+                for s in list { tagIndex[TagKey(session: s, room: k)] = tags }
             case .deliver(let event, let audience):
                 for s in recipients(audience) { inbox[s, default: []].append(event) }
             }
@@ -57,6 +68,12 @@ final class Harness {
         case .roomExceptSession(let k, let s): return (roomIndex[k] ?? []).filter { $0 != s }
         case .users(_, let users): return connected.filter { users.contains($0.value) }.map(\.key).sorted()
         case .sessions(let list): return list.filter { connected[$0] != nil }
+        case .roomUsers(let k, let users, let except):
+            return (roomIndex[k] ?? []).filter { users.contains(connected[$0] ?? "") && !except.excludes($0, user: connected[$0] ?? "") }
+        case .roomTagged(let k, let tags, let except):
+            return (roomIndex[k] ?? []).filter {
+                tags.matches(tagIndex[TagKey(session: $0, room: k)] ?? []) && !except.excludes($0, user: connected[$0] ?? "")
+            }
         }
     }
 

@@ -56,6 +56,11 @@ struct ClusterScenarioTests {
     }
 
     // CL-2 with QS-1, QS-2, QS-5: every node decides a room's budget alike.
+    // CL-2 with AU-1, AU-2: who receives is decided alike on every node.
+    @Test func audiences() async throws {
+        try await offPool { () throws in try Scenarios.audiences(try ClusterGateway(database: "aud")) }
+    }
+
     @Test func roomQoS() async throws {
         try await offPool { () throws in try Scenarios.roomQoS(try ClusterGateway(database: "qos")) }
     }

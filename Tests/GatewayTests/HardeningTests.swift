@@ -134,6 +134,41 @@ struct HardeningTests {
         }
     }
 
+    // AU-2, AU-1 across a restart: a message sent to listed members or to a tag is kept with
+    // its audience, so a client resuming after a restart gets it only if it was addressed to it.
+    @Test func resumeAfterARestartKeepsEachMessagesAudience() async throws {
+        try await offPool { () throws in
+            let data = temporaryDirectory("roomcast-au-restart")
+            var g = try GatewayProcess(dataDirectory: data)
+            #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try g.client("alice"), bob = try g.client("bob")
+            let joined = try alice.expectOK(try alice.command("room.join", ["roomId": "r", "tags": ["vip"]]))
+            let bobJoined = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+            let epoch = try #require(joined.obj("joinInfo").obj("room").str("epoch"))
+            let start = try #require(bobJoined.obj("joinInfo").int("offset"))
+            let stream = bob.stream
+            for body in [["content": "for-alice", "targets": ["alice"]], ["content": "for-vip", "targetTags": ["tag": "vip"]],
+                         ["content": "for-all"]] as [[String: Any]] {
+                #expect(try g.rest().call("POST", "/v1/rooms/r/messages", body).status == 201)
+            }
+            _ = try alice.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "for-all" }
+            _ = try bob.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "for-all" }
+            g.stop() // kill -9
+            g = try GatewayProcess(dataDirectory: data)
+            defer { g.stop() }
+            func resumed(_ user: String, tags: [String]) throws -> [String] {
+                let c = try g.client(user)
+                _ = try c.expectOK(try c.command("room.join", ["roomId": "r", "tags": tags,
+                                                               "resume": ["epoch": epoch, "stream": stream, "offset": start]]))
+                let result = try c.waitFor("room.resume")
+                #expect(result.obj("data")["resumed"] as? Bool == true, "\(result)")
+                return c.skipped.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
+            }
+            #expect(try resumed("alice", tags: ["vip"]) == ["for-alice", "for-vip", "for-all"])
+            #expect(try resumed("bob", tags: []) == ["for-all"])
+        }
+    }
+
     // §2: a signed request cannot be replayed after a restart within its 300 s window (the nonce
     // memory used to be lost with the process).
     @Test func aSignedRequestCannotBeReplayedAfterARestart() async throws {

@@ -16,6 +16,13 @@ struct ScenarioTests {
     }
 
     // QS-1, QS-2, QS-5
+    // AU-1, AU-2
+    @Test func audiences() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.audiences(g)
+    }
+
     @Test func roomQoS() throws {
         let g = try InProcessGateway()
         defer { g.stop() }

@@ -122,6 +122,83 @@ enum Scenarios {
         #expect(Set(history.map { $0.str("content") ?? "" }) == Set(["first", "end"] + accepted))
     }
 
+    /// The messages `c` receives until `marker` (sent last, to everyone), in order: what a
+    /// client got and, as important, what it did not.
+    static func messagesUntil<C: ScenarioClient>(_ c: C, _ marker: String) -> [String] {
+        var seen: [String] = []
+        let deadline = Date().addingTimeInterval(10)
+        while !seen.contains(marker) && Date() < deadline {
+            seen += c.drain(for: 0.2).filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
+        }
+        return seen
+    }
+
+    /// AU-1, AU-2 wherever the clients are (on a cluster, on other nodes than the REST calls):
+    /// a message to a tag expression or to listed members reaches exactly them, history reads
+    /// by the same rule, a tag change moves a member between audiences, counts follow, and bad
+    /// tags, expressions and lists are refused with the field named and change nothing.
+    static func audiences<G: ScenarioGateway>(_ g: G) throws {
+        #expect(try g.restCall("POST", "/v1/rooms", ["roomId": "aud"]).status == 201)
+        let vip = try g.connectClient("au-vip"), cn = try g.connectClient("au-cn"), plain = try g.connectClient("au-plain")
+        _ = try join(vip, "aud", ["tags": ["vip", "cn"]])
+        _ = try join(cn, "aud", ["tags": ["cn"]])
+        _ = try join(plain, "aud")
+        for c in [vip, cn, plain] { _ = c.drain(for: 0.3) }
+        func send(_ body: [String: Any]) throws -> RESTClient.Response { try g.restCall("POST", "/v1/rooms/aud/messages", body) }
+
+        #expect(try send(["content": "to-vip", "targetTags": ["tag": "vip"]]).status == 201)
+        #expect(try send(["content": "cn-not-vip", "targetTags": ["op": "and", "tags": [["tag": "cn"], ["op": "not", "tags": [["tag": "vip"]]]]]]).status == 201)
+        #expect(try send(["content": "to-plain", "targets": ["au-plain"]]).status == 201)
+        #expect(try send(["content": "end-1"]).status == 201)
+        #expect(messagesUntil(vip, "end-1") == ["to-vip", "end-1"])
+        #expect(messagesUntil(cn, "end-1") == ["cn-not-vip", "end-1"])
+        #expect(messagesUntil(plain, "end-1") == ["to-plain", "end-1"])
+
+        // History reads by the same rule: a member its own, the app server everything, by tag.
+        func history<C: ScenarioClient>(_ c: C) throws -> [String] {
+            let r = try c.expectOK(try c.send("room.history", ["roomId": "aud", "order": "asc", "limit": 50]))
+            return (r["messages"] as? [[String: Any]] ?? []).compactMap { $0.str("content") }
+        }
+        #expect(try history(vip) == ["to-vip", "end-1"])
+        #expect(try history(plain) == ["to-plain", "end-1"])
+        let all = try g.restCall("GET", "/v1/rooms/aud/messages?order=asc&limit=50").json["messages"] as? [[String: Any]] ?? []
+        #expect(all.compactMap { $0.str("content") } == ["to-vip", "cn-not-vip", "to-plain", "end-1"])
+        let byTag = try g.restCall("GET", "/v1/rooms/aud/messages?order=asc&tags=vip").json["messages"] as? [[String: Any]] ?? []
+        #expect(byTag.compactMap { $0.str("content") } == ["to-vip", "cn-not-vip"])
+
+        // The app server retags plain: it is told, and messages to vip now reach it.
+        #expect(try g.restCall("PUT", "/v1/rooms/aud/members/au-plain/tags", ["tags": ["vip"]]).status == 200)
+        let told = try plain.waitFor("room.tagsUpdated", timeout: 10) { _ in true }
+        #expect(told.obj("data")["tags"] as? [String] == ["vip"])
+        #expect(try g.restCall("GET", "/v1/rooms/aud/tags/vip/count").json.int("count") == 2)
+        let listed = try g.restCall("GET", "/v1/rooms/aud/tags/vip/members").json["members"] as? [[String: Any]] ?? []
+        #expect(Set(listed.compactMap { $0.str("userId") }) == ["au-vip", "au-plain"])
+        #expect(try send(["content": "vip-again", "targetTags": ["tag": "vip"]]).status == 201)
+        #expect(try send(["content": "end-2"]).status == 201)
+        #expect(messagesUntil(vip, "end-2") == ["vip-again", "end-2"])
+        #expect(messagesUntil(plain, "end-2") == ["vip-again", "end-2"])
+        #expect(messagesUntil(cn, "end-2") == ["end-2"])
+
+        // Bad input names its field and changes nothing.
+        var deep: [String: Any] = ["tag": "a"]
+        for _ in 0..<Limits.maxTagExpressionDepth { deep = ["op": "not", "tags": [deep]] }
+        let tooMany = (0...Limits.maxTagsPerMember).map { "t\($0)" }
+        for (body, field) in [(["content": "x", "targetTags": deep], "targetTags"),
+                              (["content": "x", "targetTags": ["op": "xor", "tags": [["tag": "a"]]]], "targetTags"),
+                              (["content": "x", "targets": (0...Limits.maxMessageTargets).map { "u\($0)" }], "targets")] as [([String: Any], String)] {
+            let r = try send(body)
+            #expect(r.status == 400 && r.json.str("field") == field, "\(r.text)")
+        }
+        let r = try g.restCall("PUT", "/v1/rooms/aud/members/au-cn/tags", ["tags": tooMany])
+        #expect(r.status == 400 && r.json.str("field") == "tags", "\(r.text)")
+        let late = try g.connectClient("au-late")
+        let refused = try late.send("room.join", ["roomId": "aud", "tags": tooMany])
+        #expect(refused.obj("error").str("field") == "tags", "\(refused)")
+        #expect(try g.restCall("GET", "/v1/rooms/aud/tags/cn/count").json.int("count") == 2)
+        #expect(try send(["content": "end-3"]).status == 201)
+        #expect(messagesUntil(cn, "end-3") == ["end-3"])
+    }
+
     /// RC-1, RC-2, RC-5, RC-6, RC-7: moderation reaches exactly its audience, and who must hear
     /// nothing hears nothing.
     static func rongCloudModeration<G: ScenarioGateway>(_ g: G) throws {

@@ -19,6 +19,15 @@ struct SmokeTests {
     }
 
     // QS-1, QS-2, QS-5 against the binary.
+    // AU-1, AU-2 against the binary.
+    @Test func audiences() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            try Scenarios.audiences(g)
+        }
+    }
+
     @Test func roomQoS() async throws {
         try await offPool { () throws in
             let g = try GatewayProcess()

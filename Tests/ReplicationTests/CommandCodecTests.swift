@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -61,6 +61,8 @@ struct CommandCodecTests {
         case .editMessageList: .editMessageList
         case .setProtectedSenders: .setProtectedSenders
         case .setDistribution: .setDistribution
+        case .setMemberTags: .setMemberTags
+        case .tagMute: .tagMute
         }
     }
 
@@ -121,6 +123,14 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // AU-1, AU-2.
+            .setMemberTags(app: "a", roomId: "r", userId: "u", ["vip", "cn"]),
+            .setMemberTags(app: "a", roomId: "r", userId: "u", [], notifyTargetTags: .not(.tag("cn"))),
+            .tagMute(app: "a", roomId: "r", tag: "vip", seconds: 60, notify: nim, notifyTargetTags: .and([.tag("a"), .not(.tag("b"))]), .server),
+            .sendMessage(app: "a", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "t",
+                         options: MessageOptions(targets: ["u1", "u2"])),
+            .sendMessage(app: "a", roomId: "r", .session(s), .text, content: "t", options: MessageOptions(targetTags: .or([.tag("a"), .tag("b")]))),
+            .join(s, roomId: "r", EnterProfile(nickname: "n", tags: ["a"], notifyTargetTags: .tag("a")), .join),
             .createGroup(app: "a", groupId: "g", name: "G", creator: nil), .dismissGroup(app: "a", groupId: "g"),
             .joinGroup(app: "a", groupId: "g", ["u"]), .quitGroup(app: "a", groupId: "g", ["u"]),
             .createChannel(app: "a", groupId: "g", channelId: "c", .private), .changeChannelType(app: "a", groupId: "g", channelId: "c", .public),

@@ -191,6 +191,8 @@ export interface RoomBanData { banType: number; durationTime: number; operateTim
 export interface RoomNotificationData { eventType: number; ext: unknown; notifyExt: string; source: Record<string, any>; targets: Record<string, any>[]; time: number }
 export interface RoomMessageData { message: Record<string, any> }
 export interface RoomAttributesData { operator: string; removed: string[]; time: number; updated: Record<string, string> }
+/** AU-1: this member's tags in the room, as the app server set them. */
+export interface RoomTagsUpdatedData { roomId: string; tags: string[]; time: number }
 export interface RoomResumeData { resumed: boolean; replayed: number; reason?: 'epochChanged' | 'serverRestarted' | 'outOfWindow' }
 export interface InfoListData { infoList: Record<string, any>[] }
 export interface ConversationStatusSyncedData { code: number; cursor: number }
@@ -208,6 +210,7 @@ export interface ServerEventMap {
   'room.message': EventFrame<'room.message', RoomMessageData>;
   'room.attributes': EventFrame<'room.attributes', RoomAttributesData>;
   'room.resume': EventFrame<'room.resume', RoomResumeData>;
+  'room.tagsUpdated': EventFrame<'room.tagsUpdated', RoomTagsUpdatedData>;
   'group.channelTypeChanged': EventFrame<'group.channelTypeChanged', InfoListData>;
   'group.channelDisbanded': EventFrame<'group.channelDisbanded', InfoListData>;
   'group.channelUserKicked': EventFrame<'group.channelUserKicked', InfoListData>;

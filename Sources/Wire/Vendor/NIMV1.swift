@@ -128,6 +128,12 @@ public enum NIMV1 {
             w.field("muted", m.isMuted)
             w.field("tempMuted", m.isTempMuted)
             w.field("tempMuteTtl", m.tempMuteRemainingSeconds)
+            // AU-1: NIM carries a member's tags as a JSON array in a string.
+            if !m.tags.isEmpty {
+                var list = JSONWriter()
+                list.stringArray(m.tags)
+                w.field("tags", String(decoding: list.bytes, as: UTF8.self))
+            }
             w.endObject()
         }
         w.endArray()
@@ -150,7 +156,7 @@ public enum NIMV1 {
         VendorEndpoint(prefix + name + ".action", resolve)
     }
 
-    public static let endpoints: [VendorEndpoint] = rooms + members + queue + unsupported
+    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + unsupported
 
     static let rooms: [VendorEndpoint] = [
         // NIM-1 create: a fresh room number.
@@ -438,10 +444,6 @@ public enum NIMV1 {
         ("updateMyRoomRole", "a member's own room profile is changed by the member's client (room.updateMyInfo)"),
         ("queueBatchOffer", "queue elements owned by other accounts"),
         ("queryMembersByRole", "member queries by role"),
-        ("tagTemporaryMute", "member tags"),
-        ("tagMembersCount", "member tags"),
-        ("tagMembersQuery", "member tags"),
-        ("updateChatRoomRoleTag", "member tags"),
         ("addRobot", "chat-room robots"),
         ("removeRobot", "chat-room robots"),
         ("cleanRobot", "chat-room robots"),
