@@ -74,10 +74,14 @@ struct RoomcastCommand: ParsableCommand {
     var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
 
     @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. Default: a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
-    var outboundSoftBytes: Int? = environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init)
+    var outboundSoftBytes: Int?
 
-    /// The soft mark given, or a sixteenth of the hard bound.
-    var effectiveOutboundSoftBytes: Int { outboundSoftBytes ?? maxOutboundBytes / Limits.outboundSoftFraction }
+    /// The soft mark given (the option, else the environment), or a sixteenth of the hard bound.
+    /// (An optional option with a default value is deprecated in ArgumentParser, so the
+    /// environment is read here rather than as the option's default.)
+    var effectiveOutboundSoftBytes: Int {
+        outboundSoftBytes ?? environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init) ?? maxOutboundBytes / Limits.outboundSoftFraction
+    }
 
     @Option(help: "QS-3: seconds a connection's queued output may make no progress before the connection is closed (nginx's send_timeout) [ROOMCAST_SEND_TIMEOUT].")
     var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT").flatMap(Int.init) ?? 60
