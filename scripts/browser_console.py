@@ -2,8 +2,8 @@
 
 It signs in with the app key and secret (kept in sessionStorage only), finds a room by id prefix,
 shows a live event within a second of a REST call while observing the room (never as a member),
-mutes a member (whose own page, using the client library, receives the room.ban event), replays a
-dead letter, draws the charts, and works in a narrow window. Screenshots of each page are saved;
+mutes a member (whose own page, using the client library, receives the room.ban event), stops and
+resumes the room's distribution (QS-6) and shows its drops (QS-7), replays a dead letter, draws the charts, and works in a narrow window. Screenshots of each page are saved;
 any console error or failed request fails the run. Run by scripts/browser-tests.sh."""
 
 import os
@@ -131,6 +131,29 @@ def run_all(gateway, origin, report, shots):
         wait_until(lambda: visible(console, 'li[data-testid="event"][data-ev="room.ban"]'), what="the ban in the live stream")
         shot(console, shots, "room")
         report("console: muted erin; her page received room.ban (banType 1)")
+
+        # QS-6, QS-7: the room's distribution state, stopped and resumed from the console (erin's page
+        # receives nothing while it is stopped), and the server's drops per class.
+        wait_until(lambda: console.find_element(By.ID, "distribution-state").get_attribute("data-stopped") == "false",
+                   what="the distribution state (running)")
+        wait_until(lambda: len(console.find_elements(By.CSS_SELECTOR, '#drops-body [data-testid="drops-row"]')) == 4,
+                   what="the drops table, one row per class")
+        assert "not tracked per room" in " ".join(text_of(console, "#drops-note").split()), text_of(console, "#drops-note")
+        member.execute_script("window.rc.texts = []; window.rc.client.on('room.message', (e) => window.rc.texts.push(e.data.message.content));")
+        click(console, "#distribution-toggle")
+        wait_until(lambda: console.find_element(By.ID, "distribution-state").get_attribute("data-stopped") == "true",
+                   what="the distribution stopped")
+        assert gateway.ok("GET", f"/v1/rooms/{room}")["room"].get("distributionStopped") is True
+        assert console.find_element(By.ID, "distribution-toggle").text == "Resume distribution"
+        gateway.ok("POST", f"/v1/rooms/{room}/messages", {"content": "while stopped"})
+        shot(console, shots, "room-distribution-stopped")
+        click(console, "#distribution-toggle")
+        wait_until(lambda: console.find_element(By.ID, "distribution-state").get_attribute("data-stopped") == "false",
+                   what="the distribution resumed")
+        gateway.ok("POST", f"/v1/rooms/{room}/messages", {"content": "after resume"})
+        texts = wait_until(lambda: member.execute_script("return window.rc.texts"), what="erin's page receives the next message")
+        assert texts == ["after resume"], texts
+        report("console: stopped and resumed the room's distribution (erin got nothing while stopped); drops shown per class")
 
         # A dead letter, replayed from the console.
         wait_until(lambda: gateway.ok("GET", f"/v1/webhooks/{hook_id}/deliveries?status=dead")["deliveries"], timeout=20,

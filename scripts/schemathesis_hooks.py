@@ -28,6 +28,11 @@ def before_call(context, case, **kwargs):
     # fuzzer invents (as a webhook endpoint would); the end-to-end tests cover it instead.
     if case.path == "/v1/settings" and isinstance(case.body, dict):
         case.body.pop("beforeSend", None)
+        # A generated restCallsPerSecond of 1 or 2 makes every later call of the run a 429 (PX-1),
+        # and a tiny roomMessagesPerSecond every later send a 42902 (QS-2): the fuzzer would rate
+        # limit itself out of the handlers it is there to reach. Both bounds are tested in-process.
+        case.body.pop("restCallsPerSecond", None)
+        case.body.pop("roomMessagesPerSecond", None)
 
 
 if os.environ.get("ROOMCAST_FUZZ_DEBUG"):

@@ -7,6 +7,11 @@ Usage: python vendor_sdks.py --port PORT --key APP_KEY --secret APP_SECRET
   - VC-3 Nexconn v4 with `ncsdk`, `Configuration(host=...)` + `set_nexconn_credentials(...)`.
   - VC-4 the two surfaces are one behaviour: what one SDK changes the other reads, and both refuse the
     same situation with the same code.
+  - QS-1, QS-4, QS-6 (room QoS): RongCloud's low-priority types, message-type allowlist, chatroom user
+    allowlist and stop/resume distribution; Nexconn's low-priority and priority type lists, priority
+    senders and a send with `priority`. What a call changes is read back through the other SDK and
+    through the native REST API (signed with the same RongCloud headers): the room's
+    `distributionStopped` and the class each stored message travelled with.
 
 Every step asserts something concrete and prints one line; the last line is `N passed, M failed`
 (exit status 1 when anything failed). Nothing here changes what the SDKs put on the wire: the only
@@ -20,6 +25,7 @@ checks `code`. ncsdk 0.1.2 parses every answer into strict pydantic models (a ty
 """
 import argparse
 import datetime
+import hashlib
 import json
 import re
 import sys
@@ -27,6 +33,7 @@ import time
 import traceback
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import ncsdk
@@ -122,6 +129,15 @@ def rc_refused(answer, status, code, what):
     expect(body.get("code") == code, f"{what}: code {body.get('code')!r}, expected {code} ({body})")
     expect(isinstance(body.get("errorMessage"), str) and body["errorMessage"], f"{what}: no errorMessage in {body}")
     return body
+
+
+def native_get(base, key, secret, path):
+    """A signed native GET (the RongCloud header scheme, which /v1 accepts too): the JSON answer."""
+    nonce, ts = uuid.uuid4().hex, str(int(time.time()))
+    sig = hashlib.sha1((secret + nonce + ts).encode()).hexdigest()
+    req = urllib.request.Request(base + path, headers={"App-Key": key, "Nonce": nonce, "Timestamp": ts, "Signature": sig})
+    with _urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read().decode("utf-8"))
 
 
 def users_of(answer):
@@ -438,9 +454,115 @@ def main():
         expect("mute-c" not in got, f"a refused mute changed state: {got}")
     step("VC-3 nc the refused call changed nothing (RC-8)", nc_unchanged)
 
-    step("VC-3 nc unsupported endpoint -> ApiException HTTP 430 error_code 1009",
-         lambda: nc_refused(lambda: ncsdk.OpenChannelPriorityControlsApi(client).get_open_channel_priority_message_type_list(),
-                            ncx.ApiException, 430, 1009, "priority-message-type-list/get"))
+    step("VC-3 nc unsupported endpoint (community-channel freeze list) -> ApiException HTTP 430 error_code 1009",
+         lambda: nc_refused(lambda: ncsdk.CommunityChannelModerationApi(client).get_community_channel_freeze_list(
+             ncsdk.CommunityChannelFreezeListGetRequest(channel_id=c1)), ncx.ApiException, 430, 1009, "community-channel/freeze-list/get"))
+
+
+    # ============================== QS: room QoS through both SDKs ==============================
+    mprio = room.get_message().get_priority()
+    mwhite = room.get_whitelist()
+    uwhite = user.get_whitelist()
+    low_type, gift_type = f"App:Like{run}", f"App:Gift{run}"
+    low_api = ncsdk.OpenChannelMessagePriorityApi(client)
+    prio_api = ncsdk.OpenChannelPriorityControlsApi(client)
+
+    def qs_low_types():
+        rc_ok(mprio.add([low_type, "App:Cheer"]), "priority.add")
+        names = rc_ok(mprio.query(), "priority.query").get("objectNames")
+        expect(isinstance(names, list) and low_type in names and "App:Cheer" in names, f"objectNames {names!r}")
+        r = low_api.get_open_channel_low_priority_message_type_list()
+        types = (r.result.message_types if r.result else None) or []
+        expect(low_type in types and "App:Cheer" in types, f"Nexconn low-priority messageTypes {types} lack the RongCloud ones")
+        rc_ok(mprio.remove(["App:Cheer"]), "priority.remove")
+        r = low_api.remove_open_channel_low_priority_message_type_list(ncsdk.OpenChannelLowPriorityMessageTypeListRequest(message_types=[low_type]))
+        expect(r.code == 0, f"low-priority remove code {r.code}")
+        names = rc_ok(mprio.query(), "priority.query").get("objectNames")
+        expect(low_type not in names and "App:Cheer" not in names, f"objectNames {names!r} after both removes")
+        r = low_api.add_open_channel_low_priority_message_type_list(ncsdk.OpenChannelLowPriorityMessageTypeListRequest(message_types=[low_type]))
+        expect(r.code == 0, f"low-priority add code {r.code}")
+        return f"objectNames {rc_ok(mprio.query(), 'priority.query').get('objectNames')}"
+    step("QS-1 rc message priority add/query/remove (objectName) is Nexconn's low-priority-message-type-list", qs_low_types)
+
+    def qs_protected_types():
+        rc_ok(mwhite.add([gift_type]), "whitelist.add")
+        names = rc_ok(mwhite.query(), "whitelist.query").get("whitlistMsgType")
+        expect(isinstance(names, list) and gift_type in names, f"whitlistMsgType {names!r} (the vendor's spelling)")
+        r = prio_api.add_open_channel_priority_message_type_list(ncsdk.OpenChannelPriorityMessageTypeListRequest(message_types=["App:Crown"]))
+        expect(r.code == 0, f"priority-message-type-list add code {r.code}")
+        r = prio_api.get_open_channel_priority_message_type_list()
+        types = (r.result.message_types if r.result else None) or []
+        expect(gift_type in types and "App:Crown" in types, f"Nexconn priority messageTypes {types}")
+        rc_ok(mwhite.remove(["App:Crown"]), "whitelist.remove")
+        names = rc_ok(mwhite.query(), "whitelist.query").get("whitlistMsgType")
+        expect("App:Crown" not in names and gift_type in names, f"whitlistMsgType {names!r} after remove")
+        return f"whitlistMsgType {names}"
+    step("QS-4 rc message-type whitelist add/query/delete (objectnames, whitlistMsgType) is Nexconn's priority-message-type-list", qs_protected_types)
+
+    qs_room = f"qs-room-{run}"
+    five = ["host", "cohost", "mod", "guest", "vip"]
+
+    def qs_protected_users():
+        rc_ok(room.create([(qs_room, "QoS")]), "create")
+        rc_ok(uwhite.add(qs_room, five[:3]), "user whitelist add")
+        r = prio_api.add_open_channel_priority_sender_list(ncsdk.OpenChannelParticipantIdsRequest(channel_id=qs_room, participant_ids=five[3:]))
+        expect(r.code == 0, f"priority-sender-list add code {r.code}")
+        users = rc_ok(uwhite.query(qs_room), "user whitelist query").get("users")
+        expect(users == five, f"users {users!r}, expected {five}")
+        r = prio_api.get_open_channel_priority_sender_list(ncsdk.OpenChannelParticipantListByChannelRequest(channel_id=qs_room))
+        got = (r.result.participant_ids if r.result else None) or []
+        expect(got == five, f"Nexconn participantIds {got}")
+        return f"users {users}"
+    step("QS-4 rc user whitelist add/query and nc priority-sender-list add/get are one list of a room", qs_protected_users)
+
+    step("QS-4 rc a sixth protected user -> HTTP 400 code 1002",
+         lambda: rc_refused(uwhite.add(qs_room, ["sixth"]), 400, 1002, "user whitelist 6th") and None)
+    step("QS-4 nc a sixth priority sender -> BadRequestException 1002 naming participantIds",
+         lambda: nc_refused(lambda: prio_api.add_open_channel_priority_sender_list(ncsdk.OpenChannelParticipantIdsRequest(
+             channel_id=qs_room, participant_ids=["sixth"])), ncx.BadRequestException, 400, 1002, "priority sender 6th", field="participantIds"))
+
+    def qs_unchanged():
+        users = rc_ok(uwhite.query(qs_room), "user whitelist query").get("users")
+        expect(users == five, f"a refused call changed the list: {users!r}")
+        rc_ok(uwhite.remove(qs_room, ["vip"]), "user whitelist remove")
+        r = prio_api.remove_open_channel_priority_sender_list(ncsdk.OpenChannelParticipantIdsRequest(channel_id=qs_room, participant_ids=["guest"]))
+        expect(r.code == 0, f"priority-sender-list remove code {r.code}")
+        users = rc_ok(uwhite.query(qs_room), "user whitelist query").get("users")
+        expect(users == five[:3], f"users after both removes {users!r}")
+    step("QS-4 the refused calls changed nothing; remove through either SDK", qs_unchanged)
+
+    step("QS-4 rc user whitelist on a missing room -> HTTP 404 code 23410",
+         lambda: rc_refused(uwhite.add(f"missing-{run}", ["a"]), 404, 23410, "user whitelist missing room") and None)
+    step("QS-1 nc an empty messageTypes -> BadRequestException 1002 naming messageTypes",
+         lambda: nc_refused(lambda: low_api.add_open_channel_low_priority_message_type_list(
+             ncsdk.OpenChannelLowPriorityMessageTypeListRequest(message_types=[])), ncx.BadRequestException, 400, 1002, "empty types",
+             field="messageTypes"))
+
+    def qs_distribution():
+        msg = room.get_message()
+        rc_ok(msg.stop_distribution(qs_room), "stopDistribution")
+        got = native_get(base, args.key, args.secret, f"/v1/rooms/{qs_room}")["room"].get("distributionStopped")
+        expect(got is True, f"distributionStopped {got!r} after stopDistribution")
+        rc_ok(msg.resume_distribution(qs_room), "resumeDistribution")
+        got = native_get(base, args.key, args.secret, f"/v1/rooms/{qs_room}")["room"].get("distributionStopped")
+        expect(got is None, f"distributionStopped {got!r} after resumeDistribution")
+        return "stopped, then running"
+    step("QS-6 rc message stop_distribution / resume_distribution (read back through GET /v1/rooms)", qs_distribution)
+    step("QS-6 rc stop_distribution on a missing room -> HTTP 404 code 23410",
+         lambda: rc_refused(room.get_message().stop_distribution(f"missing-{run}"), 404, 23410, "stopDistribution missing") and None)
+
+    def qs_send_classes():
+        mm = ncsdk.MessageManagementApi(client)
+        sends = [("by type", low_type, None), ("asked low", "RC:TxtMsg", 3), ("asked high", "RC:TxtMsg", 2), ("protected", gift_type, 3)]
+        for content, mtype, priority in sends:
+            r = mm.send_open_channel_message(ncsdk.OpenChannelMessageSendRequest(
+                from_user_id="someone", to_channel_ids=[qs_room], message_type=mtype, content=json.dumps({"content": content}), priority=priority))
+            expect(r.code == 0, f"send {content}: code {r.code}")
+        stored = native_get(base, args.key, args.secret, f"/v1/rooms/{qs_room}/messages?limit=10&order=asc")["messages"]
+        classes = [(json.loads(m["content"])["content"], m.get("priority", "normal")) for m in stored]
+        expect(classes == [("by type", "low"), ("asked low", "low"), ("asked high", "high"), ("protected", "high")], f"classes {classes}")
+        return ", ".join(f"{c}: {p}" for c, p in classes)
+    step("QS-1 nc send_open_channel_message: the type lists and priority decide each message's class", qs_send_classes)
 
     # ============================== VC-4: one behaviour, two spellings ==============================
 
@@ -493,8 +615,11 @@ def main():
 
     step("VC-1 rc user.query on a missing room -> raw bytes, HTTP 404 code 23410",
          lambda: f"errorMessage {rc_refused(user.query(f'missing-{run}', 10, 1), 404, 23410, 'user.query missing')['errorMessage']!r}")
-    step("VC-1 rc unsupported endpoint chatroom whitelist.add -> HTTP 430 code 1009",
-         lambda: rc_refused(room.get_whitelist().add(["RC:TxtMsg"]), 430, 1009, "whitelist.add") and None)
+    # Every /chatroom path rc-server-sdk 3.2.0 calls is served now; an endpoint Roomcast does not honour
+    # (ultra-group user groups, which this SDK has no method for) goes through its module's poster.
+    step("VC-1 rc unsupported endpoint /ultragroup/usergroup/add.json -> HTTP 430 code 1009",
+         lambda: rc_refused(Module(rc)._http_post("/ultragroup/usergroup/add.json", "groupId=g&userGroupId=ug"), 430, 1009,
+                            "ultragroup/usergroup/add") and None)
     step("VC-1 rc wrong app secret -> HTTP 401 code 1004",
          lambda: rc_refused(RongCloud(args.key, "not-the-secret", host_url=base).get_chatroom().query([r1]), 401, 1004, "bad signature") and None)
 

@@ -227,6 +227,19 @@ struct RESTAPI: Sendable {
                 try decodeBody(TagMuteRequest.self, from: req.body).command(c, roomId: R.room(req), tag: R.param(req, "tag"))
             }
         }
+        // Room QoS (QS-4, QS-6): a room's protected senders and its distribution.
+        routes.signed(.listProtectedSenders) { req, c, writer in api.query(writer) { .protectedSenders(app: c.app, roomId: R.room(req)) } }
+        routes.signed(.addProtectedSenders) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                try decodeBody(ProtectedSendersRequest.self, from: req.body).command(c, roomId: R.room(req), add: true)
+            }
+        }
+        routes.signed(.removeProtectedSenders) { req, c, writer in
+            api.command(writer) { ProtectedSendersRequest(query: R.query(req)).command(c, roomId: R.room(req), add: false) }
+        }
+        routes.signed(.setDistribution) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in try decodeBody(DistributionRequest.self, from: req.body).command(c, roomId: R.room(req)) }
+        }
 
         r.add(routes)
         // The vendors' own server APIs (SPEC §8).

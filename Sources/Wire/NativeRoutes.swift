@@ -25,7 +25,7 @@ public struct NativeRoute: Sendable {
 
     /// Every entry, in the order the document's sections list them.
     public static let all: [NativeRoute] = users + [issueToken, getSettings, updateSettings] + rooms + members + moderation + attributes + queue
-        + messages + audiences + ultraGroups + conversations + webhooks
+        + messages + qos + audiences + ultraGroups + conversations + webhooks
 }
 
 /// PX-2: the request headers that carry an idempotency key. Each surface reads its own list, the
@@ -261,6 +261,25 @@ extension NativeRoute {
     public static let tagMute = NativeRoute(.PUT, "/v1/rooms/{roomId}/tags/{tag}/mute", doc: .init(
         "Mute every member carrying a tag for some seconds (0 lifts it), members who get the tag meanwhile included; notification 314/315 to the tag's members (or notifyTargetTags) unless needNotify is false",
         tag: .moderation, spec: ["AU-1"], params: [.roomId, .tag], body: "TagMute", ok: (200, "Empty")))
+}
+
+// MARK: Room QoS under overload (QS-4, QS-6): what the settings PATCH does not cover
+
+extension NativeRoute {
+    static let qos = [listProtectedSenders, addProtectedSenders, removeProtectedSenders, setDistribution]
+
+    public static let listProtectedSenders = NativeRoute(.GET, "/v1/rooms/{roomId}/protected-senders", doc: .init(
+        "A room's protected senders (RongCloud's chatroom user allowlist, Nexconn's priority senders): their messages are high priority and never dropped",
+        tag: .qos, spec: ["QS-4"], params: [.roomId], ok: (200, "UserIds")))
+    public static let addProtectedSenders = NativeRoute(.POST, "/v1/rooms/{roomId}/protected-senders", doc: .init(
+        "Protect senders in a room (at most \(Limits.maxProtectedSendersPerRoom); a call that would pass it is refused with 1002 naming userIds and changes nothing)",
+        tag: .qos, spec: ["QS-4"], params: [.roomId], body: "ProtectedSenders", ok: (200, "Empty")))
+    public static let removeProtectedSenders = NativeRoute(.DELETE, "/v1/rooms/{roomId}/protected-senders", doc: .init(
+        "Stop protecting senders in a room", tag: .qos, spec: ["QS-4"],
+        params: [.roomId, .query("userIds", .idList, required: true)], ok: (200, "Empty")))
+    public static let setDistribution = NativeRoute(.PUT, "/v1/rooms/{roomId}/distribution", doc: .init(
+        "Stop or resume the fan-out of a room's messages (RongCloud's stop/resumeDistribution): while stopped, messages are accepted, stored and sent to webhooks and no member receives them; resumed, the next message is fanned out (the room shows distributionStopped)",
+        tag: .qos, spec: ["QS-6"], params: [.roomId], body: "Distribution", ok: (200, "Empty")))
 }
 
 // MARK: Ultra groups and channels (UG-1..UG-6), their default levels (CS-4)

@@ -252,6 +252,7 @@ public enum OpenAPIDocument {
             "onlineUserCount": int(), "queueModificationLevel": int(minimum: 0, maximum: 1), "muted": bool(), "open": bool(),
             "createdAt": int(), "destroy": destroy, "keepAlive": bool(), "multiDevice": ["type": "string", "enum": ["single", "multiple"]],
             "enterExitNotifications": bool(), "epoch": str("Changes when the room is destroyed and created again"),
+            "distributionStopped": bool("QS-6: true while the room's distribution is stopped (its messages are accepted, stored and sent to webhooks, and no member receives them); absent otherwise"),
         ], required: ["roomId", "name", "onlineUserCount", "open", "epoch"])
         let member = obj([
             "userId": str(), "nickname": str(), "avatar": str(), "ext": str(),
@@ -262,8 +263,25 @@ public enum OpenAPIDocument {
         let message = obj([
             "messageId": str(), "roomId": str(), "sender": str(), "senderNickname": str(), "senderAvatar": str(), "roomExt": str(),
             "type": ["type": "string", "enum": ["text", "custom", "notification"]], "content": str(), "time": int(), "fromServer": bool(),
+            "priority": ["type": "string", "enum": [MessagePriority.high.rawValue, MessagePriority.low.rawValue],
+                         "description": "QS-1: the class the message travelled with; absent: normal"],
+            "messageType": str("QS-1: the message's type name, as sent (the app's type lists decide its class by it); absent: none"),
+            "transient": bool("QS-5: true for a transient message (not stored, no offset, not replayed); absent otherwise"),
             "targets": arr(str(), maxItems: Limits.maxMessageTargets), "targetTags": ref("TagExpression"),
         ], required: ["messageId", "roomId", "type", "content", "time"])
+        /// QS-1, QS-4: the app's message lists as the settings show them and as a PATCH replaces them.
+        let typeList = arr(["type": "string", "minLength": 1, "maxLength": SettingsLimits.maxMessageTypeBytes], maxItems: SettingsLimits.maxListEntries)
+        let senderList = arr(id, maxItems: SettingsLimits.maxListEntries)
+        let qosSettings: [String: [String: Any]] = [
+            "roomMessagesPerSecond": int("QS-2: messages one room accepts per second (default \(Limits.defaultRoomMessagesPerSecond), RongCloud's 40 per 200 ms); past it low, then normal messages are refused with 42902 and Retry-After",
+                                         minimum: SettingsLimits.roomMessagesPerSecond.lowerBound, maximum: SettingsLimits.roomMessagesPerSecond.upperBound),
+            "highPriorityReservePercent": int("QS-2: the share of a room's budget (percent) only high-priority messages may use (default \(Limits.defaultHighPriorityReservePercent))",
+                                              minimum: SettingsLimits.highPriorityReservePercent.lowerBound, maximum: SettingsLimits.highPriorityReservePercent.upperBound),
+            "lowPriorityMessageTypes": typeList.merging(["description": "QS-1: messages of these types are low priority unless their sender or type is protected (RongCloud's low-priority message types, Nexconn's low-priority-message-type-list)"]) { a, _ in a },
+            "protectedMessageTypes": typeList.merging(["description": "QS-4: messages of these types are high priority, never dropped (RongCloud's message-type allowlist, Nexconn's priority-message-type-list)"]) { a, _ in a },
+            "prioritySenders": senderList.merging(["description": "QS-4: these users' messages are high priority in every room of the app (a room's own protected senders: /v1/rooms/{roomId}/protected-senders)"]) { a, _ in a },
+            "transientWebhooks": bool("QS-5: transient messages are sent to webhooks too (default false)"),
+        ]
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])
         let notify: [String: [String: Any]] = [
@@ -326,7 +344,7 @@ public enum OpenAPIDocument {
                 "sendsPerUserPerSecond": int("PX-1: room messages per second one user may send from its clients"),
                 "beforeSend": ["oneOf": [ref("BeforeSend"), ["type": "null"]],
                                "description": "PX-4: the before-send hook room messages are judged by before fan-out; null: none"],
-            ]),
+            ].merging(qosSettings) { a, _ in a }),
             "BeforeSend": obj([
                 "url": str("The app's moderation endpoint (http or https; loopback and private addresses only for apps the operator allows)"),
                 "timeoutMs": int("How long a verdict may take; past it the message is judged by failOpen",
@@ -356,7 +374,7 @@ public enum OpenAPIDocument {
                     "failOpen": bool(), "bypassServerMessages": bool(),
                     "signing": ["type": "string", "enum": BeforeSendSettings.signings],
                 ]),
-            ]),
+            ].merging(qosSettings) { a, _ in a }, description: "Only the fields given change; each list given replaces that list whole"),
             "TokenRequest": obj(["ttlSeconds": int(minimum: 1, maximum: Int(Limits.maxTokenTTLSeconds)), "nickname": str(), "avatar": str(), "device": str(),
                                  "observer": bool("An operator's token: it may also watch any of the app's rooms with room.observe, without joining (BX-3)"),
                                  "tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember)]),
@@ -390,10 +408,26 @@ public enum OpenAPIDocument {
             "QueueValue": obj(["value": str(maxLength: Limits.maxQueueValueBytes)], required: ["value"]),
             "QueueBatch": obj(["elements": stringMap, "needNotify": bool(), "notifyExt": str(maxLength: Limits.maxNotifyExtBytes)], required: ["elements"]),
             "SendMessage": obj(["type": ["type": "string", "enum": ["text", "custom"]], "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"], "fromUserId": id,
-                                "nickname": str(), "avatar": str(),
-                                "targets": ["type": "array", "items": id, "maxItems": Limits.maxMessageTargets,
-                                            "description": "Only these members receive it and read it in history (AU-2)"],
-                                "targetTags": ref("TagExpression")], required: ["content"]),
+                                "nickname": str(), "avatar": str()].merging(messageOptions) { a, _ in a }, required: ["content"]),
+            "ProtectedSenders": obj(["userIds": ["type": "array", "items": id, "minItems": 1, "maxItems": Limits.maxProtectedSendersPerRoom, "uniqueItems": true,
+                                                 "description": "Added to the room's protected senders, which hold at most \(Limits.maxProtectedSendersPerRoom)"]],
+                                    required: ["userIds"]),
+            "Distribution": obj(["stopped": bool("true: stop the room's fan-out; false: resume it with the next message")], required: ["stopped"]),
+        ]
+    }
+
+    /// QS-1, QS-5: what a sender may ask of a message besides its content (the REST send body and
+    /// `room.send`'s args).
+    public static var messageOptions: [String: [String: Any]] {
+        [
+            "priority": ["type": "string", "enum": MessagePriority.allCases.reversed().map(\.rawValue),
+                         "description": "QS-1: the message's class (default normal; the app's protected senders and types make it high whatever is asked, its low-priority types make it low when none is asked). Under overload low messages are refused and dropped first, then normal ones; high ones never are dropped. ZIM's levels map as low → low, medium → normal, high → high"],
+            "messageType": ["type": "string", "minLength": 1, "maxLength": SettingsLimits.maxMessageTypeBytes,
+                            "description": "QS-1: the message's type name (e.g. RongCloud's RC:TxtMsg or the app's own), matched against the app's lowPriorityMessageTypes and protectedMessageTypes"],
+            "transient": bool("QS-5 (ZIM barrage): not stored, not in the room's stream (no offset, not replayed), sent to webhooks only when the app's transientWebhooks is on, dropped first"),
+            "targets": ["type": "array", "items": id, "maxItems": Limits.maxMessageTargets,
+                        "description": "AU-2: only these members receive it, read it in history and resume it"],
+            "targetTags": ref("TagExpression"),
         ]
     }
 

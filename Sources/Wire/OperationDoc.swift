@@ -17,6 +17,7 @@ public struct OperationDoc: Sendable {
         case ultraGroups = "Ultra groups"
         case conversations = "Conversation status"
         case webhooks = "Webhooks"
+        case qos = "Room QoS"
     }
 
     /// The schema of a path or query parameter: the few shapes the native API's parameters take.

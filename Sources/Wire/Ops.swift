@@ -175,11 +175,10 @@ public enum OpTable {
             .with("room.switch", "Leave one room and enter another in one step", spec: ["ZIM-6"], args: SwitchRequest.self, schema: {
                 S.obj(with(["from": S.id, "to": S.ref("CreateRoom"), "createIfMissing": S.bool()], profile()), required: ["from", "to"])
             }, reply: "JoinReply") { a, c throws(ChatError) in .command(try a.command(c.session)) },
-            .with("room.send", "Send a message to the room (everyone else receives it). When the app has a before-send hook (PX-4) the message is sent only after the hook's verdict, with the hook's replacement content if it gave one: 40303 when the hook drops it, 50302 when the hook gave no verdict and the app fails closed; a connection's messages keep their order", spec: ["NIM-8", "RC-7", "NIM-3", "PX-4"],
+            .with("room.send", "Send a message to the room (everyone else receives it). When the app has a before-send hook (PX-4) the message is sent only after the hook's verdict, with the hook's replacement content if it gave one: 40303 when the hook drops it, 50302 when the hook gave no verdict and the app fails closed; a connection's messages keep their order. priority (high, normal, low; ZIM's high, medium, low map to high, normal, low) and messageType decide the message's class, transient sends it outside the stream (QS-1, QS-5); past the room's budget low, then normal messages are refused with 42902 (QS-2)", spec: ["NIM-8", "RC-7", "NIM-3", "PX-4", "QS-1", "QS-2", "QS-5"],
                   args: Addressed<RoomAddress, SendMessageRequest>.self, schema: {
-                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"],
-                             "targets": ["type": "array", "items": S.id, "maxItems": Limits.maxMessageTargets, "description": "Only these members receive it (AU-2)"],
-                             "targetTags": S.ref("TagExpression")],
+                      S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"]]
+                                .merging(S.messageOptions) { a, _ in a },
                             required: ["roomId", "content"])
                   }, reply: "MessageResponse") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
             .with("room.history", "Message history", spec: ["NIM-8"], args: Addressed<RoomAddress, HistoryRequest>.self, schema: {

@@ -413,6 +413,29 @@ public struct AllowlistRequest: Decodable, Sendable, ModerationNotify {
     }
 }
 
+/// QS-4: a room's protected senders (RongCloud's chatroom user allowlist, Nexconn's priority
+/// senders): added from a body, removed by a query's comma-separated `userIds`.
+public struct ProtectedSendersRequest: Decodable, Sendable {
+    public var userIds: [String]
+
+    public init(query q: QueryParameters) {
+        userIds = q.list("userIds")
+    }
+
+    public func command(_ caller: Caller, roomId: String, add: Bool) -> Command {
+        .setProtectedSenders(app: caller.app, roomId: roomId, add: add, userIds)
+    }
+}
+
+/// QS-6: stop (`true`) or resume (`false`) the fan-out of a room's messages.
+public struct DistributionRequest: Decodable, Sendable {
+    public var stopped: Bool
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .setDistribution(app: caller.app, roomId: roomId, stopped: stopped)
+    }
+}
+
 /// RC-6 6/7, RC-7: mute users in every room of the app.
 public struct GlobalMuteRequest: Decodable, Sendable, ModerationNotify {
     public var userIds: [String]
@@ -539,6 +562,11 @@ public struct SendMessageRequest: Decodable, Sendable {
     /// nil when the message asks for nothing beyond a plain one.
     func options() throws(ChatError) -> MessageOptions? {
         guard priority != nil || messageType != nil || transient != nil || targets != nil || targetTags != nil else { return nil }
+        // Named as the caller sent it (the domain calls the type name `type`, which is the
+        // message kind's field on this wire).
+        if let t = messageType, t.utf8.count > SettingsLimits.maxMessageTypeBytes {
+            throw ChatError(.invalidParameter, "messageType is at most \(SettingsLimits.maxMessageTypeBytes) bytes", field: "messageType")
+        }
         var o = MessageOptions(type: messageType ?? "", transient: transient ?? false, targets: targets ?? [],
                                targetTags: try targetTags.map { e throws(ChatError) in try TagExpression.from(e, field: "targetTags") })
         if let p = priority {

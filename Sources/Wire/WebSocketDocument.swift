@@ -38,12 +38,19 @@ public enum WebSocketDocument {
         case never
         /// When sent to the whole room; not when sent to chosen users.
         case whenRoomWide
+        /// In the room's stream order, with the room's `epoch`, but with no offset of its own and
+        /// not replayed: it tells which offsets this connection did not get (QS-3).
+        case marker
+        /// In the stream, except transient messages (QS-5), which carry neither epoch nor offset.
+        case unlessTransient
 
         var text: String {
             switch self {
             case .always: return "yes"
             case .never: return "no"
             case .whenRoomWide: return "when sent to the room"
+            case .marker: return "in stream order, epoch but no offset"
+            case .unlessTransient: return "yes, except transient messages (no epoch, no offset)"
             }
         }
     }
@@ -123,9 +130,20 @@ public enum WebSocketDocument {
                                                  S.obj(["changeType": text, "key": text, "value": text], required: ["changeType", "key", "value"]),
                                                  S.obj(["changeType": text, "elements": S.stringMap], required: ["changeType", "elements"])]],
                                "time": S.int()], required: ["eventType", "source", "targets", "notifyExt", "ext", "time"])),
-            Event(ev: "room.message", summary: "A message sent to the room", spec: ["NIM-8", "AU-1", "AU-2"],
-                  audience: "Every member of the room except the sending connection (the sender gets it as its reply); server sends reach everyone. A message with targets reaches only those members (and only they read it in history or resume it); one with targetTags only the members whose tags match.",
-                  stream: .always, data: S.obj(["message": S.ref("Message")], required: ["message"])),
+            Event(ev: "room.message", summary: "A message sent to the room, with its class (priority) and type name (messageType) when they differ from a plain message's",
+                  spec: ["NIM-8", "QS-1", "QS-3", "QS-5", "QS-6", "AU-1", "AU-2"],
+                  audience: "Every member of the room except the sending connection (the sender gets it as its reply); server sends reach everyone. A message with targets reaches only those members (and only they read it in history or resume it); one with targetTags only the members whose tags match (AU-1, AU-2). Nobody while the room's distribution is stopped (QS-6). A connection reading slower than the room may lose normal, low and transient ones (never high), each loss counted in its next room.gap (QS-3).",
+                  stream: .unlessTransient, data: S.obj(["message": S.ref("Message")], required: ["message"])),
+            Event(ev: "room.gap",
+                  summary: "Events of the room this connection did not get because it read slower than the room (its queue past --outbound-soft-bytes: low and transient messages first, past a quarter of it, then normal ones; high-priority messages and every other event are never dropped): fromOffset–toOffset are the stream offsets the lost events span (absent when only transient messages, which have none, were lost), dropped counts them per class. It comes just before the next event of the room the connection gets, or once the connection has room again, so delivered messages plus the counts of every gap are what the room sent",
+                  spec: ["QS-3", "QS-7"],
+                  audience: "Only the connection that lost the events; never the room's other members (a connection that keeps up never gets one).",
+                  stream: .marker,
+                  data: S.obj(["fromOffset": S.int("First stream offset the lost events span", minimum: 1),
+                               "toOffset": S.int("Last stream offset the lost events span; the connection got no event of the room between fromOffset and toOffset", minimum: 1),
+                               "dropped": S.obj(["normal": S.int(minimum: 0), "low": S.int(minimum: 0), "transient": S.int(minimum: 0)],
+                                                required: ["normal", "low", "transient"])],
+                              required: ["dropped"])),
             Event(ev: "room.tagsUpdated", summary: "The app server changed this member's tags in the room", spec: ["AU-1"],
                   audience: "Only the member's own connections in the room.", stream: .never,
                   data: S.obj(["roomId": text, "tags": S.arr(text), "time": S.int()], required: ["roomId", "tags", "time"])),
@@ -240,9 +258,13 @@ public enum WebSocketDocument {
             var required = ["ev", "data"]
             if e.stream != .never {
                 props["epoch"] = S.str("The room's epoch; changes when it is destroyed and created again")
+            }
+            if e.stream != .never && e.stream != .marker {
                 props["offset"] = S.int("Position in the room's stream, from 1 per epoch; it continues across restarts, so a position names one event", minimum: 1)
             }
             if e.stream == .always { required += ["roomId", "epoch", "offset"] }
+            if e.stream == .unlessTransient { required += ["roomId"] }
+            if e.stream == .marker { required += ["roomId", "epoch"] }
             defs[name] = ["type": "object", "title": e.ev, "description": e.summary + ". SPEC: " + e.spec.joined(separator: ", "),
                           "x-audience": e.audience, "x-stream": e.stream.text, "properties": props, "required": required]
             serverMessages.append(ref(name))

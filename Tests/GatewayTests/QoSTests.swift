@@ -74,7 +74,7 @@ struct QoSTests {
         #expect(try Self.send(rest, "r", "plain").status == 201)
         let plain = try bob.waitFor("room.message").obj("data").obj("message")
         #expect(plain["priority"] == nil && plain["messageType"] == nil)
-        for (extra, field) in [(["priority": "urgent"], "priority"), (["messageType": String(repeating: "t", count: 65)], "type")] as [([String: Any], String)] {
+        for (extra, field) in [(["priority": "urgent"], "priority"), (["messageType": String(repeating: "t", count: 65)], "messageType")] as [([String: Any], String)] {
             let r = try Self.send(rest, "r", "bad", extra: extra)
             #expect(r.status == 400 && r.json.int("code") == 1002 && r.json.str("field") == field, "\(r.text)")
         }

@@ -253,7 +253,7 @@ struct VendorSurfaceTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        let rc = try rest.vendor(.rongCloud, "/chatroom/whitelist/add.json", [("objectnames", "RC:TxtMsg")])
+        let rc = try rest.vendor(.rongCloud, "/ultragroup/usergroup/add.json", [("groupId", "g"), ("userGroupId", "ug")])
         #expect(rc.status == 430 && rc.json.int("code") == 1009 && (rc.json.str("errorMessage") ?? "").contains("not supported"))
         let nx = try rest.vendor(.nexconn, "/v4/community-channel/mute-list/add", json: ["channelId": "c"])
         #expect(nx.status == 430 && nx.json.int("code") == 1009)

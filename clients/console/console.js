@@ -403,7 +403,7 @@ function searchRooms() {
 
 const OBSERVER_USER = 'console-observer';
 /** Events that change what the room view lists: refresh it (debounced) when one arrives. */
-const REFRESHING_EVENTS = new Set(['room.memberChanged', 'room.notification', 'room.ban', 'room.block', 'room.attributes']);
+const REFRESHING_EVENTS = new Set(['room.memberChanged', 'room.notification', 'room.ban', 'room.block', 'room.attributes', 'room.gap']);
 
 const live = {
   client: null,
@@ -564,10 +564,12 @@ function openRoom(roomId, generation) {
   $('mod-status').textContent = '';
   $('mod-user').value = '';
   clearEvents();
-  for (const id of ['room-info', 'members-body', 'mutes-list', 'blocks-list', 'allowlist-list', 'attributes-body', 'queue-body']) {
+  for (const id of ['room-info', 'members-body', 'mutes-list', 'blocks-list', 'allowlist-list', 'protected-list', 'attributes-body', 'queue-body',
+    'drops-body']) {
     $(id).replaceChildren();
   }
   $('members-total').textContent = '';
+  $('distribution-state').textContent = '–';
   $('members-more').hidden = true;
   $('members-empty').hidden = true;
 
@@ -633,6 +635,8 @@ function loadRoomLists() {
     roomCall(() => api('GET', target(roomPath('mutes'))), (a) => renderExpiries('mutes-list', a.users || [], 'unmute')),
     roomCall(() => api('GET', target(roomPath('blocks'))), (a) => renderExpiries('blocks-list', a.users || [], 'unblock')),
     roomCall(() => api('GET', target(roomPath('mute-allowlist'))), (a) => renderAllowlist(a.userIds || [])),
+    roomCall(() => api('GET', target(roomPath('protected-senders'))), (a) => renderUserList('protected-list', a.userIds || [])),
+    roomCall(fetchDrops, renderDrops),
     roomCall(() => api('GET', target(roomPath('attributes'))), (a) => renderAttributes(a.entries || [])),
     roomCall(() => api('GET', target(roomPath('queue'))), (a) => renderQueue(a.elements || [])),
   ]);
@@ -655,6 +659,69 @@ function renderRoomInfo(info) {
     el('dd', { dataset: { field: name.toLowerCase().replace(/\s+/g, '-') }, text: value ?? '–' }),
   ]));
   $('room-info').dataset.muted = String(Boolean(info.muted));
+  renderDistribution(Boolean(info.distributionStopped));
+}
+
+// --- Delivery under overload (QS-6, QS-7) --------------------------------------------------------
+
+/** The room's distribution state and the button that flips it. */
+function renderDistribution(stopped) {
+  const state = $('distribution-state');
+  state.textContent = stopped ? 'stopped: messages are kept and sent to webhooks, no member receives them' : 'running';
+  state.dataset.stopped = String(stopped);
+  const button = $('distribution-toggle');
+  button.textContent = stopped ? 'Resume distribution' : 'Stop distribution';
+  button.dataset.stopped = String(stopped);
+}
+
+async function toggleDistribution() {
+  if (!room) return;
+  const current = room;
+  const button = $('distribution-toggle');
+  const stop = button.dataset.stopped !== 'true';
+  button.disabled = true;
+  try {
+    await api('PUT', target(roomPath('distribution')), { stopped: stop });
+    if (room !== current) return;
+    clearError();
+    await loadRoom();
+  } catch (error) {
+    if (room === current) showError(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+const DROP_CLASSES = ['high', 'normal', 'low', 'transient'];
+
+/** The server's per-class drop and refusal counters from /metrics (the whole server, not per room). */
+async function fetchDrops() {
+  const response = await fetch('/metrics', { cache: 'no-store', credentials: 'same-origin' });
+  if (!response.ok) throw new Error(`GET /metrics answered HTTP ${response.status}`);
+  return parseClassCounters(await response.text(), ['roomcast_events_dropped_total', 'roomcast_messages_refused_total']);
+}
+
+/** `{name: {class: value}}` for each wanted counter labelled by class. */
+function parseClassCounters(text, names) {
+  const out = Object.fromEntries(names.map((n) => [n, {}]));
+  for (const line of text.split('\n')) {
+    const match = /^([A-Za-z_:][A-Za-z0-9_:]*)\{class="([a-z]+)"\}\s+(\S+)/.exec(line);
+    if (!match || !(match[1] in out)) continue;
+    const value = Number(match[3]);
+    if (Number.isFinite(value)) out[match[1]][match[2]] = value;
+  }
+  return out;
+}
+
+function renderDrops(counters) {
+  const dropped = counters.roomcast_events_dropped_total || {};
+  const refused = counters.roomcast_messages_refused_total || {};
+  $('drops-body').replaceChildren(...DROP_CLASSES.map((c) => el('tr', { dataset: { class: c, testid: 'drops-row' } }, [
+    el('td', { text: c }),
+    // High-priority messages are never dropped: the server has no counter for them.
+    el('td', { class: 'num', dataset: { field: 'dropped' }, text: c === 'high' ? '0 (never dropped)' : String(dropped[c] ?? 0) }),
+    el('td', { class: 'num', dataset: { field: 'refused' }, text: String(refused[c] ?? 0) }),
+  ])));
 }
 
 /** Loads the first page of members, or (more = true) appends the next one. */
@@ -726,7 +793,11 @@ function renderExpiries(listId, users, undo) {
 }
 
 function renderAllowlist(userIds) {
-  const list = $('allowlist-list');
+  renderUserList('allowlist-list', userIds);
+}
+
+function renderUserList(listId, userIds) {
+  const list = $(listId);
   if (!userIds.length) list.replaceChildren(el('li', { class: 'empty', text: 'none' }));
   else list.replaceChildren(...userIds.map((id) => el('li', { class: 'mono', dataset: { userId: id }, text: id })));
 }
@@ -1149,6 +1220,7 @@ function wire() {
   $('rooms-next').addEventListener('click', () => { if (roomsPager.nextCursor) loadRooms(roomsPager.nextCursor, roomsPager.page + 1); });
 
   $('room-refresh').addEventListener('click', () => { clearError(); loadRoom(); });
+  $('distribution-toggle').addEventListener('click', toggleDistribution);
   $('members-type').addEventListener('change', () => loadMembers(false));
   $('members-more').addEventListener('click', () => loadMembers(true));
   $('mod-form').addEventListener('submit', (e) => e.preventDefault());

@@ -189,10 +189,40 @@ export interface RoomMultiLoginSyncData { reason: number; roomId: string; status
 export interface RoomBlockData { durationTime: number; operateTime: number; operateType: number; roomId: string; userIdList: string[]; extra?: string }
 export interface RoomBanData { banType: number; durationTime: number; operateTime: number; roomId: string; userIdList: string[]; extra?: string }
 export interface RoomNotificationData { eventType: number; ext: unknown; notifyExt: string; source: Record<string, any>; targets: Record<string, any>[]; time: number }
-export interface RoomMessageData { message: Record<string, any> }
+/** A room message (NIM-8); the QS fields appear only when they differ from a plain message. */
+export interface RoomMessage {
+  messageId: string;
+  roomId: string;
+  sender: string;
+  type: 'text' | 'custom' | 'notification';
+  content: string;
+  time: number;
+  fromServer?: boolean;
+  /** QS-1: the class it travelled with; absent: normal. */
+  priority?: 'high' | 'low';
+  /** QS-1: its type name, as sent. */
+  messageType?: string;
+  /** QS-5: a transient message (no offset, never stored or replayed). */
+  transient?: boolean;
+  [field: string]: any;
+}
+export interface RoomMessageData { message: RoomMessage }
 export interface RoomAttributesData { operator: string; removed: string[]; time: number; updated: Record<string, string> }
 /** AU-1: this member's tags in the room, as the app server set them. */
 export interface RoomTagsUpdatedData { roomId: string; tags: string[]; time: number }
+/**
+ * QS-3: what of the room this connection did not get because it read slower than the room (low,
+ * transient, then normal messages; never high-priority ones or other events), sent in stream
+ * order just before the room's next event this connection gets (or once it has room again).
+ * `fromOffset`/`toOffset`: the stream offsets the lost events span (absent when only transient
+ * messages, which have no offset, were lost). Received messages plus every gap's counts are what
+ * the room sent. The frame carries `epoch` but no `offset` of its own.
+ */
+export interface RoomGapData {
+  fromOffset?: number;
+  toOffset?: number;
+  dropped: { normal: number; low: number; transient: number };
+}
 export interface RoomResumeData { resumed: boolean; replayed: number; reason?: 'epochChanged' | 'serverRestarted' | 'outOfWindow' }
 export interface InfoListData { infoList: Record<string, any>[] }
 export interface ConversationStatusSyncedData { code: number; cursor: number }
@@ -208,6 +238,7 @@ export interface ServerEventMap {
   'room.ban': EventFrame<'room.ban', RoomBanData>;
   'room.notification': EventFrame<'room.notification', RoomNotificationData>;
   'room.message': EventFrame<'room.message', RoomMessageData>;
+  'room.gap': EventFrame<'room.gap', RoomGapData>;
   'room.attributes': EventFrame<'room.attributes', RoomAttributesData>;
   'room.resume': EventFrame<'room.resume', RoomResumeData>;
   'room.tagsUpdated': EventFrame<'room.tagsUpdated', RoomTagsUpdatedData>;
@@ -280,6 +311,22 @@ export interface RoomcastEventMap extends ServerEventMap {
 }
 
 // MARK: Client
+
+/** What a message may ask for besides its content (room.send's args; SPEC §14). */
+export interface SendMessageOptions {
+  type?: 'text' | 'custom';
+  /**
+   * QS-1: the message's class (default normal). Under overload low messages are refused and
+   * dropped first, then normal ones; high ones are never dropped. The app's protected senders
+   * and types make a message high whatever is asked. ZIM's levels map as low → 'low',
+   * medium → 'normal', high → 'high'.
+   */
+  priority?: 'high' | 'normal' | 'low';
+  /** QS-1: the type name the app's lowPriorityMessageTypes and protectedMessageTypes match. */
+  messageType?: string;
+  /** QS-5 (ZIM barrage): not stored, no offset, not replayed, dropped first. */
+  transient?: boolean;
+}
 
 export interface JoinOptions {
   /** join: the room must exist (server default); enter: create if missing; create: must not exist. */
@@ -358,7 +405,8 @@ export declare class RoomcastClient {
   leaveAll(): Promise<{ roomIds: string[] }>;
   /** `to`: a room id, or a room configuration `{roomId, name?, ...}`. */
   switchRoom(from: string, to: string | ({ roomId: string } & Record<string, unknown>), opts?: SwitchOptions): Promise<JoinReply>;
-  sendMessage(roomId: string, content: string, type?: 'text' | 'custom'): Promise<{ message: Record<string, any> }>;
+  /** op room.send; the third argument is the message's type or {@link SendMessageOptions}. */
+  sendMessage(roomId: string, content: string, typeOrOptions?: 'text' | 'custom' | SendMessageOptions): Promise<{ message: Record<string, any> }>;
   history(roomId: string, opts?: { limit?: number; order?: 'asc' | 'desc'; start?: number; types?: ('text' | 'custom' | 'notification')[] }): Promise<{ messages: Record<string, any>[] } & Record<string, any>>;
   members(roomId: string, opts?: { after?: string; limit?: number; order?: 'asc' | 'desc'; type?: 'present' | 'regular' | 'temporary' | 'regularOnline' | 'temporaryNewestFirst' }): Promise<Record<string, any>>;
   roomInfo(roomId: string): Promise<Record<string, any>>;

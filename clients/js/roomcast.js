@@ -14,6 +14,15 @@
 //   await client.connect();
 //   await client.join('lobby', { mode: 'enter' });
 //   await client.sendMessage('lobby', 'hello');
+//   await client.sendMessage('lobby', '+1', { priority: 'low', transient: true });
+//
+// Under overload (SPEC §14) a connection that reads slower than its room loses low, transient and
+// then normal messages (never high-priority ones or other events) and is told so in stream order:
+//   client.on('room.gap', (frame) => console.log(frame.roomId, frame.data.fromOffset, frame.data.toOffset, frame.data.dropped));
+// `dropped` counts the lost messages per class (normal, low, transient); messages received plus
+// the counts of every room.gap are what the room sent. A gap has no offset of its own; if the
+// client reconnects before the room's next event, its resume starts from the last event it got
+// and may replay lost events that are still in the room's resume window.
 
 /** Connection states, with their NIM-5 numbers. */
 export const NimState = Object.freeze({ entering: 0, entered: 1, enterFailed: 2, connectionLost: 3 });
@@ -60,10 +69,13 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
 /** Every event name the protocol defines (the client emits any other `ev` by its name too). */
 export const EVENT_NAMES = Object.freeze([
   'room.status', 'room.kicked', 'room.memberChanged', 'room.multiLoginSync', 'room.block', 'room.ban',
-  'room.notification', 'room.message', 'room.attributes', 'room.resume', 'room.tagsUpdated',
+  'room.notification', 'room.message', 'room.gap', 'room.attributes', 'room.resume', 'room.tagsUpdated',
   'group.channelTypeChanged', 'group.channelDisbanded', 'group.channelUserKicked',
   'conversation.statusChanged', 'conversation.statusSynced', 'token.expired',
 ]);
+
+/** What sendMessage passes on to room.send besides the room and the content. */
+const SEND_OPTIONS = Object.freeze(['type', 'priority', 'messageType', 'transient']);
 
 /** Server error code of a token that has expired (errors.md 40106). */
 const TOKEN_EXPIRED_ERROR = 40106;
@@ -714,10 +726,17 @@ export class RoomcastClient {
     return this.send('room.switch', { from, to: typeof to === 'string' ? { roomId: to } : to, ...opts });
   }
 
-  /** Sends a message (op room.send); `type` is "text" (default on the server) or "custom". */
-  sendMessage(roomId, content, type) {
+  /**
+   * Sends a message (op room.send). The third argument is the message's `type` ("text", the
+   * server's default, or "custom") or an options object: `type`; `priority` "high" | "normal" |
+   * "low" (QS-1; ZIM's high / medium / low are high / normal / low); `messageType`, the type name
+   * the app's type lists match; `transient` (QS-5: not stored, not replayed, dropped first).
+   * Past the room's budget the promise rejects with code 42902 (QS-2).
+   */
+  sendMessage(roomId, content, typeOrOptions) {
     const args = { roomId, content };
-    if (type !== undefined) args.type = type;
+    const opts = typeof typeOrOptions === 'string' ? { type: typeOrOptions } : (typeOrOptions ?? {});
+    for (const key of SEND_OPTIONS) if (opts[key] !== undefined) args[key] = opts[key];
     return this.send('room.send', args);
   }
 

@@ -30,7 +30,9 @@ public enum NexconnV4 {
         channelFields: [("subchannelId", .id), ("createdAt", .createdAt), ("channelVisibility", .type)],
         privateMemberList: "members", userChannelList: "subChannels",
         conversationType: { p throws(ChatError) in try channelType(p) },
-        level: "noDisturbLevel", levelAnswer: "noDisturbLevel")
+        level: "noDisturbLevel", levelAnswer: "noDisturbLevel",
+        lowPriorityTypes: "messageTypes", lowPriorityTypesAnswer: "messageTypes", protectedTypes: "messageTypes", protectedTypesAnswer: "messageTypes",
+        protectedSenders: "participantIds")
 
     static func channel(_ p: P) throws(ChatError) -> String { try p.required(spelling.room) }
 
@@ -62,6 +64,17 @@ public enum NexconnV4 {
         return try ConversationType.parse(raw, field: "channelType")
     }
 
+    /// QS-1: the send's `priority` (0 standard, 1 allowlisted, 2 high, 3 low): 1 and 2 are high, 3
+    /// low, 0 or none leave the class to the app's rules.
+    static func messagePriority(_ p: P) throws(ChatError) -> MessagePriority? {
+        switch try p.int("priority") {
+        case nil, 0?: return nil
+        case 1?, 2?: return .high
+        case 3?: return .low
+        default: throw ChatError(.invalidParameter, "priority must be 0 (standard), 1 (allowlisted), 2 (high) or 3 (low)", field: "priority")
+        }
+    }
+
     static func conversation(_ p: P) throws(ChatError) -> ConversationKey {
         let sub = try p.string("subchannelId") ?? ""
         return ConversationKey(type: try channelType(p), targetId: try p.required("channelId"), channelId: sub)
@@ -90,7 +103,13 @@ public enum NexconnV4 {
             let type = try p.required("messageType")
             let kind: ChatMessage.Kind = type == "RC:TxtMsg" ? .text : .custom
             guard let content = try p.string("content") else { throw ChatError(.invalidParameter, "content is required", field: "content") }
-            let sends = ids.map { Command.sendMessage(app: i.app, roomId: $0, .server(userId: from, nickname: "", avatar: ""), kind, content: content) }
+            guard type.utf8.count <= SettingsLimits.maxMessageTypeBytes else {
+                throw ChatError(.invalidParameter, "messageType is at most \(SettingsLimits.maxMessageTypeBytes) bytes", field: "messageType")
+            }
+            // QS-1: the message type decides the class by the app's type lists, unless `priority`
+            // asks for one; QS-4 protected senders and types still win.
+            let options = MessageOptions(priority: try messagePriority(p), type: type)
+            let sends = ids.map { Command.sendMessage(app: i.app, roomId: $0, .server(userId: from, nickname: "", avatar: ""), kind, content: content, options: options) }
             let check: @Sendable (Reply) -> ChatError? = { reply in
                 guard case .rooms(let found) = reply else { return nil }
                 let have = Set(found.map(\.roomId))
@@ -131,14 +150,27 @@ public enum NexconnV4 {
             return VendorCall.command(.removeAttributes(app: i.app, roomId: try channel(p), keys, .server))
         },
         Family.listAttributes("/v4/open-channel/metadata/batch/get", spelling),
-    ] + unsupported([
-        ("/v4/open-channel/low-priority-message-type-list", ["add", "get", "remove"], "low-priority message types"),
-        ("/v4/open-channel/priority-message-type-list", ["add", "get", "remove"], "priority message types"),
-        ("/v4/open-channel/priority-sender-list", ["add", "get", "remove"], "priority senders"),
-        ("/v4/open-channel/participant/priority-sender-list", ["add", "get", "remove"], "priority senders"),
+
+        // Room QoS (QS-1, QS-4): the app's low-priority and priority message types (RongCloud's
+        // low-priority types and message-type allowlist), and a channel's priority senders
+        // (RongCloud's chatroom user allowlist: channelId + participantIds, at most 5). The SDKs
+        // call the senders' list at /priority-sender-list and say the public endpoint list
+        // publishes it as /participant/priority-sender-list: both paths are served.
+        Family.editTypes("/v4/open-channel/low-priority-message-type-list/add", .low(spelling), add: true),
+        Family.editTypes("/v4/open-channel/low-priority-message-type-list/remove", .low(spelling), add: false),
+        Family.listTypes("/v4/open-channel/low-priority-message-type-list/get", .low(spelling)),
+        Family.editTypes("/v4/open-channel/priority-message-type-list/add", .protected(spelling), add: true),
+        Family.editTypes("/v4/open-channel/priority-message-type-list/remove", .protected(spelling), add: false),
+        Family.listTypes("/v4/open-channel/priority-message-type-list/get", .protected(spelling)),
+    ] + prioritySenders("/v4/open-channel/priority-sender-list") + prioritySenders("/v4/open-channel/participant/priority-sender-list") + unsupported([
         ("/v4/open-channel/message", ["broadcast"], "broadcasts to every open channel"),
         ("/v4/open-channel/history-message", ["list"], "open-channel cloud history in Nexconn's shape (use GET /v1/rooms/{roomId}/messages)"),
     ])
+
+    static func prioritySenders(_ base: String) -> [VendorEndpoint] {
+        [Family.protectSenders(base + "/add", spelling, add: true), Family.protectSenders(base + "/remove", spelling, add: false),
+         Family.listProtectedSenders(base + "/get", spelling)]
+    }
 
     static func globalMutes(_ base: String) -> [VendorEndpoint] {
         [Family.globalMute(base + "/add", spelling), Family.globalUnmute(base + "/remove", spelling), Family.listGlobalMutes(base + "/get", spelling)]

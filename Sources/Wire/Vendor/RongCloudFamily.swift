@@ -108,6 +108,20 @@ enum RongCloudFamily {
         /// `noDisturbLevel`).
         let level: String
         let levelAnswer: String
+
+        // Room QoS (QS-1, QS-4, QS-6).
+        /// The message types given to the app's low-priority list (`objectName` repeated,
+        /// `messageTypes`) and its answer key (`objectNames`, `messageTypes`).
+        let lowPriorityTypes: String
+        let lowPriorityTypesAnswer: String
+        /// The message types given to the app's protected list (RongCloud's message-type
+        /// allowlist, `objectnames` repeated; Nexconn's priority message types, `messageTypes`) and
+        /// its answer key (`whitlistMsgType`, the vendor's spelling; `messageTypes`).
+        let protectedTypes: String
+        let protectedTypesAnswer: String
+        /// A room's protected senders in an answer (`users`, `participantIds`); they are given as
+        /// `users` (`userId` repeated, `participantIds`).
+        let protectedSenders: String
     }
 
     struct ExpiryList: Sendable {
@@ -546,6 +560,69 @@ enum RongCloudFamily {
             return VendorCall.query(.conversationTypeLevel(app: i.app, userId: try p.required("requestId"), try s.conversationType(p))) { reply, w in
                 guard case .notificationLevel(let level) = reply else { return }
                 w.field(s.levelAnswer, level.rawValue)
+            }
+        }
+    }
+
+    // MARK: Room QoS: message-type lists, protected senders, distribution (QS-1, QS-4, QS-6)
+
+    /// Types per call: RongCloud documents "up to 5 per request" for the low-priority list and up
+    /// to 20 for the message-type allowlist; Nexconn renames the same calls. The lists themselves
+    /// hold up to `SettingsLimits.maxListEntries` types each (the domain's bound).
+    static let lowPriorityTypesPerCall = 1...5
+    static let protectedTypesPerCall = 1...20
+
+    /// The list one of the type calls edits or reads, with its parameter, answer key and bound.
+    struct TypeList: Sendable {
+        let list: AppSettings.MessageList
+        let param: String
+        let answer: String
+        let perCall: ClosedRange<Int>
+
+        static func low(_ s: Spelling) -> TypeList {
+            TypeList(list: .lowPriorityMessageTypes, param: s.lowPriorityTypes, answer: s.lowPriorityTypesAnswer, perCall: lowPriorityTypesPerCall)
+        }
+
+        static func protected(_ s: Spelling) -> TypeList {
+            TypeList(list: .protectedMessageTypes, param: s.protectedTypes, answer: s.protectedTypesAnswer, perCall: protectedTypesPerCall)
+        }
+    }
+
+    /// Adds types to one of the app's lists, or removes them; 0 types or more than the call's
+    /// bound is refused with the vendor's parameter error, naming its field, and changes nothing.
+    static func editTypes(_ path: String, _ t: TypeList, add: Bool) -> VendorEndpoint {
+        VendorEndpoint(path) { i throws(ChatError) in
+            let types = try i.params.list(t.param)
+            guard t.perCall.contains(types.count) else {
+                throw ChatError(.invalidParameter, "\(t.param) takes \(t.perCall.lowerBound) to \(t.perCall.upperBound) message types per call", field: t.param)
+            }
+            return VendorCall.command(.editMessageList(app: i.app, t.list, add: add, types))
+        }
+    }
+
+    static func listTypes(_ path: String, _ t: TypeList) -> VendorEndpoint {
+        VendorEndpoint(path) { i throws(ChatError) in
+            VendorCall.query(.appSettings(app: i.app)) { reply, w in
+                guard case .appSettings(let settings) = reply else { return }
+                w.field(t.answer, settings[list: t.list])
+            }
+        }
+    }
+
+    /// A room's protected senders (RongCloud's chatroom user allowlist, Nexconn's priority
+    /// senders): at most `Limits.maxProtectedSendersPerRoom`; past it the call changes nothing.
+    static func protectSenders(_ path: String, _ s: Spelling, add: Bool) -> VendorEndpoint {
+        VendorEndpoint(path) { i throws(ChatError) in
+            let p = i.params
+            return VendorCall.command(.setProtectedSenders(app: i.app, roomId: try p.required(s.room), add: add, try requiredList(p, s.users)))
+        }
+    }
+
+    static func listProtectedSenders(_ path: String, _ s: Spelling) -> VendorEndpoint {
+        VendorEndpoint(path) { i throws(ChatError) in
+            VendorCall.query(.protectedSenders(app: i.app, roomId: try i.params.required(s.room))) { reply, w in
+                guard case .userIds(let ids) = reply else { return }
+                w.field(s.protectedSenders, ids)
             }
         }
     }

@@ -24,7 +24,9 @@ public enum RongCloudV1 {
         channelsPageSize: "limit", channelList: "channelList", channelFields: [("channelId", .id), ("type", .type), ("createTime", .createdAt)],
         privateMemberList: "users", userChannelList: "data",
         conversationType: { p throws(ChatError) in try ConversationType.parse(try p.requiredInt("conversationType")) },
-        level: "unpushLevel", levelAnswer: "isMuted")
+        level: "unpushLevel", levelAnswer: "isMuted",
+        lowPriorityTypes: "objectName", lowPriorityTypesAnswer: "objectNames", protectedTypes: "objectnames", protectedTypesAnswer: "whitlistMsgType",
+        protectedSenders: "users")
 
     static func room(_ p: P) throws(ChatError) -> String { try p.required(spelling.room) }
 
@@ -137,19 +139,25 @@ public enum RongCloudV1 {
             VendorCall.command(.removeAttributes(app: i.app, roomId: try room(i.params), [try i.params.required("key")], .server))
         },
         Family.listAttributes("/chatroom/entry/query.json", spelling),
-    ] + unsupported([
-        ("/chatroom/user/whitelist/add.json", "protected chatroom users"),
-        ("/chatroom/user/whitelist/remove.json", "protected chatroom users"),
-        ("/chatroom/user/whitelist/query.json", "protected chatroom users"),
-        ("/chatroom/whitelist/add.json", "message-type allowlists"),
-        ("/chatroom/whitelist/delete.json", "message-type allowlists"),
-        ("/chatroom/whitelist/query.json", "message-type allowlists"),
-        ("/chatroom/message/priority/add.json", "low-priority message types"),
-        ("/chatroom/message/priority/remove.json", "low-priority message types"),
-        ("/chatroom/message/priority/query.json", "low-priority message types"),
-        ("/chatroom/message/stopDistribution.json", "stopping message distribution"),
-        ("/chatroom/message/resumeDistribution.json", "stopping message distribution"),
-    ])
+
+        // Room QoS (QS-1, QS-4, QS-6): the app's low-priority types and message-type allowlist
+        // (protected types), a room's protected users (at most 5), stopping a room's distribution.
+        Family.editTypes("/chatroom/message/priority/add.json", .low(spelling), add: true),
+        Family.editTypes("/chatroom/message/priority/remove.json", .low(spelling), add: false),
+        Family.listTypes("/chatroom/message/priority/query.json", .low(spelling)),
+        Family.editTypes("/chatroom/whitelist/add.json", .protected(spelling), add: true),
+        Family.editTypes("/chatroom/whitelist/delete.json", .protected(spelling), add: false),
+        Family.listTypes("/chatroom/whitelist/query.json", .protected(spelling)),
+        Family.protectSenders("/chatroom/user/whitelist/add.json", spelling, add: true),
+        Family.protectSenders("/chatroom/user/whitelist/remove.json", spelling, add: false),
+        Family.listProtectedSenders("/chatroom/user/whitelist/query.json", spelling),
+        VendorEndpoint("/chatroom/message/stopDistribution.json") { i throws(ChatError) in
+            VendorCall.command(.setDistribution(app: i.app, roomId: try room(i.params), stopped: true))
+        },
+        VendorEndpoint("/chatroom/message/resumeDistribution.json") { i throws(ChatError) in
+            VendorCall.command(.setDistribution(app: i.app, roomId: try room(i.params), stopped: false))
+        },
+    ]
 
     static let ultraGroup: [VendorEndpoint] = [
         // Ultra groups (UG-1).

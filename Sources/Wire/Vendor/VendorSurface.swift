@@ -182,11 +182,13 @@ public enum Vendor: String, Sendable, CaseIterable {
         switch self {
         case .rongCloud:
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
-                     "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime"]
+                     "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
+                     "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
-                     "notificationLevel": "noDisturbLevel", "destroy.minutes": "ttlMinutes", "keys": "metadataKeys", "key": "metadata", "value": "metadata"]
+                     "notificationLevel": "noDisturbLevel", "destroy.minutes": "ttlMinutes", "keys": "metadataKeys", "key": "metadata", "value": "metadata",
+                     "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes"]
         case .nim:
             names = ["roomId": "roomid", "userIds": "accids", "userId": "target", "seconds": "muteDuration", "broadcastUrl": "broadcasturl",
                      "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds"]
@@ -295,6 +297,22 @@ public enum VendorCodes {
               shape) and `urls` with the WebSocket URLs a Roomcast client connects to (both from `--public-url`).
             - Endpoints a vendor has and Roomcast does not honour answer the vendor's "service not enabled" code
               (RongCloud and Nexconn 1009 with HTTP 430, NIM 403) with a message that says so.
+            - Room QoS (SPEC §14, QS-1, QS-4, QS-6): RongCloud's low-priority message types
+              (`/chatroom/message/priority/*`, `objectName`, \(RongCloudFamily.lowPriorityTypesPerCall.lowerBound)–\(RongCloudFamily.lowPriorityTypesPerCall.upperBound) per call; query answers `objectNames`) and message-type
+              allowlist (`/chatroom/whitelist/*`, `objectnames`, \(RongCloudFamily.protectedTypesPerCall.lowerBound)–\(RongCloudFamily.protectedTypesPerCall.upperBound) per call; query answers `whitlistMsgType`,
+              RongCloud's spelling), and Nexconn's `low-priority-message-type-list` and `priority-message-type-list`
+              (`messageTypes`), are the app's low-priority and protected types (each list holds up to
+              \(SettingsLimits.maxListEntries) types; RongCloud documents 20). RongCloud's chatroom user allowlist
+              (`/chatroom/user/whitelist/*`, `chatroomId` + `userId`; query answers `users`) and Nexconn's priority senders
+              (`channelId` + `participantIds`, at `/priority-sender-list/*` as its SDKs call it and at
+              `/participant/priority-sender-list/*` as its endpoint list publishes it; query answers `participantIds`) are
+              a room's protected senders: at most \(Limits.maxProtectedSendersPerRoom); a call that would pass it is refused with 1002 naming
+              `userId` / `participantIds` and nothing changes. `/chatroom/message/stopDistribution.json` and
+              `resumeDistribution.json` (`chatroomId`) stop and resume a room's fan-out (its messages are still
+              accepted, stored and sent to webhooks). Nexconn's `/v4/open-channel/message/send` reads `priority`
+              (0 standard, 1 allowlisted and 2 high are high, 3 low) and `messageType` (the type lists apply). An
+              unknown room is 23410 on both. Roomcast's NIM surface has no room message send, so NIM's
+              `highPriority` for messages has nowhere to arrive (native `priority` is the equivalent).
 
 
             """
