@@ -35,7 +35,9 @@ struct OutputBudgetTests {
         try await offPool { () throws in
             try withServer(router: Self.router, configure: { $0.sendTimeout = .seconds(1) }) { server in
                 let stalled = try Self.pipelineAndStall(server.port, count: 20)
-                #expect(eventually(3) { server.metrics.outboundBytes > 0 }, "the stalled client's answers are queued")
+                // Queued answers, or (on a machine too busy to look within the second) already
+                // closed for them: a send timeout only counts output that was held.
+                #expect(eventually(3) { server.metrics.outboundBytes > 0 || server.metrics.sendTimeouts > 0 }, "the stalled client's answers are queued")
                 #expect(eventually(10) { server.metrics.sendTimeouts == 1 }, "closed after the send timeout")
                 #expect(eventually(5) { server.metrics.outboundBytes == 0 && server.metrics.open == 0 }, "and nothing is held for it any more")
                 _ = stalled
