@@ -100,7 +100,11 @@ public final class Store: @unchecked Sendable {
         self.database = database
         self.path = path
         self.logger = logger
+        // OP-3: a directory written by a newer roomcast is refused before anything is written.
+        try SchemaVersion.refuseNewer(database, path: path)
         try Schema.migrator.migrate(database)
+        // OP-2: apps removed while the node ran are deleted now, before anything reads them.
+        try OperatorApps.purgeRemoved(database)
         writer = try EventLoop(name: "roomcast-store", readBufferSize: 16)
         reader = try EventLoop(name: "roomcast-store-read", readBufferSize: 16)
     }
