@@ -88,6 +88,8 @@ final class GatewayCore: Sendable {
     /// The command line's webhook endpoints, made through the log when the node catches up.
     private let configuredEndpoints: [(app: String, spec: WebhookService.EndpointSpec)]
     private let configuredApps: [String]
+    /// OP-1, OP-2: the apps watcher and the operator API.
+    let operations: Operations
 
     /// Where a single node keeps its data.
     enum Storage {
@@ -260,6 +262,8 @@ final class GatewayCore: Sendable {
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
         metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
                                   messages: engine.messageCounters)
+        operations = try Operations(configuration: configuration, store: store, registry: registry, engine: engine, hubs: hubs,
+                                    inCluster: !(role is SingleNode), clock: clock, logger: logger)
 
         var routes = Router.Builder()
         Self.registerHealth(&routes, ready: ready, store: store, role: role, engine: engine)
@@ -270,6 +274,7 @@ final class GatewayCore: Sendable {
         let metrics = self.metrics
         routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
+        operations.register(&routes)
         let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)
         if !assets.assets.contains(where: { $0.path == "/console/" }) {
             logger.warning("the console and client library files were not found: /console/ and /client/ are not served",
@@ -347,6 +352,7 @@ final class GatewayCore: Sendable {
             throw GatewayError(.unavailable, "gave up waiting to catch up with the log (five minutes)")
         }
         context.caughtUp.set(true)
+        operations.start()
         // CL-5: announced (and so handed out by the address lookup) once it can serve.
         role.announce(ownURLs)
         ready.set(true)
@@ -357,6 +363,7 @@ final class GatewayCore: Sendable {
     /// reach the log, then the node leaves it.
     func stop() {
         ready.set(false)
+        operations.stop()
         beforeSend.stop()
         // No attempt starts any more; what finished is in the log before this run leaves (in a
         // cluster its unfinished deliveries pass to another run, which sends them).
