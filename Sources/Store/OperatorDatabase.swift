@@ -79,6 +79,8 @@ public final class StoreFile: OperatorDatabase {
             guard create else { throw Failure.noDatabase(directory: directory) }
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
+        // Checked before the pool opens the file (opening it writes).
+        try SchemaVersion.refuseNewer(path: path)
         nodeRunning = { if case .held = DataDirectory.inUse(directory) { return true } else { return false } }()
         var configuration = Configuration()
         configuration.label = "roomcast-operator"

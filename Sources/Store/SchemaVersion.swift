@@ -53,6 +53,25 @@ public enum SchemaVersion {
         let s = try reader.read { try state($0) }
         if s.isNewer { throw SchemaError.newer(path: path, state: s) }
     }
+
+    /// The same for the file at `path`, read through a read-only connection before any pool is
+    /// opened on it (opening a WAL pool writes: GRDB makes sure a WAL file exists).
+    static func refuseNewer(path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "roomcast-schema-check"
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            try refuseNewer(queue, path: path)
+        } catch let e as SchemaError {
+            throw e
+        } catch {
+            // Not readable this way (e.g. a crash left a WAL without its index): the check made
+            // once the pool is open still refuses a newer schema before anything else is written.
+        }
+    }
 }
 
 /// A data directory this build cannot use as it is.

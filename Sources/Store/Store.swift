@@ -80,6 +80,8 @@ public final class Store: @unchecked Sendable {
     /// A store in the SQLite file at `path` (WAL; created and migrated if needed).
     /// `afterBatch`: runs on the writer thread after each batch's callbacks.
     public convenience init(path: String, durability: Durability, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws {
+        // OP-3: checked before the pool opens the file (opening it writes).
+        try SchemaVersion.refuseNewer(path: path)
         var config = Self.configuration()
         config.busyMode = .timeout(5)
         let sync = durability == .full ? "FULL" : "NORMAL"
