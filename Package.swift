@@ -116,10 +116,14 @@ let package = Package(
             "Webhooks", "Chat", "Store", "Reactor", "TestKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Chat", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "StoreTests", dependencies: [
+            "Store", "Chat", "TestKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "ClusterNode", "Engine", "Wire", "Chat", "Replication", "Store", "Server", "Reactor", "HTTP1", "WebSocket", "TestKit",
-            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Logging", package: "swift-log"), .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "TestKit"]),
         .testTarget(name: "ClusterTests", dependencies: [
