@@ -260,8 +260,13 @@ final class GatewayCore: Sendable {
                                  nodeURLs: ownURLs, webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock, engine: engine), role: role)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
+        var applyLag: (@Sendable () -> Int64)?
+        if let member = role as? ClusterMember {
+            let engine = self.engine
+            applyLag = { max(0, member.link.members.head - engine.applied) }
+        }
         metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
-                                  messages: engine.messageCounters)
+                                  messages: engine.messageCounters, applyLag: applyLag)
         operations = try Operations(configuration: configuration, store: store, registry: registry, engine: engine, hubs: hubs,
                                     inCluster: !(role is SingleNode), clock: clock, logger: logger)
 
