@@ -20,7 +20,6 @@ struct OperatorAPITests {
             c.operations.operatorToken = token
             c.operations.makeSecret = { "generated-secret-\(counter.add(1, ordering: .relaxed).newValue)-abcdef" }
         }
-        g.core.operations.start()
         return g
     }
 
@@ -202,7 +201,6 @@ struct OperatorAPITests {
             c.operations.operatorToken = OperatorAPITests.token
             c.dataDirectory = directory
         }
-        g.core.operations.start()
         defer { g.stop() }
         #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "in-backup"]).status == 201)
         let r = try admin(g, "POST", "/v1/admin/backup", ["file": "/etc/passwd"])
