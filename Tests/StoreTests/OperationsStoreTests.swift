@@ -4,12 +4,12 @@ import Foundation
 import GRDB
 import Store
 import Testing
+import TestKit
 
-/// A fresh directory under the temporary directory, removed by `defer` in each test.
+/// A fresh directory in the test process's scratch folder (TestKit), removed by `defer` in each
+/// test (and with the folder when the process exits).
 func scratchDirectory(_ name: String) throws -> String {
-    let path = NSTemporaryDirectory() + "roomcast-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    temporaryDirectory("roomcast-\(name)")
 }
 
 func sha256(_ path: String) throws -> String {
