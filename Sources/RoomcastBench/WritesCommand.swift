@@ -54,6 +54,9 @@ struct WritesCommand: ParsableCommand {
     @Flag(help: "Skip creating the rooms and raising the app's limits (already done).")
     var noPrepare = false
 
+    @Option(help: "Stop scheduling writes once this file exists (checked every 100 ms); those in flight are still answered.")
+    var stopFile: String?
+
     func validate() throws {
         guard rate >= 0, duration > 0, count > 0, connections > 0, pipeline > 0, rooms > 0, payloadBytes >= 1 else {
             throw ValidationError("--rate must not be negative; --duration, --count, --connections, --pipeline, --rooms and --payload-bytes must be positive")
@@ -67,6 +70,9 @@ struct WritesCommand: ParsableCommand {
         let loop = try EventLoop(name: "writes")
         let writer = Writer(loop: loop, address: address, rooms: rooms, payloadBytes: payloadBytes, appKey: appKey, appSecret: appSecret,
                             total: total, rate: rate, connections: connections, pipeline: pipeline)
+        if let stopFile {
+            loop.scheduleRepeating(every: .milliseconds(100)) { if access(stopFile, F_OK) == 0 { writer.stopScheduling() } }
+        }
         let thread = PosixThread.start(name: "writes") { loop.run() }
         let started = Instant.now()
         loop.execute { writer.start() }
@@ -76,7 +82,7 @@ struct WritesCommand: ParsableCommand {
         thread.join()
         let h = writer.histogram
         func ms(_ us: UInt64) -> String { fixed(Double(us) / 1000, 2) }
-        print("writes: acknowledged=\(writer.accepted)/\(total) errors=\(writer.errors) seconds=\(fixed(elapsed, 2)) "
+        print("writes: acknowledged=\(writer.accepted)/\(writer.total) errors=\(writer.errors) seconds=\(fixed(elapsed, 2)) "
             + "per_s=\(Int(elapsed > 0 ? Double(writer.accepted) / elapsed : 0)) rate=\(rate > 0 ? String(Int(rate)) : "max")")
         if let e = writer.firstError { print("writes: first error: \(e)") }
         print("writes: latency_ms p50=\(ms(h.quantile(0.5))) p99=\(ms(h.quantile(0.99))) p99.9=\(ms(h.quantile(0.999))) max=\(ms(h.maximum))")
@@ -125,11 +131,13 @@ final class Writer: @unchecked Sendable {
     let rooms: Int
     let appKey: String
     let appSecret: String
-    let total: Int
+    private(set) var total: Int
     let rate: Double
     let pipeline: Int
     let padding: String
     private var connections: [WriterConnection] = []
+    /// Where the round-robin over the connections goes next.
+    private var nextConnection = 0
     private var sent = 0
     private var answered = 0
     private var startedAt = Instant(nanoseconds: 0)
@@ -180,7 +188,18 @@ final class Writer: @unchecked Sendable {
     func pump() {
         let due = rate > 0 ? min(total, Int(seconds(Instant.now() - startedAt) * rate) + 1) : total
         while sent < due {
-            guard let c = connections.filter({ $0.isOpen && $0.inFlight < pipeline }).min(by: { $0.inFlight < $1.inFlight }) else { return }
+            // Round-robin over the connections with room in their pipeline (the server closes a
+            // connection after --max-requests-per-connection, so the load is spread).
+            var chosen: WriterConnection?
+            for k in 0..<connections.count {
+                let c = connections[(nextConnection + k) % connections.count]
+                if c.isOpen && c.inFlight < pipeline {
+                    chosen = c
+                    nextConnection = (nextConnection + k + 1) % connections.count
+                    break
+                }
+            }
+            guard let c = chosen else { return }
             // Open loop: latency counts from when the write was due, not from when a connection
             // had room for it.
             let due = rate > 0 ? startedAt + scheduled(sent) : Instant.now()
@@ -213,6 +232,13 @@ final class Writer: @unchecked Sendable {
         if answered >= total { done.store(true, ordering: .relaxed) } else { pump() }
     }
 
+    /// No more writes are scheduled; the run ends when those sent are answered.
+    func stopScheduling() {
+        guard total > sent else { return }
+        total = sent
+        if answered >= total { done.store(true, ordering: .relaxed) }
+    }
+
     func connectionFailed(_ reason: String) {
         error.withLock { if $0 == nil { $0 = reason } }
         errorCount.add(1, ordering: .relaxed)
@@ -228,31 +254,40 @@ final class WriterConnection: EventHandler {
     private var registration: RegistrationID?
     private var output = OutboundQueue()
     private var inbound: [UInt8] = []
-    private var pending: [Instant] = []
+    /// Writes sent and not yet answered, in order: when they were due, and their bytes (sent again
+    /// on a new connection if the server closes this one after an earlier answer).
+    private var pending: [(scheduled: Instant, bytes: [UInt8])] = []
     private var pendingHead = 0
+    /// The server answered `Connection: close`: nothing more is sent on this connection.
+    private var closing = false
     var inFlight: Int { pending.count - pendingHead }
-    private(set) var isOpen = false
+    private var openState = false
+    var isOpen: Bool { openState && !closing }
     private var connected = false
 
     init(loop: EventLoop) {
         self.loop = loop
     }
 
+    private var address: Socket.Address?
+
     func open(_ address: Socket.Address) {
+        self.address = address
         do {
             let (fd, done) = try Socket.connect(to: address)
             self.fd = fd
             Socket.setNoDelay(fd)
             registration = try loop.register(fd: fd, events: EventLoop.readable | EventLoop.writable, handler: self)
             connected = done
-            isOpen = true
+            openState = true
+            closing = false
         } catch {
             writer?.connectionFailed("connect: \(error)")
         }
     }
 
     func send(_ bytes: [UInt8], scheduled: Instant) {
-        pending.append(scheduled)
+        pending.append((scheduled, bytes))
         output.append(ByteBlock.from(bytes))
         if connected { flush() }
     }
@@ -285,8 +320,31 @@ final class WriterConnection: EventHandler {
             inbound.append(contentsOf: buffer[0..<n])
             parseAnswers()
         default:
-            fail("the server closed the connection")
+            // Closed after `Connection: close` (the server's requests-per-connection limit): the
+            // writes sent after that answer were not read; open another connection and send them
+            // again. Closed otherwise with writes unanswered: fail.
+            if (closing || inFlight == 0), let address {
+                let unanswered = Array(pending[pendingHead...])
+                close()
+                open(address)
+                for p in unanswered { send(p.bytes, scheduled: p.scheduled) }
+            } else {
+                fail("the server closed the connection with \(inFlight) writes unanswered")
+            }
         }
+    }
+
+    private func close() {
+        openState = false
+        if let r = registration { loop.deregister(r) }
+        registration = nil
+        if fd >= 0 { closeDescriptor(fd) }
+        fd = -1
+        inbound.removeAll()
+        output = OutboundQueue()
+        connected = false
+        pending.removeAll()
+        pendingHead = 0
     }
 
     private func parseAnswers() {
@@ -294,14 +352,17 @@ final class WriterConnection: EventHandler {
             let head = String(decoding: inbound[0..<end], as: UTF8.self)
             let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
             var length = 0
+            var close = false
             for line in head.split(separator: "\r\n") {
                 let lower = line.lowercased()
                 if lower.hasPrefix("content-length:") { length = Int(String(lower.dropFirst(15).filter { $0 != " " && $0 != "\t" })) ?? 0 }
+                if lower.hasPrefix("connection:") && lower.contains("close") { close = true }
             }
             guard inbound.count >= end + 4 + length else { return }
             let body = String(decoding: inbound[(end + 4)..<(end + 4 + length)], as: UTF8.self)
             inbound.removeFirst(end + 4 + length)
-            let scheduled = pending[pendingHead]
+            if close { closing = true }
+            let scheduled = pending[pendingHead].scheduled
             pendingHead += 1
             if pendingHead > 1024 {
                 pending.removeFirst(pendingHead)
@@ -312,8 +373,8 @@ final class WriterConnection: EventHandler {
     }
 
     private func fail(_ reason: String) {
-        guard isOpen else { return }
-        isOpen = false
+        guard openState else { return }
+        openState = false
         if let r = registration { loop.deregister(r) }
         registration = nil
         if fd >= 0 { closeDescriptor(fd) }
