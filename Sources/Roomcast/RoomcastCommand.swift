@@ -33,15 +33,16 @@ struct RoomcastCommand: ParsableCommand {
             shown in brackets. SIGTERM or SIGINT drains: listeners close, in-flight responses finish, WebSockets get \
             close 1001, and the process exits 0.
 
-            Operations (see each subcommand's --help):
-              backup    roomcast backup --data-dir D --to FILE   (online: while the node serves)
-              restore   roomcast restore --from FILE --data-dir D [--force]   (the node stopped)
-              apps      roomcast apps list|add|rotate-secret|disable|enable|remove --data-dir D
-              upgrade   stop the node, take a backup, start the new roomcast on the same directory: it migrates \
-            the store; a directory written by a newer roomcast is refused and left as it is
-              logs      --log-format json, --log-level info,store=debug
-              metrics   GET /metrics (Prometheus); docker/grafana-dashboard.json, docker/prometheus-alerts.yaml
-            The operator API (/v1/admin/apps, POST /v1/admin/backup) needs --operator-token.
+            Operations (each subcommand's --help, and the README's Operations, say more):
+              roomcast backup --data-dir D --to FILE     online, while the node serves
+              roomcast restore --from FILE --data-dir D  with no node running on D
+              roomcast apps list|add|rotate-secret|disable|enable|remove --data-dir D
+              Upgrade: back up, stop the node, start the new roomcast on the same
+              directory: it migrates it (one from a newer roomcast is refused).
+              Logs: --log-format json, --log-level info,store=debug
+              Metrics: GET /metrics; docker/grafana-dashboard.json and
+              docker/prometheus-alerts.yaml
+              Operator API (/v1/admin/apps, POST /v1/admin/backup): --operator-token
             """,
         subcommands: [BackupCommand.self, RestoreCommand.self, AppsCommand.self])
 
