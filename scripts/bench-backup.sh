@@ -13,8 +13,8 @@
 #    process, default pace) copies the database while the node serves; the load goes on until
 #    2 s after the backup has finished. The latency of the writes scheduled while the backup
 #    ran is compared with the baseline's (target: p99 <= 2x).
-# 4. The backup file is checked (its size, the backup's own integrity check) and restored into a
-#    new directory, where a node starts and answers.
+# 4. The baseline load again (the machine is shared: what changed meanwhile shows), then the backup
+#    file is restored into a new directory, where a node starts and answers.
 # Results (the figures BENCHMARKS.md quotes) are printed at the end. Every process this script
 # starts is stopped by pid on exit; the work directory (the data directory is large) is removed
 # unless BENCH_KEEP=1.
@@ -106,6 +106,10 @@ wait "$load_pid"
 sed 's/^/  /' "$work/during.out"
 echo "  backup took $(( backup_end - backup_start )) ms for $(( $(stat -c %s "$work/backup.sqlite") / 1048576 )) MB (database $(db_mb) MB)"
 
+echo "== baseline again: ${rate} writes/s for ${window} s, no backup (the machine may have changed meanwhile)"
+sleep 2
+load "$window" "$work/after.rec" | sed 's/^/  /'
+
 echo "== restore and start"
 "$bin/roomcast" restore --from "$work/backup.sqlite" --data-dir "$work/restored" | sed 's/^/  /'
 kill "$node_pid"
@@ -114,9 +118,9 @@ start_node "$work/restored" "$work/restored.log"
 curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && echo "  restored node ready on port $port"
 
 echo "== results (load average while it ran: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores)"
-python3 - "$work/baseline.rec" "$work/during.rec" "$backup_start" "$backup_end" <<'EOF'
+python3 - "$work/baseline.rec" "$work/during.rec" "$backup_start" "$backup_end" "$work/after.rec" <<'EOF'
 import sys
-baseline, during, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+baseline, during, start, end, after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 def load(path, lo=None, hi=None):
     out = []
     for line in open(path):
@@ -131,10 +135,15 @@ def q(values, p):
     return values[min(len(values) - 1, max(0, int(len(values) * p + 0.999999) - 1))] / 1000.0
 b = load(baseline)
 d = load(during, start, end)
-bad = sum(1 for _, s in b + d if not 200 <= s < 300)
-bl = [l for l, _ in b]
-dl = [l for l, _ in d]
-print("  baseline:      %6d writes  p50 %7.2f ms  p99 %7.2f ms  p99.9 %7.2f ms  max %7.2f ms" % (len(bl), q(bl, .5), q(bl, .99), q(bl, .999), max(bl) / 1000.0))
-print("  during backup: %6d writes  p50 %7.2f ms  p99 %7.2f ms  p99.9 %7.2f ms  max %7.2f ms" % (len(dl), q(dl, .5), q(dl, .99), q(dl, .999), max(dl) / 1000.0))
-print("  p99 during / baseline: %.2fx (target <= 2x); refused writes: %d" % (q(dl, .99) / q(bl, .99), bad))
+a = load(after)
+bad = sum(1 for _, s in b + d + a if not 200 <= s < 300)
+def row(name, rows):
+    ls = [l for l, _ in rows]
+    print("  %-14s %6d writes  p50 %7.2f ms  p99 %7.2f ms  p99.9 %7.2f ms  max %7.2f ms" % (name, len(ls), q(ls, .5), q(ls, .99), q(ls, .999), max(ls) / 1000.0))
+    return q(ls, .99)
+pb = row("baseline:", b)
+pd = row("during backup:", d)
+pa = row("baseline after:", a)
+print("  p99 during / baseline before: %.2fx, / after: %.2fx, / the two together: %.2fx (target <= 2x); refused writes: %d"
+      % (pd / pb, pd / pa, pd / q([l for l, _ in b + a], .99), bad))
 EOF

@@ -84,10 +84,14 @@ public enum SchemaError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .newer(let path, let s):
+        case .newer(let path, let s) where s.version > SchemaVersion.current:
             return "\(path) was written by a newer roomcast (schema version \(s.version), with \(s.unknown.joined(separator: ", "))); "
                 + "this roomcast knows schema versions up to \(SchemaVersion.current). Nothing was changed. "
                 + "Run the roomcast that wrote it (or a newer one), or restore a backup taken with this version."
+        case .newer(let path, let s):
+            return "\(path) was written by a roomcast build this one does not know: it has \(s.unknown.joined(separator: ", ")), "
+                + "which is not one of this build's migrations (up to schema version \(SchemaVersion.current)). Nothing was changed. "
+                + "Run the roomcast that wrote it, or restore a backup taken with this version."
         case .olderThanThisCommand(let path, let s):
             return "\(path) is in use by a node of an older roomcast (schema version \(s.version); this command's is \(SchemaVersion.current)). "
                 + "Nothing was changed. Use that node's own roomcast binary, or stop the node first (this roomcast migrates the directory when it starts)."

@@ -72,6 +72,28 @@ struct OperationsStoreTests {
         #expect(throws: StoreBackup.Failure.newer(path: path, version: 99)) { _ = try StoreBackup.check(path) }
     }
 
+    // OP-3: a migration this build does not know under a lower number (another branch's or a
+    // development build's) is refused too, and the message does not call it newer.
+    @Test func anUnknownMigrationOfAnotherBuildIsRefused() throws {
+        let dir = try makeDataDirectory("other-build")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = DataDirectory.databasePath(dir)
+        do {
+            let q = try DatabaseQueue(path: path)
+            try q.write { try $0.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2-from-another-branch')") }
+            try q.close()
+        }
+        let before = try sha256(path)
+        do {
+            _ = try Store(path: path, durability: .normal, logger: logger)
+            Issue.record("a database with an unknown migration was opened")
+        } catch let e as SchemaError {
+            #expect(e.description.contains("a roomcast build this one does not know") && e.description.contains("v2-from-another-branch")
+                    && !e.description.contains("newer roomcast") && e.description.contains("Nothing was changed"))
+        }
+        #expect(try sha256(path) == before)
+    }
+
     // OP-3: the schema version is the newest migration's number; a new store is current.
     @Test func aNewStoreIsAtTheCurrentVersion() throws {
         let dir = try makeDataDirectory("current")
