@@ -3,7 +3,8 @@
 # docker/Dockerfile all install through this script.
 #
 #   scripts/install-deps.sh build     # to build: headers (libcurl, zlib, SQLite, libpq) and pkg-config
-#   scripts/install-deps.sh source    # to build and run from a checkout (README): build + Chart.js
+#   scripts/install-deps.sh source    # to build and run from a checkout (README): build + curl (the
+#                                     # README's signed calls) + Chart.js
 #   scripts/install-deps.sh test      # to run the tests (README): source + PostgreSQL 15 (cluster tests)
 #   scripts/install-deps.sh runtime   # to run a release binary (scripts/build-release.sh links the
 #                                     # Swift runtime statically): libcurl, zlib, SQLite, libpq, CA
@@ -22,10 +23,10 @@ list=""
 if [ "${1:-}" = --list ]; then list=1; shift; fi
 case "${1:-}" in
   build) packages=("${build[@]}"); extra=(--no-install-recommends) ;;
-  source) packages=("${build[@]}" libjs-chart.js); extra=() ;;
-  test) packages=("${build[@]}" libjs-chart.js postgresql); extra=() ;;
+  source) packages=("${build[@]}" curl libjs-chart.js); extra=() ;;
+  test) packages=("${build[@]}" curl libjs-chart.js postgresql); extra=() ;;
   runtime) packages=("${runtime[@]}"); extra=(--no-install-recommends) ;;
-  ci) packages=("${build[@]}" python3-venv libjs-chart.js postgresql chromium chromium-driver); extra=() ;;
+  ci) packages=("${build[@]}" curl python3-venv libjs-chart.js postgresql chromium chromium-driver); extra=() ;;
   *) echo "usage: $0 build|source|test|runtime|ci" >&2; exit 2 ;;
 esac
 if [ -n "$list" ]; then echo "${packages[@]}"; exit 0; fi

@@ -134,8 +134,11 @@ public enum ClusterSchema {
         defer { _ = try? db.query("SELECT pg_advisory_unlock($1)", [String(LockKey.migrate)]) }
         try db.query("CREATE TABLE IF NOT EXISTS roomcast_schema (version integer NOT NULL)")
         let current = Int(try db.query("SELECT max(version) FROM roomcast_schema").scalar ?? "0") ?? 0
+        // OP-3: a schema from a newer roomcast is refused before anything is changed (this node
+        // could not read what the newer nodes write); upgrade this node instead.
         guard current <= version else {
-            throw PGError(sqlState: "", message: "the database's cluster schema is version \(current); this roomcast knows up to \(version): upgrade it")
+            throw PGError(sqlState: "", message: "the cluster's PostgreSQL schema is version \(current), written by a newer roomcast; "
+                          + "this roomcast knows versions up to \(version). Nothing was changed: run the newer roomcast on this node")
         }
         for v in current..<version {
             try db.transaction { () throws(PGError) in

@@ -15,6 +15,9 @@ public final class AppRegistry: Sendable {
         /// PX-1 rates from the app's settings.
         public var restCallsPerSecond = Limits.defaultRestCallsPerSecond
         public var clientMessagesPerSecond = Limits.defaultClientMessagesPerSecond
+        /// OP-2: the secret before the last rotation, accepted until `previousSecretExpiresAt` (ms).
+        public var previousSecret: String?
+        public var previousSecretExpiresAt: Int64 = 0
 
         public init(key: String, secret: String, allowedOrigins: [String]?, settings: AppSettings = AppSettings()) {
             self.key = key
@@ -44,8 +47,32 @@ public final class AppRegistry: Sendable {
     public func set(_ app: App) { apps.withLock { $0[app.key] = app } }
     public func app(_ key: String) -> App? { apps.withLock { $0[key] } }
     public var all: [App] { apps.withLock { Array($0.values) }.sorted { $0.key < $1.key } }
-    /// The secret of `key`, for token and signature checks.
+    /// The secret of `key`: what the gateway signs with (tokens, webhooks).
     public func secret(_ key: String) -> String? { app(key)?.secret }
+
+    /// OP-2: the secrets a signature or client token of `key` may be made with at `now`: the
+    /// current one and, within its grace after a rotation, the previous one.
+    public func acceptedSecrets(_ key: String, now: Int64) -> [String] {
+        guard let app = app(key) else { return [] }
+        if let previous = app.previousSecret, now < app.previousSecretExpiresAt { return [app.secret, previous] }
+        return [app.secret]
+    }
+
+    /// OP-2: apps the operator disabled (or is removing): refused with 40311 rather than as unknown.
+    private let disabledKeys = Mutex<Set<String>>([])
+    public func isDisabled(_ key: String) -> Bool { disabledKeys.withLock { $0.contains(key) } }
+
+    /// Stops serving `key` (disabled or removed by the operator).
+    public func disable(_ key: String) {
+        apps.withLock { _ = $0.removeValue(forKey: key) }
+        disabledKeys.withLock { _ = $0.insert(key) }
+    }
+
+    /// Serves `app` (again).
+    public func enable(_ app: App) {
+        disabledKeys.withLock { _ = $0.remove(app.key) }
+        set(app)
+    }
 }
 
 /// Nonces seen inside the replay window, per app. Bounded by the window: entries older than
@@ -125,7 +152,10 @@ public final class RequestAuthenticator: Sendable {
         guard let c = Signing.Credentials.read({ head.headers[$0] }) else {
             return .failure(GatewayError(.missingCredentials, "sign the request (App-Key/Nonce/Timestamp/Signature, AppKey/Nonce/CurTime/CheckSum, or X-Roomcast-*)", field: "headers"))
         }
-        guard let app = apps.app(c.appKey) else { return .failure(GatewayError(.unknownAppKey, "unknown app key", field: c.keyField)) }
+        guard apps.app(c.appKey) != nil else {
+            if apps.isDisabled(c.appKey) { return .failure(GatewayError(.appDisabled, "the app is disabled by the operator", field: c.keyField)) }
+            return .failure(GatewayError(.unknownAppKey, "unknown app key", field: c.keyField))
+        }
         guard let nonce = c.nonce, !nonce.isEmpty, nonce.utf8.count <= 128 else {
             return .failure(GatewayError(.missingCredentials, "a nonce of 1 to 128 characters is required", field: c.nonceField))
         }
@@ -139,9 +169,13 @@ public final class RequestAuthenticator: Sendable {
         guard abs(now - Signing.milliseconds(ts)) <= Signing.windowMilliseconds else {
             return .failure(GatewayError(.staleTimestamp, "timestamp is more than 300 s from the server time", field: c.timestampField))
         }
-        let expected = Signing.expected(c, secret: app.secret, nonce: nonce, timestamp: timestamp, method: head.method.rawValue,
-                                        target: head.target, body: body)
-        guard Signing.constantTimeEqual(expected, signature.lowercased()) else {
+        // OP-2: within a rotation's grace, a call signed with the previous secret is accepted too.
+        let given = signature.lowercased()
+        let matches = apps.acceptedSecrets(c.appKey, now: now).contains { secret in
+            Signing.constantTimeEqual(Signing.expected(c, secret: secret, nonce: nonce, timestamp: timestamp, method: head.method.rawValue,
+                                                       target: head.target, body: body), given)
+        }
+        guard matches else {
             return .failure(GatewayError(.badSignature, "signature mismatch", field: c.signatureField))
         }
         guard nonces.use(app: c.appKey, nonce: nonce, now: now) else {

@@ -299,7 +299,7 @@ final class ClientSession: WebSocketHandler {
         var anonymous: AnonymousProfile?
         var device = a.device ?? "default"
         if let token = a.token {
-            switch ClientToken.verify(token, secret: context.apps.secret) {
+            switch ClientToken.verify(token, secrets: { [context] in context.apps.acceptedSecrets($0, now: now) }) {
             case .failure(let e):
                 reply(rid, error: e)
                 close(.badToken, e.message)
@@ -421,7 +421,7 @@ final class ClientSession: WebSocketHandler {
     }
 
     private func refresh(_ rid: Int?, _ token: String) {
-        switch ClientToken.verify(token, secret: context.apps.secret) {
+        switch ClientToken.verify(token, secrets: { [context] in context.apps.acceptedSecrets($0, now: context.clock()) }) {
         case .failure(let e):
             reply(rid, error: e)
         case .success(let claims):

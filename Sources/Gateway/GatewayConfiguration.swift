@@ -44,6 +44,8 @@ public struct GatewayConfiguration: Sendable {
     /// Cluster mode (CL-1, CLUSTER.md): the shared log in PostgreSQL; nil runs one node on its
     /// SQLite file.
     public var cluster: ClusterConfiguration?
+    /// OP-1, OP-2: the operator API and the apps watcher.
+    public var operations = OperationsConfiguration()
 
     /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and
     /// transient ones past a quarter of it); below `ServerConfiguration.maxOutboundBytes`.

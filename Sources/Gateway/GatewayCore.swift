@@ -88,6 +88,8 @@ final class GatewayCore: Sendable {
     /// The command line's webhook endpoints, made through the log when the node catches up.
     private let configuredEndpoints: [(app: String, spec: WebhookService.EndpointSpec)]
     private let configuredApps: [String]
+    /// OP-1, OP-2: the apps watcher and the operator API.
+    let operations: Operations
 
     /// Where a single node keeps its data.
     enum Storage {
@@ -257,8 +259,15 @@ final class GatewayCore: Sendable {
                                  nodeURLs: ownURLs, webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock, engine: engine), role: role)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
+        var applyLag: (@Sendable () -> Int64)?
+        if let member = role as? ClusterMember {
+            let engine = self.engine
+            applyLag = { max(0, member.link.members.head - engine.applied) }
+        }
         metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
-                                  messages: engine.messageCounters)
+                                  messages: engine.messageCounters, applyLag: applyLag)
+        operations = try Operations(configuration: configuration, store: store, registry: registry, engine: engine, hubs: hubs,
+                                    inCluster: !(role is SingleNode), clock: clock, logger: logger)
 
         var routes = Router.Builder()
         Self.registerHealth(&routes, ready: ready, store: store, role: role, engine: engine)
@@ -269,6 +278,7 @@ final class GatewayCore: Sendable {
         let metrics = self.metrics
         routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
         RESTAPI(context: context).register(&routes)
+        operations.register(&routes)
         let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)
         if !assets.assets.contains(where: { $0.path == "/console/" }) {
             logger.warning("the console and client library files were not found: /console/ and /client/ are not served",
@@ -346,6 +356,7 @@ final class GatewayCore: Sendable {
             throw GatewayError(.unavailable, "gave up waiting to catch up with the log (five minutes)")
         }
         context.caughtUp.set(true)
+        operations.start()
         // CL-5: announced (and so handed out by the address lookup) once it can serve.
         role.announce(ownURLs)
         ready.set(true)
@@ -356,6 +367,7 @@ final class GatewayCore: Sendable {
     /// reach the log, then the node leaves it.
     func stop() {
         ready.set(false)
+        operations.stop()
         beforeSend.stop()
         // No attempt starts any more; what finished is in the log before this run leaves (in a
         // cluster its unfinished deliveries pass to another run, which sends them).

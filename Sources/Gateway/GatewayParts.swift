@@ -79,6 +79,11 @@ final class HubTable: PublishedSink, FanoutPressure {
         }
     }
 
+    /// Runs `body` on every hub, each on its own loop (OP-2: a disabled app's sessions close).
+    func onEveryHub(_ body: @escaping @Sendable (Hub) -> Void) {
+        for entry in table.withLock({ Array($0.values) }) { entry.hub.loop.execute { body(entry.hub.value) } }
+    }
+
     /// How long the slowest loop has been behind: the age of the last batch it applied while more
     /// wait (0 when every loop is caught up).
     func backlogMilliseconds() -> Int64 {

@@ -17,14 +17,18 @@ final class MetricsEndpoint: Sendable {
     /// The HTTP server's counters (none in-process).
     private let server: ServerMetrics?
     let fanout = FanoutCounters()
+    /// Cluster mode: how many log entries this node has still to apply (OP-4's apply-lag alert);
+    /// nil on a single node.
+    private let applyLag: (@Sendable () -> Int64)?
 
     /// QS-7: messages admitted and refused at the rooms, by class.
     let messages: MessageCounters
 
     init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService, server: ServerMetrics?,
-         messages: MessageCounters) {
+         messages: MessageCounters, applyLag: (@Sendable () -> Int64)? = nil) {
         self.messages = messages
         self.server = server
+        self.applyLag = applyLag
         self.beforeSend = beforeSend
         self.registry = registry
         self.store = store
@@ -53,6 +57,11 @@ final class MetricsEndpoint: Sendable {
         metric("roomcast_deliveries_total", "counter", "Event frames handed to WebSocket connections.", fanout.deliveries.load(ordering: .relaxed))
         metric("roomcast_store_batches_total", "counter", "Store transactions committed.", store.batchesCommitted.load(ordering: .relaxed))
         metric("roomcast_store_commits_total", "counter", "Changes made durable (group-committed in batches).", store.commitsCommitted.load(ordering: .relaxed))
+        // OP-4: what the alert rules (docker/prometheus-alerts.yaml) watch.
+        metric("roomcast_store_writable", "gauge", "1 while the store accepts changes; 0 while it is read-only after a failed commit (e.g. a full disk).",
+               store.isWritable ? 1 : 0)
+        metric("roomcast_cluster_apply_lag_entries", "gauge", "Cluster: log entries appended but not yet applied by this node (0 on a single node).",
+               Int(applyLag?() ?? 0))
         let w = webhooks.stats
         metric("roomcast_webhook_pending", "gauge", "Webhook deliveries queued, waiting to retry or in flight.", w.queueDepth.load(ordering: .relaxed))
         let b = beforeSend.stats

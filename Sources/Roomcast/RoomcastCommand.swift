@@ -29,10 +29,22 @@ struct RoomcastCommand: ParsableCommand {
         commandName: "roomcast",
         abstract: "Roomcast: a self-hosted chat-room gateway (REST for app servers, WebSocket for clients).",
         discussion: """
-            Every option can also be set with an environment variable, shown in brackets. \
-            SIGTERM or SIGINT drains: listeners close, in-flight responses finish, WebSockets get close 1001, \
-            and the process exits 0.
-            """)
+            Without a subcommand, roomcast runs a node. Every option can also be set with an environment variable, \
+            shown in brackets. SIGTERM or SIGINT drains: listeners close, in-flight responses finish, WebSockets get \
+            close 1001, and the process exits 0.
+
+            Operations (each subcommand's --help, and the README's Operations, say more):
+              roomcast backup --data-dir D --to FILE     online, while the node serves
+              roomcast restore --from FILE --data-dir D  with no node running on D
+              roomcast apps list|add|rotate-secret|disable|enable|remove --data-dir D
+              Upgrade: back up, stop the node, start the new roomcast on the same
+              directory: it migrates it (one from a newer roomcast is refused).
+              Logs: --log-format json, --log-level info,store=debug
+              Metrics: GET /metrics; docker/grafana-dashboard.json and
+              docker/prometheus-alerts.yaml
+              Operator API (/v1/admin/apps, POST /v1/admin/backup): --operator-token
+            """,
+        subcommands: [BackupCommand.self, RestoreCommand.self, AppsCommand.self])
 
     @Option(help: "Address to listen on [ROOMCAST_HOST].")
     var host: String = environment("ROOMCAST_HOST") ?? "127.0.0.1"
@@ -43,8 +55,17 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Event-loop threads, each with its own SO_REUSEPORT listener [ROOMCAST_EVENT_LOOPS]. Default: one per core.")
     var eventLoops: Int = environment("ROOMCAST_EVENT_LOOPS").flatMap(Int.init) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical [ROOMCAST_LOG_LEVEL].")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical; per subsystem too: info,store=debug,webhooks=warning (server, gateway, engine, store, webhooks, cluster, reactor, roomcast) [ROOMCAST_LOG_LEVEL].")
     var logLevel: String = environment("ROOMCAST_LOG_LEVEL") ?? "info"
+
+    @Option(help: "Log lines on standard error as text, or json: one object per line with time, level, subsystem, label, message and the call's metadata; credentials are never written [ROOMCAST_LOG_FORMAT].")
+    var logFormat: String = environment("ROOMCAST_LOG_FORMAT") ?? "text"
+
+    @Option(help: "The operator credential: a bearer token (at least 16 characters, not an app secret) that the operator API (/v1/admin/apps, POST /v1/admin/backup) requires; without it that API refuses every call. Prefer the environment variable: arguments are visible to other local users [ROOMCAST_OPERATOR_TOKEN].")
+    var operatorToken: String = environment("ROOMCAST_OPERATOR_TOKEN") ?? ""
+
+    @Option(help: "Where POST /v1/admin/backup writes its files; default: DATA_DIR/backups [ROOMCAST_BACKUP_DIR].")
+    var backupDir: String = environment("ROOMCAST_BACKUP_DIR") ?? ""
 
     @Option(help: "Largest request body in bytes; larger gets 413 [ROOMCAST_MAX_BODY_BYTES].")
     var maxBodyBytes: Int = environment("ROOMCAST_MAX_BODY_BYTES").flatMap(Int.init) ?? (1 << 20)
@@ -110,8 +131,10 @@ struct RoomcastCommand: ParsableCommand {
     @Flag(help: "Print the WebSocket protocol reference (Markdown) and exit.")
     var printWebsocketDoc = false
 
-    @Option(help: "Directory of the SQLite database [ROOMCAST_DATA_DIR].")
-    var dataDir: String = environment("ROOMCAST_DATA_DIR") ?? "./roomcast-data"
+    /// `--data-dir`: an option group, so that the subcommands, which share it, receive its value
+    /// (the parser gives a parent's option the arguments after the subcommand's name too).
+    @OptionGroup var data: DataDirectoryOption
+    var dataDir: String { data.dataDir }
 
     @Option(name: .customLong("app"),
             help: "An app as KEY:SECRET (repeatable) [ROOMCAST_APPS=key:secret,key2:secret2]. With none, the first start creates a development app and prints it.")
@@ -181,7 +204,20 @@ struct RoomcastCommand: ParsableCommand {
     var snapshotInterval: Int = environment("ROOMCAST_SNAPSHOT_INTERVAL").flatMap(Int.init) ?? 60
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level '\(logLevel)'") }
+        do {
+            _ = try LogLevels.parse(logLevel)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        guard RoomcastLogHandler.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
+        if !operatorToken.isEmpty {
+            guard operatorToken.utf8.count >= OperationsConfiguration.minimumTokenBytes, operatorToken.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw ValidationError("--operator-token must be at least \(OperationsConfiguration.minimumTokenBytes) visible ASCII characters")
+            }
+            if (try? parsedApps())?.contains(where: { $0.secret == operatorToken }) == true {
+                throw ValidationError("--operator-token must not be an app's secret")
+            }
+        }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
         guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
         guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
@@ -231,7 +267,8 @@ struct RoomcastCommand: ParsableCommand {
         try apps.map { spec in
             let parts = spec.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64, parts[1].utf8.count >= 8 else {
-                throw ValidationError("--app must be KEY:SECRET with a secret of at least 8 characters (got '\(spec)')")
+                // The secret is not echoed: error output is often kept in logs.
+                throw ValidationError("--app must be KEY:SECRET with a secret of at least 8 characters (got '\(parts[0])' with \(parts.count == 2 ? "a secret of \(parts[1].utf8.count) characters" : "no secret"))")
             }
             return (key: parts[0], secret: parts[1])
         }
@@ -262,6 +299,8 @@ struct RoomcastCommand: ParsableCommand {
         g.webhooks.maxInFlight = webhookConcurrency
         g.webhooks.maxInFlightPerEndpoint = min(32, webhookConcurrency)
         g.webhooks.privateNetworkApps = parsedWebhookAllowPrivate()
+        g.operations.operatorToken = operatorToken.isEmpty ? nil : operatorToken
+        g.operations.backupDirectory = backupDir.isEmpty ? nil : backupDir
         if !cluster.isEmpty {
             var c = ClusterConfiguration(url: cluster, nodeID: try resolvedNodeID())
             c.nodeTimeoutMilliseconds = Int64(nodeTimeout) * 1000
@@ -333,15 +372,31 @@ struct RoomcastCommand: ParsableCommand {
         return c
     }
 
+    /// The base URL people use: the listening address, with a wildcard one shown as loopback.
+    func baseURL(port: UInt16) -> String {
+        let shown = ["0.0.0.0", "::", "[::]", ""].contains(host) ? "127.0.0.1" : (host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host)
+        return "http://\(shown):\(port)"
+    }
+
+    /// The first start's development app, with a signed `curl` that works in any POSIX sh.
     func printDevelopmentApp(_ app: AppRegistry.App, port: UInt16) {
         print("""
-            Created a development app (stored in \(dataDir); it is not printed again):
+            Created a development app (stored in \(dataDir); see it again with: roomcast apps list --secrets --data-dir \(dataDir)):
               App-Key:    \(app.key)
               App-Secret: \(app.secret)
-            Create a room with a signed request (Signature = hex(SHA1(secret + nonce + timestamp))):
-              nonce=$RANDOM; ts=$(date +%s); sig=$(printf '%s' "\(app.secret)$nonce$ts" | sha1sum | cut -d' ' -f1)
-              curl -s http://\(host):\(port)/v1/rooms -H "App-Key: \(app.key)" -H "Nonce: $nonce" -H "Timestamp: $ts" \\
+            Create a room with a signed request (Signature = hex(SHA1(secret + nonce + timestamp)); sh):
+              nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n'); ts=$(date +%s); sig=$(printf '%s' "\(app.secret)$nonce$ts" | sha1sum | cut -d' ' -f1)
+              curl -s \(baseURL(port: port))/v1/rooms -H "App-Key: \(app.key)" -H "Nonce: $nonce" -H "Timestamp: $ts" \\
                 -H "Signature: $sig" -H 'Content-Type: application/json' -d '{"roomId":"lobby","name":"Lobby"}'
+
+            """)
+    }
+
+    /// Where to go next, printed at every start of a single node.
+    func printNextSteps(port: UInt16) {
+        print("""
+              console: \(baseURL(port: port))/console/ (sign in with an app key and secret)
+              apps:    roomcast apps list --data-dir \(dataDir) (add --secrets to see the secrets; roomcast apps --help)
             """)
     }
 
@@ -362,13 +417,23 @@ struct RoomcastCommand: ParsableCommand {
             print(WebSocketDocument.markdown, terminator: "")
             return
         }
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return h
-        }
+        let levels = (try? LogLevels.parse(logLevel)) ?? LogLevels(general: .info, bySubsystem: [:])
+        let format = RoomcastLogHandler.Format(rawValue: logFormat) ?? .text
+        LoggingSystem.bootstrap { label in RoomcastLogHandler(label: label, format: format, levels: levels) }
         let logger = Logger(label: "roomcast")
+        // OP-1: one node per data directory; a restore waits for none (the lock is released when
+        // the process ends, however it ends).
+        var lock: DataDirectoryLock?
+        if cluster.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+                lock = try DataDirectoryLock(directory: dataDir, waitMilliseconds: 2000)
+            } catch {
+                FileHandle.standardError.write(Data("roomcast: \(OperatorRefusal.from(error))\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
         // Signals are received by this thread only: block them before any thread starts.
         blockSignals([SIGINT, SIGTERM])
 
@@ -377,13 +442,21 @@ struct RoomcastCommand: ParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         var configuration = try gatewayConfiguration()
         configuration.metrics = registry
-        let gateway = try Gateway(configuration: configuration, server: serverConfiguration(), logger: logger)
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(configuration: configuration, server: serverConfiguration(), logger: logger)
+        } catch let e as SchemaError {
+            // OP-3: a directory from a newer roomcast is refused before anything is written to it.
+            FileHandle.standardError.write(Data("roomcast: \(OperatorRefusal.from(e))\n".utf8))
+            throw ExitCode(1)
+        }
         try gateway.start()
         if let dev = gateway.createdDevelopmentApp {
             printDevelopmentApp(dev, port: gateway.port)
         }
         // Machine-readable line for scripts and tests that start us on port 0.
         print("roomcast listening on http://\(host):\(gateway.port)")
+        if cluster.isEmpty { printNextSteps(port: gateway.port) }
         fflush(nil)
 
         let signal = waitForSignal([SIGINT, SIGTERM])

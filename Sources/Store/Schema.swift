@@ -315,6 +315,16 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE room ADD COLUMN tagMutes TEXT NOT NULL DEFAULT ''")
             try db.execute(sql: "ALTER TABLE roomEvent ADD COLUMN addressed TEXT NOT NULL DEFAULT ''")
         }
+        m.registerMigration("v10-operator-apps") { db in
+            // OP-2: apps managed by the operator (`roomcast apps`, /v1/admin/apps). A rotated
+            // secret stays valid until `previousSecretExpiresAt`; a disabled app is refused; an
+            // app removed while its node runs is deleted when the node next starts.
+            try db.execute(sql: """
+                ALTER TABLE app ADD COLUMN previousSecret TEXT;
+                ALTER TABLE app ADD COLUMN previousSecretExpiresAt INTEGER;
+                ALTER TABLE app ADD COLUMN status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'disabled', 'removing'));
+                """)
+        }
         return m
     }
 }

@@ -80,6 +80,8 @@ public final class Store: @unchecked Sendable {
     /// A store in the SQLite file at `path` (WAL; created and migrated if needed).
     /// `afterBatch`: runs on the writer thread after each batch's callbacks.
     public convenience init(path: String, durability: Durability, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws {
+        // OP-3: checked before the pool opens the file (opening it writes).
+        try SchemaVersion.refuseNewer(path: path)
         var config = Self.configuration()
         config.busyMode = .timeout(5)
         let sync = durability == .full ? "FULL" : "NORMAL"
@@ -100,7 +102,11 @@ public final class Store: @unchecked Sendable {
         self.database = database
         self.path = path
         self.logger = logger
+        // OP-3: a directory written by a newer roomcast is refused before anything is written.
+        try SchemaVersion.refuseNewer(database, path: path)
         try Schema.migrator.migrate(database)
+        // OP-2: apps removed while the node ran are deleted now, before anything reads them.
+        try OperatorApps.purgeRemoved(database)
         writer = try EventLoop(name: "roomcast-store", readBufferSize: 16)
         reader = try EventLoop(name: "roomcast-store-read", readBufferSize: 16)
     }

@@ -96,7 +96,7 @@ public final class PostgresServer: @unchecked Sendable {
     /// Runs a tool and waits for it with waitpid: Foundation's `Process` would wait for every
     /// descendant to close an inherited descriptor, and the postmaster that pg_ctl starts lives on.
     private static func run(_ path: String, _ arguments: [String]) throws {
-        let outPath = NSTemporaryDirectory() + "roomcast-pg-out-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let outPath = testScratchRoot + "/roomcast-pg-out-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: outPath) }
         let out = open(outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard out >= 0 else { throw TestKitError.protocolError("cannot open \(outPath)") }

@@ -183,9 +183,29 @@ public func freePort() -> UInt16 {
     return UInt16(bigEndian: addr.sin_port)
 }
 
-/// A fresh temporary directory.
+/// The one folder of this test process under the system's temporary directory: every
+/// `temporaryDirectory` is made in it, and it is removed when the process exits. A run that did
+/// not exit (killed, crashed) leaves its folder; the next run removes the folders of processes
+/// that no longer exist. So a `swift test` run leaves nothing behind in the temporary directory.
+public let testScratchRoot: String = {
+    let base = NSTemporaryDirectory()
+    let prefix = "roomcast-tests-"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where name.hasPrefix(prefix) {
+        // kill(pid, 0) fails with ESRCH only for a process that no longer exists.
+        if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0 && errno == ESRCH {
+            try? FileManager.default.removeItem(atPath: base + name)
+        }
+    }
+    let root = base + prefix + "\(getpid())"
+    try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    atexit { try? FileManager.default.removeItem(atPath: testScratchRoot) }
+    return root
+}()
+
+/// A fresh temporary directory (inside `testScratchRoot`, so it is removed when the test process
+/// exits even if the test does not remove it).
 public func temporaryDirectory(_ prefix: String = "roomcast-test") -> String {
-    let path = NSTemporaryDirectory() + "\(prefix)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let path = testScratchRoot + "/\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }

@@ -50,6 +50,30 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
     /// endpoints are configured on every node's command line instead; a user's connections on
     /// other nodes are out of its reach).
     case notOnClusterNodes = 50101
+    /// OP-2: the operator credential (`Authorization: Bearer …`) is missing or wrong.
+    case operatorUnauthorized = 40110
+    /// OP-2: the operator API is off: the node was started without `--operator-token`.
+    case operatorAPIOff = 40310
+    /// OP-2: the app is disabled by the operator (or being removed).
+    case appDisabled = 40311
+    /// OP-2: no app with this key (operator API and `roomcast apps`).
+    case appNotFound = 40410
+    /// OP-1, OP-2: the data directory holds no roomcast database (`roomcast apps`, `backup`).
+    case noDatabase = 40411
+    /// OP-2: the app is being removed; it is deleted with its data when its node next starts.
+    case appRemoving = 40911
+    /// OP-1: a backup of this node is already being written.
+    case backupInProgress = 40912
+    /// OP-1: a node (or a restore) is running on the data directory.
+    case dataDirectoryInUse = 40913
+    /// OP-1: `restore` into a directory that is not empty, without `--force`.
+    case dataDirectoryNotEmpty = 40914
+    /// OP-3: the data directory or backup was written by a newer roomcast.
+    case writtenByNewerVersion = 40915
+    /// OP-1: the file is not a usable backup (not SQLite, damaged, or not a roomcast store).
+    case notABackup = 42210
+    /// OP-1: the backup could not be written (e.g. the disk is full); no file was left under its name.
+    case backupFailed = 50010
     /// The server is starting or draining.
     case unavailable = 50300
     /// An HTTP version other than 1.0 and 1.1.
@@ -87,6 +111,18 @@ public enum GatewayErrorCode: Int, Sendable, CaseIterable {
         case .unavailable: return "the server is starting or shutting down"
         case .versionNotSupported: return "HTTP version not supported"
         case .notOnClusterNodes: return "not available on a cluster node (it would act on the receiving node only)"
+        case .operatorUnauthorized: return "the operator credential (Authorization: Bearer) is missing or wrong"
+        case .operatorAPIOff: return "the operator API is off: start the node with --operator-token (ROOMCAST_OPERATOR_TOKEN)"
+        case .appDisabled: return "the app is disabled by the operator (roomcast apps enable)"
+        case .appNotFound: return "no app with this key (operator API, roomcast apps)"
+        case .noDatabase: return "the data directory holds no roomcast database (check --data-dir)"
+        case .appRemoving: return "the app is being removed: it is deleted with its data when its node next starts"
+        case .backupInProgress: return "a backup of this node is already being written; try again when it is done"
+        case .dataDirectoryInUse: return "a node (or a restore) is running on the data directory; stop it first"
+        case .dataDirectoryNotEmpty: return "the data directory is not empty (restore --force replaces its database)"
+        case .writtenByNewerVersion: return "the data directory or backup was written by a newer roomcast; it is left as it is"
+        case .notABackup: return "the file is not a usable roomcast backup (not SQLite, damaged, or not a roomcast store)"
+        case .backupFailed: return "the backup could not be written (e.g. the disk is full); no file was left under its name"
         }
     }
 

@@ -152,8 +152,10 @@ public enum OpenAPIDocument {
                     """,
             ],
             "servers": [["url": "http://127.0.0.1:8080"]],
-            "paths": withIdempotencyKeys(nativePaths, NativeRoute.idempotencyKeyHeaders).merging(paths) { a, _ in a }.merging(vendorPaths) { a, _ in a },
-            "components": ["schemas": allSchemas.merging(vendorSchemas) { a, _ in a }, "securitySchemes": securitySchemes, "responses": vendorResponses,
+            "paths": withIdempotencyKeys(nativePaths, NativeRoute.idempotencyKeyHeaders).merging(paths) { a, _ in a }.merging(vendorPaths) { a, _ in a }
+                .merging(adminPaths) { a, _ in a },
+            "components": ["schemas": allSchemas.merging(vendorSchemas) { a, _ in a }.merging(adminSchemas) { a, _ in a },
+                           "securitySchemes": securitySchemes.merging(operatorSecurityScheme) { a, _ in a }, "responses": vendorResponses,
                            "requestBodies": vendorRequestBodies, "parameters": idempotencyParameters],
         ]
     }

@@ -137,6 +137,12 @@ public enum ClientToken {
     /// Verifies signature and app (`secret` looks an app's secret up by key); returns the claims.
     /// Expiry is the caller's decision (a grace may apply), but `exp` is required.
     public static func verify(_ token: String, secret: (String) -> String?) -> Result<TokenClaims, GatewayError> {
+        verify(token, secrets: { secret($0).map { [$0] } ?? [] })
+    }
+
+    /// The same, accepting a token signed with any of the app's `secrets` (OP-2: within a rotated
+    /// secret's grace, the current and the previous one).
+    public static func verify(_ token: String, secrets: (String) -> [String]) -> Result<TokenClaims, GatewayError> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = base64URLDecode(parts[0]), let payloadBytes = base64URLDecode(parts[1]),
               let sig = base64URLDecode(parts[2]) else {
@@ -156,11 +162,12 @@ public enum ClientToken {
         guard claims.exp > 0 && claims.exp < 95_617_584_000 else {
             return .failure(GatewayError(.badToken, "token exp must be seconds since 1970", field: "token"))
         }
-        guard let appSecret = secret(claims.app) else {
+        let appSecrets = secrets(claims.app)
+        guard !appSecrets.isEmpty else {
             return .failure(GatewayError(.badToken, "token is for an unknown app", field: "token"))
         }
         let signingInput = Array((parts[0] + "." + parts[1]).utf8)
-        guard HMAC<SHA256>.isValidAuthenticationCode(sig, authenticating: signingInput, using: SymmetricKey(data: Array(appSecret.utf8))) else {
+        guard appSecrets.contains(where: { HMAC<SHA256>.isValidAuthenticationCode(sig, authenticating: signingInput, using: SymmetricKey(data: Array($0.utf8))) }) else {
             return .failure(GatewayError(.badToken, "token signature is invalid", field: "token"))
         }
         return .success(claims)

@@ -232,7 +232,7 @@ public enum WebSocketDocument {
 
         var clientMessages: [[String: Any]] = []
         for o in operations {
-            var props: [String: Any] = ["id": S.int("Echoed in the answer"), "op": const(o.op)]
+            var props: [String: Any] = ["id": S.int("A number the client chooses (not a string), echoed in the answer"), "op": const(o.op)]
             var required = ["op"]
             if let a = o.args {
                 let name = "Args." + o.op
@@ -299,14 +299,16 @@ public enum WebSocketDocument {
             ## Connection
 
             - `GET /ws` upgrades to a WebSocket (RFC 6455; permessage-deflate is negotiated when offered).
-              Browsers' `Origin` must be on the app's allowlist (`PUT /v1/settings`, `allowedOrigins`).
+              Browsers' `Origin` must be on the app's allowlist (`PATCH /v1/settings`, `allowedOrigins`).
             - Every message is a JSON text frame. The first must be `connect`, sent within the connect
               timeout (`--connect-timeout`, default 10 s). Commands may follow it at once, even in the
               same TCP write: up to 64 KiB of them are held and processed in order after the connect
               answer. A message that is not JSON or not `{"id", "op", "args"}` is answered with an error
               whose `id` is null, and the connection is closed with 4000; an unknown op is only answered
               with an error (code 40000).
-            - A command is `{"id": 7, "op": "room.join", "args": {...}}`. Its answer is
+            - A command is `{"id": 7, "op": "room.join", "args": {...}}`: `id` is a number (an integer the
+              client chooses, echoed in the answer; a string `id` is not a protocol message, so it closes the
+              connection with 4000). Its answer is
               `{"id": 7, "ok": {...}}` or `{"id": 7, "error": {"code": 23406, "message": "...", "field": "roomId"}}`
               with the codes of [errors.md](errors.md). Answers come in the order commands were sent.
             - An event is `{"ev": "room.message", "roomId": "r1", "epoch": "...", "offset": 42, "data": {...}}`.

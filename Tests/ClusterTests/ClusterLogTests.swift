@@ -41,6 +41,18 @@ struct ClusterLogTests {
         let db = try PGConnection(url)
         #expect(try db.query("SELECT count(*) FROM roomcast_schema").scalar == String(ClusterSchema.version))
         #expect(try ClusterSchema.migrate(db) == 0)
+
+        // OP-3: a schema a newer roomcast wrote is refused with a message that says so, and
+        // nothing is changed.
+        try db.query("INSERT INTO roomcast_schema (version) VALUES ($1)", [String(ClusterSchema.version + 1)])
+        do {
+            try ClusterSchema.migrate(db)
+            Issue.record("a newer cluster schema was accepted")
+        } catch {
+            #expect(error.message.contains("version \(ClusterSchema.version + 1), written by a newer roomcast")
+                    && error.message.contains("knows versions up to \(ClusterSchema.version)") && error.message.contains("Nothing was changed"))
+        }
+        #expect(try db.query("SELECT count(*) FROM roomcast_schema").scalar == String(ClusterSchema.version + 1))
     }
 
     // Several nodes append at once: positions form one order without gaps — a reader tailing the

@@ -298,6 +298,8 @@ struct HardeningTests {
             #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
             let ready = try rest.call("GET", "/readyz", headers: [])
             #expect(ready.status == 503 && ready.text.contains("read-only"))
+            // OP-4: what the RoomcastStoreReadOnly alert watches.
+            #expect(try rest.call("GET", "/metrics", headers: []).text.contains("\nroomcast_store_writable 0\n"))
             #expect(try rest.call("GET", "/v1/rooms/r").status == 200)
             let again = try rest.call("POST", "/v1/rooms", ["roomId": "while-full"])
             #expect(again.status == 503 && again.json.int("code") == ChatErrorCode.storageUnavailable.rawValue)
@@ -316,6 +318,7 @@ struct HardeningTests {
             }
             #expect(resumed)
             #expect(try rest.call("GET", "/readyz", headers: []).status == 200)
+            #expect(try rest.call("GET", "/metrics", headers: []).text.contains("\nroomcast_store_writable 1\n"))
             // Nothing acknowledged was lost.
             let history = try rest.call("GET", "/v1/rooms/r/messages?order=asc&limit=100")
             let stored = (history.json["messages"] as? [[String: Any]] ?? []).compactMap { $0["content"] as? String }

@@ -39,7 +39,8 @@ struct ImageTests {
         let bytes = image.withLock { $0 }
         #expect(bytes.count > 4096)
 
-        let b = try Store(inMemory: logger)
+        // This test makes a commit fail on purpose (below): the store's error line says so.
+        let b = try Store(inMemory: Logger(label: "roomcast.store-tests (expected: this test makes a commit fail on purpose)"))
         try b.load(image: bytes)
         b.start()
         defer { b.stop() }

@@ -16,7 +16,8 @@ final class DeliveryHarness: Sendable {
 
     /// `before` runs before the service starts (as the command line's `configure` does).
     init(_ configuration: WebhookService.Configuration, apps: [String], before: (Store, WebhookService) throws -> Void = { _, _ in }) throws {
-        let logger = Logger(label: "roomcast.webhook-delivery-tests")
+        // Some of these tests make deliveries dead letters on purpose: the warnings say so.
+        let logger = Logger(label: "roomcast.webhook-delivery-tests (expected: dead letters provoked on purpose)")
         store = try Store(inMemory: logger)
         for app in apps { try store.upsertApp(key: app, secret: "secret-\(app)", origin: "config", settings: AppSettings(), now: 0) }
         store.start()

@@ -238,7 +238,7 @@ public enum VendorCodes {
     /// NIM 414 (431 for a replayed nonce, NIM's "repeated HTTP request"), HTTP 200.
     public static func auth(_ vendor: Vendor, _ code: GatewayErrorCode) -> (code: Int, status: Int) {
         switch vendor {
-        case .rongCloud, .nexconn: return (code == .unknownAppKey ? 1001 : 1004, 401)
+        case .rongCloud, .nexconn: return (code == .unknownAppKey || code == .appDisabled ? 1001 : 1004, 401)
         case .nim: return (code == .nonceReused ? 431 : 414, 200)
         }
     }
