@@ -100,7 +100,7 @@ struct WritesCommand: ParsableCommand {
         func signed(_ method: String, _ path: String, _ body: String) throws -> Int {
             try client.request(method, path, body: body, headers: RoomcastSignature.headers(appKey: appKey, secret: appSecret))
         }
-        let settings = try signed("PATCH", "/v1/settings", #"{"restCallsPerSecond":1000000,"sendsPerUserPerSecond":1000000,"historyLimitPerRoom":100000,"historyLimitPerApp":100000000,"historyRetentionSeconds":31536000,"maxMessageBytes":1048576}"#)
+        let settings = try signed("PATCH", "/v1/settings", #"{"restCallsPerSecond":1000000,"sendsPerUserPerSecond":1000000,"historyLimitPerRoom":100000,"historyLimitPerApp":100000000,"historyRetentionSeconds":31536000,"maxMessageBytes":1048576,"roomMessagesPerSecond":100000}"#)
         guard settings == 200 else {
             print("writes: PATCH /v1/settings answered \(settings) (is the app \(appKey) configured?)")
             throw ExitCode.failure
