@@ -127,6 +127,10 @@ public final class ChatDomain {
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
         case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
             return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
+        case .sendToRooms(let app, let roomIds, let sender, let kind, let content, let options):
+            return try sendToRooms(app, roomIds, sender, kind, content, options ?? MessageOptions(), now, &out)
+        case .broadcast(let app, let sender, let kind, let content, let options):
+            return try broadcast(app, sender, kind, content, options ?? MessageOptions(), now, &out)
         case .tagMute(let app, let roomId, let tag, let seconds, let notify, let targets, let actor):
             return try tagMute(app, roomId, tag, seconds: seconds, notify: notify, notifyTargetTags: targets, actor, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
@@ -183,7 +187,7 @@ public final class ChatDomain {
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
-             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags:
+             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

@@ -259,6 +259,10 @@ public enum Command: Sendable, Equatable, Codable {
     // Member tags (AU-1).
     /// The app server sets a present member's tags.
     case setMemberTags(app: String, roomId: String, userId: String, [String], notifyTargetTags: TagExpression? = nil)
+    /// AU-3: one message to each of up to `Limits.maxRoomsPerSend` rooms (all or none), and one
+    /// to the members present in every room of the app (not stored). From the app server.
+    case sendToRooms(app: String, roomIds: [String], MessageSender, ChatMessage.Kind, content: String, options: MessageOptions? = nil)
+    case broadcast(app: String, MessageSender, ChatMessage.Kind, content: String, options: MessageOptions? = nil)
     /// Members with a tag may not send for `seconds` (0 lifts it); NIM's `tagTemporaryMute`.
     case tagMute(app: String, roomId: String, tag: String, seconds: Int, notify: NIMNotify?, notifyTargetTags: TagExpression?, Actor)
 

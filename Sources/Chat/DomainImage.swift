@@ -37,6 +37,8 @@ struct AppImage: Codable, Equatable, Sendable {
     var groups: [GroupImage]
     var conversations: [ConversationsImage]
     var recentCreates: [KeyedValue<[Int64]>]
+    /// AU-3: the app's broadcast bucket (absent: full).
+    var broadcastBucket: BucketImage?
 }
 
 struct GoingOfflineImage: Codable, Equatable, Sendable {
@@ -210,7 +212,8 @@ extension ChatDomain {
                                    typeLevels: c.typeLevels.sorted { $0.key < $1.key }.map { TypeLevelImage(type: $0.key, level: $0.value) },
                                    version: c.version)
             },
-            recentCreates: sortedPairs(a.recentCreates).map { KeyedValue(key: $0.0, value: $0.1) })
+            recentCreates: sortedPairs(a.recentCreates).map { KeyedValue(key: $0.0, value: $0.1) },
+            broadcastBucket: a.broadcastBucket?.image)
     }
 
     private static func image(of r: Room) -> RoomImage {
@@ -323,6 +326,7 @@ extension ChatDomain {
         for m in a.globalMutes { app.globalMutes[m.key] = m.value }
         for u in a.userSessions { app.userSessions[u.key] = u.value.map(SessionID.init) }
         for b in a.sendBuckets { app.sendBuckets[b.key] = TokenBucket(image: b.value) }
+        app.broadcastBucket = a.broadcastBucket.map(TokenBucket.init(image:))
         for g in a.goingOffline { app.goingOffline[g.user] = (g.at, g.device) }
         for g in a.groups {
             let group = UltraGroup(id: g.id, name: g.name, creator: g.creator, createdAt: g.createdAt)

@@ -5,7 +5,7 @@
 extension ChatDomain {
     /// Everything `sendMessage` checks but the rate limits, changing nothing: the room, and the
     /// message as the sender would send it (PX-4 shows it to the before-send hook).
-    private func checkSend(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
+    func checkSend(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
                            _ options: MessageOptions, _ now: Int64) throws(ChatError) -> (app: AppState, room: Room, message: SendSubject, audience: Audience) {
         let app = try app(appKey)
         guard kind != .notification else { throw .invalid("type", "type must be text or custom") }
@@ -68,6 +68,26 @@ extension ChatDomain {
     /// (a user whose send bucket is empty gets 42901; the send itself takes the token). Nothing
     /// changes.
     public func precheckSend(_ command: Command, now: Int64) throws(ChatError) -> SendSubject? {
+        if case .sendToRooms(let app, let roomIds, let sender, let kind, let content, let options) = command {
+            // AU-3: judged once, as sent to its first room, once every room would take it.
+            var first: SendSubject?
+            for roomId in try Self.validatedRoomIds(roomIds) {
+                do {
+                    let checked = try checkSend(app, roomId, sender, kind, content, options ?? MessageOptions(), now)
+                    if first == nil { first = checked.message }
+                } catch {
+                    throw error.code == .roomNotFound ? ChatError(.roomNotFound, "room \(roomId) does not exist; nothing was sent", field: "roomIds") : error
+                }
+            }
+            return first
+        }
+        if case .broadcast(let app, .server(let userId, let nickname, let avatar), let kind, let content, _) = command {
+            // AU-3: a broadcast is judged once, with no room (an empty roomId).
+            let settings = try self.app(app).settings
+            try Validate.maxBytes(content, settings.maxMessageBytes, field: "content")
+            return SendSubject(app: app, roomId: "", userId: userId, nickname: nickname, avatar: avatar, ext: "", deviceId: "", kind: kind,
+                               content: content, fromServer: true)
+        }
         guard case .sendMessage(let app, let roomId, let sender, let kind, let content, let options) = command else { return nil }
         let checked = try checkSend(app, roomId, sender, kind, content, options ?? MessageOptions(), now)
         // A user already at the send limit is refused now rather than after the hook (the token
@@ -145,11 +165,22 @@ extension ChatDomain {
             _ = bucket.take(now: now)
             app.sendBuckets[subject.userId] = bucket
         }
-        let message = ChatMessage(id: makeID(), roomId: roomId, sender: subject.userId, senderNickname: subject.nickname,
+        return .message(emit(app, room, subject, kind, content, options, priority: priority, audience: audience, sender: sender, now, &out))
+    }
+
+    /// A message checked and admitted: sent to its audience, kept in the room's history (unless
+    /// transient) and told to webhooks. `id`: one id for every room of a broadcast (AU-3).
+    func emit(_ app: AppState, _ room: Room, _ subject: SendSubject, _ kind: ChatMessage.Kind, _ content: String, _ options: MessageOptions,
+              priority: MessagePriority, audience: Audience, sender: MessageSender, id: String? = nil, keepsRoomAlive: Bool = true,
+              _ now: Int64, _ out: inout Outcome) -> ChatMessage {
+        let settings = app.settings
+        let appKey = app.key
+        let roomId = room.key.roomId
+        let message = ChatMessage(id: id ?? makeID(), roomId: roomId, sender: subject.userId, senderNickname: subject.nickname,
                                   senderAvatar: subject.avatar, senderExt: subject.ext, kind: kind, content: content, time: now,
                                   fromServer: subject.fromServer, priority: priority, type: options.type, transient: options.transient,
                                   targets: options.targets, targetTags: options.targetTags)
-        room.lastActivity = now
+        if keepsRoomAlive { room.lastActivity = now }
         // QS-6: a room whose distribution is stopped keeps and reports its messages, and sends
         // them to nobody.
         if !room.distributionStopped { out.deliver(.message(message), to: Self.audience(room.key, options, plain: audience, sender: sender)) }
@@ -170,7 +201,7 @@ extension ChatDomain {
             out.webhooks.append(WebhookRecord(app: appKey, type: .messageSent, roomId: roomId, userIds: message.sender.isEmpty ? [] : [message.sender],
                                               time: now, details: details))
         }
-        return .message(message)
+        return message
     }
 
     // MARK: The app's lists and a room's controls (QS-1, QS-4, QS-6)

@@ -386,6 +386,8 @@ final class AppState {
     @exclusivity(unchecked) var conversations: [String: UserConversations] = [:]
     /// When each user's clients created rooms in the last minute (the create quota).
     @exclusivity(unchecked) var recentCreates: [String: [Int64]] = [:]
+    /// AU-3: the app's broadcasts (at most `Limits.broadcastsPerSecond`).
+    var broadcastBucket: TokenBucket?
 
     init(key: String, settings: AppSettings) {
         self.key = key

@@ -213,6 +213,8 @@ public enum Reply: Equatable, Sendable {
     case disconnected(Int)
     /// A count (AU-1: members carrying a tag).
     case count(Int)
+    /// AU-3: a broadcast's message id (the same in every room) and the rooms it reached.
+    case broadcast(messageId: String, rooms: Int)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {

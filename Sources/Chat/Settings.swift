@@ -458,6 +458,11 @@ public enum Limits {
     public static let maxTagMuteSeconds = 30 * 24 * 3600
     /// AU-2: the members a message may be addressed to (NIM's receiver list).
     public static let maxMessageTargets = 100
+    /// AU-3: the rooms one list send may name (RongCloud's recommended most, Nexconn's
+    /// `toChannelIds`), and an app's broadcasts a second (RongCloud's rate for its chatroom
+    /// broadcast).
+    public static let maxRoomsPerSend = 10
+    public static let broadcastsPerSecond = 1
     /// QS-4: protected senders per room (RongCloud's chatroom user whitelist).
     public static let maxProtectedSendersPerRoom = 5
     /// QS-3: bytes a connection may hold queued before its normal messages are dropped (low and

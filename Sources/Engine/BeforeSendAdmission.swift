@@ -33,7 +33,7 @@ extension Engine {
     func admitThroughHook(_ command: Command, stamp: RequestStamp?, replyTo: ReplyTo) -> Bool {
         let session = ChatDomain.issuingSession(command)
         var hook: BeforeSendSettings?
-        if case .sendMessage(let app, _, let sender, _, _, _) = command, let settings = domain.appSettings(app)?.beforeSend {
+        if let (app, sender) = command.messageSender, let settings = domain.appSettings(app)?.beforeSend {
             if case .session = sender { hook = settings } else if !settings.bypassServerMessages { hook = settings }
         }
         // Held: behind the session's held commands, or (a message to judge) behind its entries
@@ -126,13 +126,13 @@ extension Engine {
         var command = h.command
         if let hook = h.hook, let verdict = h.verdict {
             var outcome = verdict
-            if case .replace(let content) = verdict, case .sendMessage(let app, let roomId, let sender, let kind, _, let options) = command {
+            if case .replace(let content) = verdict, let (app, _) = command.messageSender {
                 let limit = domain.appSettings(app)?.maxMessageBytes ?? Limits.defaultMaxMessageBytes
                 if content.isEmpty || content.utf8.count > limit {
                     // The hook rejected the original: a replacement that cannot be sent drops it.
                     outcome = .drop(reason: "its replacement is empty or longer than maxMessageBytes (\(limit))")
                 } else {
-                    command = .sendMessage(app: app, roomId: roomId, sender, kind, content: content, options: options)
+                    command = command.replacingContent(content)
                 }
             }
             let unavailable = { (why: String) in

@@ -335,13 +335,19 @@ extension Engine {
     /// Applies a command to the domain; QS-7 counts what the room's budget did with a message.
     private func applyCommand(_ command: Command, at: Int64) -> Outcome {
         let out = domain.apply(command, now: at)
-        if case .sendMessage(_, _, _, _, _, let options) = command {
-            switch out.reply {
-            case .success(.message(let m)): messageCounters.admitted(m.transient ? .transient : Lane(m.priority))
-            case .failure(let e) where e.code == .roomBusy:
-                messageCounters.refused(options?.transient == true ? .transient : Lane(options?.priority ?? .normal))
-            default: break
-            }
+        let options: MessageOptions?
+        switch command {
+        case .sendMessage(_, _, _, _, _, let o), .sendToRooms(_, _, _, _, _, let o), .broadcast(_, _, _, _, let o): options = o
+        default: return out
+        }
+        switch out.reply {
+        case .success(.message(let m)): messageCounters.admitted(m.transient ? .transient : Lane(m.priority))
+        // AU-3: a list send's message in each room; a broadcast's, transient, in each room it reached.
+        case .success(.messages(let ms)): for m in ms { messageCounters.admitted(m.transient ? .transient : Lane(m.priority)) }
+        case .success(.broadcast(_, let rooms)): messageCounters.admitted(.transient, count: rooms)
+        case .failure(let e) where e.code == .roomBusy:
+            messageCounters.refused(options?.transient == true ? .transient : Lane(options?.priority ?? .normal))
+        default: break
         }
         return out
     }

@@ -132,7 +132,7 @@ public final class MessageCounters: Sendable {
 
     public init() {}
 
-    public func admitted(_ lane: Lane) { admittedCounts[Int(lane.rawValue)].value.add(1, ordering: .relaxed) }
+    public func admitted(_ lane: Lane, count: Int = 1) { admittedCounts[Int(lane.rawValue)].value.add(count, ordering: .relaxed) }
     public func refused(_ lane: Lane) { refusedCounts[Int(lane.rawValue)].value.add(1, ordering: .relaxed) }
     public func admitted(of lane: Lane) -> Int { admittedCounts[Int(lane.rawValue)].value.load(ordering: .relaxed) }
     public func refused(of lane: Lane) -> Int { refusedCounts[Int(lane.rawValue)].value.load(ordering: .relaxed) }

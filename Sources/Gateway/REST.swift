@@ -206,6 +206,13 @@ struct RESTAPI: Sendable {
                 try decodeBody(SendMessageRequest.self, from: req.body).command(c, roomId: R.room(req))
             }
         }
+        // Many rooms at once (AU-3).
+        routes.signed(.sendToRooms) { req, c, writer in
+            api.command(writer, status: .created) { () throws(ChatError) in try decodeBody(SendToRoomsRequest.self, from: req.body).command(c) }
+        }
+        routes.signed(.broadcast) { req, c, writer in
+            api.command(writer, status: .created) { () throws(ChatError) in try decodeBody(BroadcastRequest.self, from: req.body).command(c) }
+        }
         routes.signed(.getHistory) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try HistoryRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
         }

@@ -44,7 +44,7 @@ extension RESTAPI {
             let render: @Sendable (Result<Reply, ChatError>) -> Response = { result in
                 switch result {
                 case .success(let reply): return Self.answer(vendor.success(reply, call.render))
-                case .failure(let e): return Self.answer(vendor.failure(e))
+                case .failure(let e): return Self.answer(vendor.failure(e, fields: call.fields))
                 }
             }
             // One change: its answer is kept with it (PX-2) when the call carries a key.
@@ -68,14 +68,6 @@ extension RESTAPI {
             }))
         case .commands(let commands, let tolerated):
             inOrder(engine, commands[...], tolerating: tolerated, stamp: stamp, finish)
-        case .checked(let q, let check, let then):
-            engine.query(q) { result in
-                switch result {
-                case .success(let reply):
-                    if let refusal = check(reply) { finish(.failure(refusal)) } else { run(engine, then, stamp: stamp, finish) }
-                case .failure: finish(result)
-                }
-            }
         }
     }
 

@@ -45,3 +45,48 @@ public struct TagMembersRequest: Sendable {
         .tagMembers(app: caller.app, roomId: roomId, tag: tag, limit: limit ?? 100, after: after)
     }
 }
+
+// MARK: Many rooms at once (AU-3)
+
+/// `POST /v1/messages`: one message to each of the listed rooms (all or none). The body is a
+/// room send's (`SendMessageRequest`) with `roomIds` beside it.
+public struct SendToRoomsRequest: Decodable, Sendable {
+    public var roomIds: [String]
+    public var type: String?
+    public var content: String
+    public var fromUserId: String?
+    public var nickname: String?
+    public var avatar: String?
+    public var priority: String?
+    public var messageType: String?
+    public var transient: Bool?
+    public var targets: [String]?
+    public var targetTags: TagExpressionJSON?
+
+    var send: SendMessageRequest {
+        SendMessageRequest(type: type, content: content, fromUserId: fromUserId, nickname: nickname, avatar: avatar, priority: priority,
+                           messageType: messageType, transient: transient, targets: targets, targetTags: targetTags)
+    }
+
+    public func command(_ caller: Caller) throws(ChatError) -> Command {
+        let send = self.send
+        return .sendToRooms(app: caller.app, roomIds: roomIds, send.serverSender, try parseKind(type), content: content, options: try send.options())
+    }
+}
+
+/// `POST /v1/messages/broadcast`: one message to the members present in every room of the app.
+public struct BroadcastRequest: Decodable, Sendable {
+    public var type: String?
+    public var content: String
+    public var fromUserId: String?
+    public var nickname: String?
+    public var avatar: String?
+    public var priority: String?
+    public var messageType: String?
+
+    public func command(_ caller: Caller) throws(ChatError) -> Command {
+        let send = SendMessageRequest(type: type, content: content, fromUserId: fromUserId, nickname: nickname, avatar: avatar, priority: priority,
+                                      messageType: messageType, transient: nil, targets: nil, targetTags: nil)
+        return .broadcast(app: caller.app, send.serverSender, try parseKind(type), content: content, options: try send.options())
+    }
+}

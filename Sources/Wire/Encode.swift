@@ -522,6 +522,9 @@ extension Encode {
             w.field("disconnected", count)
         case .count(let n):
             w.field("count", n)
+        case .broadcast(let id, let rooms):
+            w.field("messageId", id)
+            w.field("rooms", rooms)
         }
         w.endObject()
     }

@@ -230,7 +230,7 @@ extension NativeRoute {
 // MARK: Messages (NIM-8)
 
 extension NativeRoute {
-    static let messages = [sendMessage, getHistory]
+    static let messages = [sendMessage, getHistory, sendToRooms, broadcast]
 
     public static let sendMessage = NativeRoute(.POST, "/v1/rooms/{roomId}/messages", doc: .init(
         "Send a message as the app server (never blocked by mutes; judged by the app's before-send hook unless beforeSend.bypassServerMessages: 403 40303 when it drops the message, 503 50302 when it gives no verdict and the app fails closed)",
@@ -241,6 +241,12 @@ extension NativeRoute {
                  .query("order", .oneOf(["asc", "desc"])), .query("types"),
                  .query("tags", .string("Comma-separated: only messages sent to an expression naming any of these tags (AU-1)"))],
         ok: (200, "Messages"), id: "getHistory"))
+    public static let sendToRooms = NativeRoute(.POST, "/v1/messages", doc: .init(
+        "Send one message to each of up to \(Limits.maxRoomsPerSend) rooms as the app server (RongCloud's chatroom publish to several rooms): every room is checked first, its message budget included, and a missing room (404 40401 naming roomIds) or a full one (429 42902) refuses the whole call; each room gets its own message, kept in its history",
+        tag: .messages, spec: ["AU-3", "NIM-8"], body: "SendToRooms", ok: (201, "Messages"), id: "sendToRooms"))
+    public static let broadcast = NativeRoute(.POST, "/v1/messages/broadcast", doc: .init(
+        "Broadcast one message to the members present in every room of the app (RongCloud's chatroom broadcast, Nexconn's open-channel broadcast): not kept in history, no offset, never replayed (as a transient message), high priority unless asked, one id in every room, at most \(Limits.broadcastsPerSecond) a second per app (429 42901)",
+        tag: .messages, spec: ["AU-3"], body: "Broadcast", ok: (201, "BroadcastResult"), id: "broadcast"))
 }
 
 // MARK: Member tags (AU-1)

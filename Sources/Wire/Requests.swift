@@ -553,11 +553,13 @@ public struct SendMessageRequest: Decodable, Sendable {
     public func command(_ caller: Caller, roomId: String) throws(ChatError) -> Command {
         let sender: MessageSender
         switch caller.actor {
-        case .server: sender = .server(userId: fromUserId ?? "", nickname: nickname ?? "", avatar: avatar ?? "")
+        case .server: sender = serverSender
         case .session(let id): sender = .session(id)
         }
         return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content, options: try options())
     }
+
+    var serverSender: MessageSender { .server(userId: fromUserId ?? "", nickname: nickname ?? "", avatar: avatar ?? "") }
 
     /// nil when the message asks for nothing beyond a plain one.
     func options() throws(ChatError) -> MessageOptions? {

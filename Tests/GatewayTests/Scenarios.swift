@@ -197,6 +197,21 @@ enum Scenarios {
         #expect(try g.restCall("GET", "/v1/rooms/aud/tags/cn/count").json.int("count") == 2)
         #expect(try send(["content": "end-3"]).status == 201)
         #expect(messagesUntil(cn, "end-3") == ["end-3"])
+
+        // AU-3: one call to two rooms; a missing room refuses the whole call (nothing reaches
+        // either room). (A broadcast reaches every room of the app, other scenarios' included:
+        // MultiRoomSurfaceTests covers it on its own gateway.)
+        #expect(try g.restCall("POST", "/v1/rooms", ["roomId": "aud-b"]).status == 201)
+        let other = try g.connectClient("au-other")
+        _ = try join(other, "aud-b")
+        _ = other.drain(for: 0.3)
+        let missing = try g.restCall("POST", "/v1/messages", ["roomIds": ["aud", "aud-missing"], "content": "never"])
+        #expect(missing.status == 404 && missing.json.str("field") == "roomIds", "\(missing.text)")
+        let both = try g.restCall("POST", "/v1/messages", ["roomIds": ["aud", "aud-b"], "content": "both"])
+        #expect(both.status == 201 && (both.json["messages"] as? [[String: Any]])?.count == 2, "\(both.text)")
+        #expect(messagesUntil(other, "both") == ["both"])
+        #expect(messagesUntil(cn, "both") == ["both"])
+        #expect(messagesUntil(vip, "both") == ["end-3", "both"])
     }
 
     /// RC-1, RC-2, RC-5, RC-6, RC-7: moderation reaches exactly its audience, and who must hear

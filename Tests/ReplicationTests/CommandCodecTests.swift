@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -63,6 +63,8 @@ struct CommandCodecTests {
         case .setDistribution: .setDistribution
         case .setMemberTags: .setMemberTags
         case .tagMute: .tagMute
+        case .sendToRooms: .sendToRooms
+        case .broadcast: .broadcast
         }
     }
 
@@ -127,6 +129,12 @@ struct CommandCodecTests {
             .setMemberTags(app: "a", roomId: "r", userId: "u", ["vip", "cn"]),
             .setMemberTags(app: "a", roomId: "r", userId: "u", [], notifyTargetTags: .not(.tag("cn"))),
             .tagMute(app: "a", roomId: "r", tag: "vip", seconds: 60, notify: nim, notifyTargetTags: .and([.tag("a"), .not(.tag("b"))]), .server),
+            // AU-3
+            .sendToRooms(app: "a", roomIds: ["r1", "r2"], .server(userId: "u", nickname: "n", avatar: ""), .text, content: "hi"),
+            .sendToRooms(app: "a", roomIds: ["r1"], .server(userId: "", nickname: "", avatar: ""), .custom, content: "{}",
+                         options: MessageOptions(priority: .low, type: "T", targetTags: .tag("vip"))),
+            .broadcast(app: "a", .server(userId: "u", nickname: "", avatar: "a"), .text, content: "all"),
+            .broadcast(app: "a", .server(userId: "", nickname: "", avatar: ""), .custom, content: "x", options: MessageOptions(priority: .normal, type: "RC:TxtMsg")),
             .sendMessage(app: "a", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "t",
                          options: MessageOptions(targets: ["u1", "u2"])),
             .sendMessage(app: "a", roomId: "r", .session(s), .text, content: "t", options: MessageOptions(targetTags: .or([.tag("a"), .tag("b")]))),

@@ -92,32 +92,10 @@ public enum NexconnV4 {
         Family.listMembers("/v4/open-channel/participant/list", spelling),
         Family.checkMembers("/v4/open-channel/participant/exist", spelling),
 
-        // Messages from the app server (NIM-8), to each channel in order. Every channel is checked
-        // to exist first, so a missing one sends nothing (server sends are not held back by
-        // mutes, and the same content passes or fails the same checks everywhere).
-        VendorEndpoint("/v4/open-channel/message/send") { i throws(ChatError) in
-            let p = i.params
-            let from = try p.required("fromUserId")
-            let ids = try p.list("toChannelIds")
-            guard !ids.isEmpty && ids.count <= 10 else { throw ChatError(.invalidParameter, "toChannelIds holds 1 to 10 channel ids", field: "toChannelIds") }
-            let type = try p.required("messageType")
-            let kind: ChatMessage.Kind = type == "RC:TxtMsg" ? .text : .custom
-            guard let content = try p.string("content") else { throw ChatError(.invalidParameter, "content is required", field: "content") }
-            guard type.utf8.count <= SettingsLimits.maxMessageTypeBytes else {
-                throw ChatError(.invalidParameter, "messageType is at most \(SettingsLimits.maxMessageTypeBytes) bytes", field: "messageType")
-            }
-            // QS-1: the message type decides the class by the app's type lists, unless `priority`
-            // asks for one; QS-4 protected senders and types still win.
-            let options = MessageOptions(priority: try messagePriority(p), type: type)
-            let sends = ids.map { Command.sendMessage(app: i.app, roomId: $0, .server(userId: from, nickname: "", avatar: ""), kind, content: content, options: options) }
-            let check: @Sendable (Reply) -> ChatError? = { reply in
-                guard case .rooms(let found) = reply else { return nil }
-                let have = Set(found.map(\.roomId))
-                guard let missing = ids.first(where: { !have.contains($0) }) else { return nil }
-                return ChatError(.roomNotFound, "open channel \(missing) does not exist", field: "toChannelIds")
-            }
-            return .call(VendorCall(.checked(.rooms(app: i.app, ids), check: check, then: .commands(sends, tolerating: []))))
-        },
+        // Messages from the app server (NIM-8) to up to 10 channels, and to every channel (AU-3):
+        // one command each, so a missing channel or a full one sends nothing anywhere.
+        Family.sendToRooms("/v4/open-channel/message/send", roomsKey: "toChannelIds", typeKey: "messageType", priority: messagePriority),
+        Family.broadcast("/v4/open-channel/message/broadcast", typeKey: "messageType", priority: messagePriority),
 
         // Bans (RC-5).
         Family.block("/v4/open-channel/participant/ban-list/add", spelling),
@@ -163,7 +141,6 @@ public enum NexconnV4 {
         Family.editTypes("/v4/open-channel/priority-message-type-list/remove", .protected(spelling), add: false),
         Family.listTypes("/v4/open-channel/priority-message-type-list/get", .protected(spelling)),
     ] + prioritySenders("/v4/open-channel/priority-sender-list") + prioritySenders("/v4/open-channel/participant/priority-sender-list") + unsupported([
-        ("/v4/open-channel/message", ["broadcast"], "broadcasts to every open channel"),
         ("/v4/open-channel/history-message", ["list"], "open-channel cloud history in Nexconn's shape (use GET /v1/rooms/{roomId}/messages)"),
     ])
 

@@ -157,6 +157,15 @@ public enum RongCloudV1 {
         VendorEndpoint("/chatroom/message/resumeDistribution.json") { i throws(ChatError) in
             VendorCall.command(.setDistribution(app: i.app, roomId: try room(i.params), stopped: false))
         },
+
+        // Messages from the app server to up to 10 chatrooms, and to every chatroom (AU-3). The
+        // class follows the app's type lists (`objectName`); `isPersisted` and `isIncludeSender`
+        // are checked (0 or 1): a publish is kept in each room's history whatever isPersisted
+        // says (it speaks of the clients' local storage), and the sender's own connections in a
+        // room receive what the app server sends in its name, as every server send does here.
+        Family.sendToRooms("/message/chatroom/publish.json", roomsKey: "toChatroomId", typeKey: "objectName", priority: { _ in nil },
+                           flags: ["isPersisted", "isIncludeSender"]),
+        Family.broadcast("/message/chatroom/broadcast.json", typeKey: "objectName", priority: { _ in nil }, flags: ["isIncludeSender"]),
     ]
 
     static let ultraGroup: [VendorEndpoint] = [

@@ -17,12 +17,12 @@ public struct VendorCall: Sendable {
         case query(Query)
         /// The command, then (once it succeeded) the query, whose reply is rendered.
         case commandThenQuery(Command, Query)
-        /// The query first; when `check` finds nothing wrong in its reply, the work. A call that
-        /// must not change anything unless every target exists (Nexconn's send to several
-        /// channels) checks them up front.
-        indirect case checked(Query, check: @Sendable (Reply) -> ChatError?, then: Work)
     }
     public var work: Work
+    /// This call's names for fields the domain names otherwise (a refusal names the parameter
+    /// the caller sent: `roomIds` is RongCloud's `toChatroomId` on a publish); the vendor's
+    /// usual names (`Vendor.wireName`) for the rest.
+    public var fields: [String: String] = [:]
     /// Writes the success payload's fields into the surface's envelope (after `code`, or inside
     /// Nexconn's `result`). `Reply.done` after `commands`.
     public var render: @Sendable (Reply, inout JSONWriter) -> Void
@@ -163,7 +163,7 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// cluster's log makes of a replayed nonce or a reused idempotency key are spelled as the
     /// single node spells them: a signature refusal, and the vendor's parameter error or
     /// "already exists".
-    public func failure(_ e: ChatError) -> VendorAnswer {
+    public func failure(_ e: ChatError, fields: [String: String] = [:]) -> VendorAnswer {
         switch e.code {
         case .nonceReused: return authFailure(.nonceReused, message: e.message, field: e.field)
         case .idempotencyKeyReused: return failure(ChatError(.invalidParameter, e.message, field: e.field))
@@ -172,7 +172,7 @@ public enum Vendor: String, Sendable, CaseIterable {
         }
         let code = VendorCodes.code(self, e.code)
         let retry = ErrorTable.retryAfter(e.code)
-        return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map(wireName), retryAfter: retry)
+        return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map { fields[$0] ?? wireName($0) }, retryAfter: retry)
     }
 
     /// The name this vendor's wire gives a field the domain names (a refusal names the field
