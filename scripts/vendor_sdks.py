@@ -287,7 +287,7 @@ def main():
     conv_user, conv_group = f"conv-u-{run}", f"conv-g-{run}"
 
     def rc_notification():
-        # isMuted on get.json is the unpushLevel (vendor-apis.md §1.6): 5 "no notifications" after
+        # isMuted on get.json is the unpushLevel (RongCloud's conversation notification docs): 5 "no notifications" after
         # isMuted=1, -1 "all messages" after isMuted=0.
         rc_ok(note.set(3, conv_user, conv_group, 1), "notification.set 1")
         muted = rc_ok(note.get(3, conv_user, conv_group), "notification.get").get("isMuted")

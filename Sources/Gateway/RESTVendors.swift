@@ -34,7 +34,9 @@ extension RESTAPI {
                                     newRoomNumber: context.roomNumber)
             resolution = try endpoint.resolve(input)
         } catch {
-            writer.send(Self.answer(vendor.failure(error)))
+            // Refused while the call's parameters were read: the field is already the name the
+            // caller sent (Nexconn's `channelId` is its room, not the domain's channel).
+            writer.send(Self.answer(vendor.failure(error, asSent: true)))
             return
         }
         switch resolution {

@@ -458,6 +458,12 @@ struct VendorSurfaceTests {
         #expect(batch.json.int("code") == 414)
         let send = try rest.vendor(.nexconn, "/v4/open-channel/message/send", json: ["fromUserId": "h", "toChannelIds": (1...11).map { "c\($0)" }, "messageType": "RC:TxtMsg", "content": "x"])
         #expect(send.status == 400 && send.json.str("field") == "toChannelIds")
+        // A parameter refused while the call is read is named as the caller sent it: Nexconn's
+        // channelId (its room) and RongCloud's userId stay theirs, not the domain's renamed.
+        let noChannel = try rest.vendor(.nexconn, "/v4/open-channel/get", json: [String: Any]())
+        #expect(noChannel.status == 400 && noChannel.json.str("field") == "channelId", "\(noChannel.text)")
+        let noUsers = try rest.vendor(.rongCloud, "/chatroom/user/gag/add.json", [("chatroomId", "r"), ("minute", "5")])
+        #expect(noUsers.status == 400 && noUsers.json.str("field") == "userId", "\(noUsers.text)")
 
         // A deeply nested body is refused, not recursed into; the old create checks every id first.
         let deep = try rest.vendor(.nexconn, "/v4/open-channel/get", raw: String(repeating: "[", count: 100_000))

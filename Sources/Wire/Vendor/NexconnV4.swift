@@ -1,6 +1,6 @@
 import Chat
 
-/// Nexconn's v4 server API (VC-3; `vendor-apis.md` §1.7), as its official SDK (`ncsdk`) sends it:
+/// Nexconn's v4 server API (VC-3), as its official SDK (`ncsdk`) sends it:
 /// `POST` with camelCase JSON bodies, `{"code":0,"result":{…}}` on success and
 /// `{"code","errorMessage"}` on failure. Open channel = RongCloud chatroom, community channel =
 /// ultra group, subchannel = ultra-group channel. Field types follow the SDK's strict models

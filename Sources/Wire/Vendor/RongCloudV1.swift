@@ -1,6 +1,6 @@
 import Chat
 
-/// RongCloud's v1 server API (VC-1; `vendor-apis.md` §1.3, §1.5, §1.6): `POST` form bodies with
+/// RongCloud's v1 server API (VC-1): `POST` form bodies with
 /// repeated keys for arrays (comma-joined `userIds` on ultra-group calls), `{"code":200,…}` answers.
 /// The calls Nexconn v4 has too are `RongCloudFamily`'s, under RongCloud's `spelling`; the ones
 /// written out here are RongCloud's alone or read differently.

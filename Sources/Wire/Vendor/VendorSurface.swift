@@ -163,16 +163,18 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// cluster's log makes of a replayed nonce or a reused idempotency key are spelled as the
     /// single node spells them: a signature refusal, and the vendor's parameter error or
     /// "already exists".
-    public func failure(_ e: ChatError, fields: [String: String] = [:]) -> VendorAnswer {
+    /// `asSent`: the error names a parameter as the caller sent it (refused while the call was
+    /// read), not a domain field to translate.
+    public func failure(_ e: ChatError, fields: [String: String] = [:], asSent: Bool = false) -> VendorAnswer {
         switch e.code {
         case .nonceReused: return authFailure(.nonceReused, message: e.message, field: e.field)
-        case .idempotencyKeyReused: return failure(ChatError(.invalidParameter, e.message, field: e.field))
-        case .idempotencyKeyInFlight: return failure(ChatError(.alreadyExists, e.message, field: e.field))
+        case .idempotencyKeyReused: return failure(ChatError(.invalidParameter, e.message, field: e.field), fields: fields, asSent: asSent)
+        case .idempotencyKeyInFlight: return failure(ChatError(.alreadyExists, e.message, field: e.field), fields: fields, asSent: asSent)
         default: break
         }
         let code = VendorCodes.code(self, e.code)
         let retry = ErrorTable.retryAfter(e.code)
-        return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map { fields[$0] ?? wireName($0) }, retryAfter: retry)
+        return answer(code: code, status: self == .nim ? 200 : e.code.httpStatus, message: e.message, field: e.field.map { asSent ? $0 : fields[$0] ?? wireName($0) }, retryAfter: retry)
     }
 
     /// The name this vendor's wire gives a field the domain names (a refusal names the field
