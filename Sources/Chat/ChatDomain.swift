@@ -131,6 +131,9 @@ public final class ChatDomain {
             return try sendToRooms(app, roomIds, sender, kind, content, options ?? MessageOptions(), now, &out)
         case .broadcast(let app, let sender, let kind, let content, let options):
             return try broadcast(app, sender, kind, content, options ?? MessageOptions(), now, &out)
+        case .queueBatchOffer(let app, let roomId, let items): return try queueBatchOffer(app, roomId, items, now, &out)
+        case .updateMemberInfo(let app, let roomId, let userId, let nickname, let avatar, let ext, let save, let notify):
+            return try updateMemberInfo(app, roomId, userId, nickname: nickname, avatar: avatar, ext: ext, save: save, notify: notify, now, &out)
         case .tagMute(let app, let roomId, let tag, let seconds, let notify, let targets, let actor):
             return try tagMute(app, roomId, tag, seconds: seconds, notify: notify, notifyTargetTags: targets, actor, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
@@ -187,7 +190,8 @@ public final class ChatDomain {
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
-             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast:
+             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast,
+             .queueBatchOffer, .updateMemberInfo:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

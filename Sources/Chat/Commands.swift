@@ -263,6 +263,9 @@ public enum Command: Sendable, Equatable, Codable {
     /// to the members present in every room of the app (not stored). From the app server.
     case sendToRooms(app: String, roomIds: [String], MessageSender, ChatMessage.Kind, content: String, options: MessageOptions? = nil)
     case broadcast(app: String, MessageSender, ChatMessage.Kind, content: String, options: MessageOptions? = nil)
+    /// AU-5: NIM's batch offer from the app server, and a member's room profile set by it.
+    case queueBatchOffer(app: String, roomId: String, [QueueOfferItem])
+    case updateMemberInfo(app: String, roomId: String, userId: String, nickname: String?, avatar: String?, ext: String?, save: Bool, notify: NIMNotify?)
     /// Members with a tag may not send for `seconds` (0 lifts it); NIM's `tagTemporaryMute`.
     case tagMute(app: String, roomId: String, tag: String, seconds: Int, notify: NIMNotify?, notifyTargetTags: TagExpression?, Actor)
 
@@ -369,6 +372,8 @@ public enum Query: Sendable {
     case tagMembersCount(app: String, roomId: String, tag: String)
     /// AU-1: the present members carrying a tag, in join order after `after` (→ `Reply.members`).
     case tagMembers(app: String, roomId: String, tag: String, limit: Int, after: String?)
+    /// AU-5: the fixed members holding any of these roles (NIM's queryMembersByRole).
+    case membersByRoles(app: String, roomId: String, MemberRoles)
     /// Rooms a session is in (ZIM).
     case roomsOfSession(SessionID)
     case roomIds(app: String)

@@ -215,6 +215,8 @@ public enum Reply: Equatable, Sendable {
     case count(Int)
     /// AU-3: a broadcast's message id (the same in every room) and the rooms it reached.
     case broadcast(messageId: String, rooms: Int)
+    /// AU-5: the elements of a batch offer that were not put (a full queue, an absent owner).
+    case failedKeys([String])
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {

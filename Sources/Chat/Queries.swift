@@ -112,6 +112,9 @@ extension ChatDomain {
             try Validate.tag(tag, field: "tag")
             return .count(room.tagCounts[tag] ?? 0)
 
+        case .membersByRoles(let appKey, let roomId, let roles):
+            return try membersByRoles(appKey, roomId, roles, now: now)
+
         case .tagMembers(let appKey, let roomId, let tag, let limit, let after):
             let room = try room(try app(appKey), roomId)
             try Validate.tag(tag, field: "tag")

@@ -42,7 +42,7 @@ extension LogRecord {
             return options.targets.isEmpty && options.targetTags == nil ? 3 : 4
         case .join(_, _, let profile, _)?:
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
-        case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?:
+        case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?, .queueBatchOffer?, .updateMemberInfo?:
             return 4
         default:
             return 1

@@ -525,6 +525,8 @@ extension Encode {
         case .broadcast(let id, let rooms):
             w.field("messageId", id)
             w.field("rooms", rooms)
+        case .failedKeys(let keys):
+            w.field("failedKeys", keys)
         }
         w.endObject()
     }

@@ -139,4 +139,82 @@ struct AudienceSurfaceTests {
         _ = try cn.expectOK(try cn.command("room.send", ["roomId": "7", "content": "not muted"]))
         #expect(try nim(g, "tagMembersCount", [("roomid", "7"), ("tag", "cn")]).json.obj("data").int("onlineUserCount") == 2)
     }
+
+    @Test("AU-5: NIM's queryMembersByRole answers the fixed members holding any asked role, and refuses an unknown role naming roles")
+    func nimMembersByRole() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let (vip, cn, plain) = try taggedRoom(g)
+        _ = (vip, cn, plain)
+        for (target, opt) in [("vip", "1"), ("cn", "2"), ("plain", "-2")] {
+            #expect(try nim(g, "setMemberRole", [("roomid", "7"), ("operator", "host"), ("target", target), ("opt", opt), ("optvalue", "true")])
+                .json.int("code") == 200)
+        }
+        func byRole(_ roles: String) throws -> [String] {
+            let r = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", roles)])
+            #expect(r.json.int("code") == 200, "\(r.text)")
+            return (r.json.obj("desc")["data"] as? [J] ?? []).map { $0.str("accid") ?? "?" }
+        }
+        #expect(try byRole(#"{"manager":true}"#) == ["vip"])
+        #expect(Set(try byRole(#"{"manager":true,"common":true}"#)) == ["vip", "cn"])
+        #expect(try byRole(#"{"mute":true}"#) == ["plain"])
+        #expect(try byRole(#"{"manager":false,"blacklist":true}"#).isEmpty)
+        let bad = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", #"{"owner":true}"#)])
+        #expect(bad.json.int("code") == 414 && bad.json.str("field") == "roles", "\(bad.text)")
+        let none = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", #"{"manager":false}"#)])
+        #expect(none.json.int("code") == 414 && none.json.str("field") == "roles")
+    }
+
+    @Test("AU-5: NIM's queueBatchOffer puts each element (owners' transient ones leave with them) and names the keys it could not put")
+    func nimQueueBatchOffer() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let (vip, cn, plain) = try taggedRoom(g)
+        #expect(try nim(g, "queueInit", [("roomid", "7"), ("sizeLimit", "3")]).json.int("code") == 200)
+        let elements = #"[{"key":"a","value":"1","accid":"vip","transient":true},{"key":"b","value":"2"},{"key":"c","value":"3","accid":"gone","transient":true},{"key":"d","value":"4"},{"key":"e","value":"5"}]"#
+        let r = try nim(g, "queueBatchOffer", [("roomid", "7"), ("operator", "host"), ("elements", elements)])
+        #expect(r.json.int("code") == 200, "\(r.text)")
+        // c's owner is not in the room; e finds the queue full (a, b, d).
+        #expect(r.json.obj("desc")["failedKeys"] as? [String] == ["c", "e"], "\(r.text)")
+        g.settle()
+        let offers = plain.drain().filter { $0.str("ev") == "room.notification" && $0.obj("data").int("eventType") == NotificationType.queueChange.rawValue }
+        #expect(offers.count == 3)
+        let list = try nim(g, "queueList", [("roomid", "7")]).json.obj("desc")["list"] as? [J] ?? []
+        #expect(list.flatMap { $0.keys } == ["a", "b", "d"])
+        // vip's transient element leaves with vip.
+        _ = try vip.expectOK(try vip.command("room.leave", ["roomId": "7"]))
+        g.settle()
+        let after = try nim(g, "queueList", [("roomid", "7")]).json.obj("desc")["list"] as? [J] ?? []
+        #expect(after.flatMap { $0.keys } == ["b", "d"])
+        // Bad input changes nothing, naming the field.
+        let dup = try nim(g, "queueBatchOffer", [("roomid", "7"), ("operator", "host"), ("elements", #"[{"key":"x"},{"key":"x"}]"#)])
+        #expect(dup.json.int("code") == 414 && dup.json.str("field") == "elements")
+        let high = try nim(g, "queueBatchOffer", [("roomid", "7"), ("operator", "host"), ("elements", #"[{"key":"y"}]"#), ("highPriority", "1")])
+        #expect(high.json.int("code") == 414 && high.json.str("field") == "highPriority")
+        _ = cn
+    }
+
+    @Test("AU-5: NIM's updateMyRoomRole sets a present member's room profile, tells the room unless asked not to, and refuses a member not in the room")
+    func nimUpdateMyRoomRole() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let (vip, cn, plain) = try taggedRoom(g)
+        let r = try nim(g, "updateMyRoomRole", [("roomid", "7"), ("accid", "cn"), ("nick", "Cee"), ("ext", #"{"lvl":3}"#), ("notifyExt", "hi")])
+        #expect(r.json.int("code") == 200, "\(r.text)")
+        g.settle()
+        for c in [vip, plain] {
+            let n = try c.waitFor("room.notification").obj("data")
+            #expect(n.int("eventType") == NotificationType.memberInfoUpdated.rawValue && n.str("notifyExt") == "hi")
+        }
+        let info = try nim(g, "queryMembers", [("roomid", "7"), ("accids", #"["cn"]"#)]).json.obj("desc")["data"] as? [J] ?? []
+        #expect(info.first?.str("nick") == "Cee" && info.first?.str("ext") == #"{"lvl":3}"#)
+        #expect(try nim(g, "updateMyRoomRole", [("roomid", "7"), ("accid", "cn"), ("avator", "x.png"), ("needNotify", "false")]).json.int("code") == 200)
+        g.settle()
+        #expect(!vip.drain().contains { $0.str("ev") == "room.notification" })
+        let absent = try nim(g, "updateMyRoomRole", [("roomid", "7"), ("accid", "nobody"), ("nick", "N")])
+        #expect(absent.json.int("code") != 200 && absent.json.str("field") == "accid", "\(absent.text)")
+        let long = try nim(g, "updateMyRoomRole", [("roomid", "7"), ("accid", "cn"), ("nick", String(repeating: "n", count: Limits.maxNicknameBytes + 1))])
+        #expect(long.json.int("code") == 414 && long.json.str("field") == "nick")
+        _ = cn
+    }
 }

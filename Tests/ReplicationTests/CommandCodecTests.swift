@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -65,6 +65,8 @@ struct CommandCodecTests {
         case .tagMute: .tagMute
         case .sendToRooms: .sendToRooms
         case .broadcast: .broadcast
+        case .queueBatchOffer: .queueBatchOffer
+        case .updateMemberInfo: .updateMemberInfo
         }
     }
 
@@ -134,6 +136,10 @@ struct CommandCodecTests {
             .sendToRooms(app: "a", roomIds: ["r1"], .server(userId: "", nickname: "", avatar: ""), .custom, content: "{}",
                          options: MessageOptions(priority: .low, type: "T", targetTags: .tag("vip"))),
             .broadcast(app: "a", .server(userId: "u", nickname: "", avatar: "a"), .text, content: "all"),
+            // AU-5
+            .queueBatchOffer(app: "a", roomId: "r", [QueueOfferItem(key: "k", value: "v"), QueueOfferItem(key: "k2", value: "", owner: "u", transient: true)]),
+            .updateMemberInfo(app: "a", roomId: "r", userId: "u", nickname: "n", avatar: nil, ext: "{}", save: true, notify: nim),
+            .updateMemberInfo(app: "a", roomId: "r", userId: "u", nickname: nil, avatar: "a", ext: nil, save: false, notify: nil),
             .broadcast(app: "a", .server(userId: "", nickname: "", avatar: ""), .custom, content: "x", options: MessageOptions(priority: .normal, type: "RC:TxtMsg")),
             .sendMessage(app: "a", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "t",
                          options: MessageOptions(targets: ["u1", "u2"])),

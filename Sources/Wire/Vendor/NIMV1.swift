@@ -1,6 +1,6 @@
 import Chat
 
-/// NetEase NIM's v1 chat-room server API (VC-2; `vendor-apis.md` §2.3): `POST
+/// NetEase NIM's v1 chat-room server API (VC-2): `POST
 /// /nimserver/chatroom/<name>.action`, form bodies with JSON-array strings for lists, answers
 /// `{"code":200, <key>: …}` with the endpoint's own key, refusals as HTTP 200 with a NIM code and
 /// a string `desc` (NIM's SDKs treat any other HTTP status as a transport failure).
@@ -156,7 +156,7 @@ public enum NIMV1 {
         VendorEndpoint(prefix + name + ".action", resolve)
     }
 
-    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + unsupported
+    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + roles + unsupported
 
     static let rooms: [VendorEndpoint] = [
         // NIM-1 create: a fresh room number.
@@ -441,11 +441,92 @@ public enum NIMV1 {
     }
 
     static let unsupported: [VendorEndpoint] = [
-        ("updateMyRoomRole", "a member's own room profile is changed by the member's client (room.updateMyInfo)"),
-        ("queueBatchOffer", "queue elements owned by other accounts"),
-        ("queryMembersByRole", "member queries by role"),
         ("addRobot", "chat-room robots"),
         ("removeRobot", "chat-room robots"),
         ("cleanRobot", "chat-room robots"),
     ].map { name, what in VendorEndpoint.unsupported(prefix + name + ".action", what) }
+}
+
+// MARK: AU-5: members by role, a batch offer, a member's profile set by the app server
+
+extension NIMV1 {
+    static let roles: [VendorEndpoint] = [
+        // `roles`: a JSON object of NIM's role keys to true or false.
+        e("queryMembersByRole") { i throws(ChatError) in
+            let p = i.params
+            let room = try roomId(p)
+            guard let given = try p.object("roles") else { throw ChatError(.invalidParameter, "roles is required (a JSON object)", field: "roles") }
+            var roles = MemberRoles()
+            for (key, value) in given {
+                guard case .bool(let on) = value else { throw ChatError(.invalidParameter, "roles.\(key) must be true or false", field: "roles") }
+                switch key {
+                case "creator": roles.creator = on
+                case "manager": roles.manager = on
+                case "common": roles.common = on
+                case "blacklist": roles.blocklisted = on
+                case "mute": roles.muted = on
+                default: throw ChatError(.invalidParameter, "roles has creator, manager, common, blacklist and mute, not \(key)", field: "roles")
+                }
+            }
+            return VendorCall.query(.membersByRoles(app: i.app, roomId: room, roles)) { reply, w in
+                if case .members(let list, _) = reply { writeMembers(&w, roomId: room, list) }
+            }
+        },
+        // `elements`: a JSON array of {key, value, accid, transient}; `transient` is the default
+        // for elements that do not say.
+        e("queueBatchOffer") { i throws(ChatError) in
+            let p = i.params
+            _ = try p.required("operator")
+            let room = try roomId(p)
+            let transient = try p.bool("transient") ?? false
+            if let high = try p.int("highPriority"), high != 0 {
+                throw ChatError(.invalidParameter, "highPriority offers (past the queue's size) are not supported; give 0", field: "highPriority")
+            }
+            if let policy = try p.int("highPriorityPolicy"), policy != 0 && policy != 1 {
+                throw ChatError(.invalidParameter, "highPriorityPolicy must be 0 or 1", field: "highPriorityPolicy")
+            }
+            _ = try notify(p, defaultOn: false)
+            guard let text = try p.string("elements"), case .array(let list)? = JSONValue.parse(Array(text.utf8)) else {
+                throw ChatError(.invalidParameter, "elements is required (a JSON array of {key, value, accid, transient})", field: "elements")
+            }
+            let items = try list.map { (v: JSONValue) throws(ChatError) -> QueueOfferItem in
+                guard case .object(let o) = v, case .string(let key)? = o["key"] else {
+                    throw ChatError(.invalidParameter, "each element is an object with a key", field: "elements")
+                }
+                var item = QueueOfferItem(key: key, value: "", transient: transient)
+                switch o["value"] {
+                case .string(let s)?: item.value = s
+                case nil, .null?: break
+                default: throw ChatError(.invalidParameter, "elements' values are strings", field: "elements")
+                }
+                switch o["accid"] {
+                case .string(let s)?: item.owner = s
+                case nil, .null?: break
+                default: throw ChatError(.invalidParameter, "elements' accids are strings", field: "elements")
+                }
+                switch o["transient"] {
+                case .bool(let b)?: item.transient = b
+                case nil, .null?: break
+                default: throw ChatError(.invalidParameter, "elements' transient is true or false", field: "elements")
+                }
+                return item
+            }
+            return VendorCall.command(.queueBatchOffer(app: i.app, roomId: room, items)) { reply, w in
+                w.key("desc")
+                w.beginObject()
+                if case .failedKeys(let keys) = reply { w.field("failedKeys", keys) } else { w.field("failedKeys", [String]()) }
+                w.field("highPriority", false)
+                w.endObject()
+            }
+        },
+        e("updateMyRoomRole") { i throws(ChatError) in
+            let p = i.params
+            let notice = try notify(p, defaultOn: true)
+            var call = VendorCall(.command(.updateMemberInfo(app: i.app, roomId: try roomId(p), userId: try p.required("accid"), nickname: try p.string("nick"),
+                                                             avatar: try p.string("avator"), ext: try p.string("ext"), save: try p.bool("save") ?? false,
+                                                             notify: notice)))
+            call.fields = ["userId": "accid", "nickname": "nick", "avatar": "avator"]
+            return .call(call)
+        },
+    ]
 }
