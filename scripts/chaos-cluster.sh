@@ -4,7 +4,7 @@
 # webhook receiver and the driver in another; faults from a seeded schedule; the recorded history
 # checked by scripts/chaos_check.py. RELIABILITY.md lists the faults, the guarantees and the runs.
 #
-#   scripts/chaos-cluster.sh [--fault-seconds S] [--faults kind,kind] SEED [SEED...]
+#   scripts/chaos-cluster.sh [--fault-seconds S] [--faults kind,kind] [--broken ack-on-send] SEED [SEED...]
 #
 # Needs root (ip netns, veth, nft: Debian's iproute2 and nftables), PostgreSQL 15's server
 # binaries and a built roomcast (ROOMCAST_BIN, default: `swift build`'s debug binary, built if
@@ -32,7 +32,7 @@ extra=()
 seeds=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --fault-seconds|--faults|--settle-seconds|--node-timeout) extra+=("$1" "$2"); shift 2 ;;
+    --fault-seconds|--faults|--settle-seconds|--node-timeout|--broken) extra+=("$1" "$2"); shift 2 ;;
     *) seeds+=("$1"); shift ;;
   esac
 done

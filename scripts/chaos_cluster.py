@@ -345,6 +345,12 @@ def writer(home, seed, counts):
             status, j = call(node, "POST", f"/v1/rooms/{room}/messages", {"content": wid, "fromUserId": f"app-{home}"}, key=wid)
             code = error_code(j)
             history.add("attempt", id=wid, node=node, status=status, code=code, replayed=bool(j.get("_replayed")))
+            if args.broken == "ack-on-send" and not 200 <= status < 300:
+                # The checker's own proof (--broken): a writer that takes a write as made once it
+                # was sent, as a node that answers before its entry commits would tell it.
+                outcome = "ack"
+                history.add("ack", id=wid, room=room, node=node, messageId=None, broken=True)
+                break
             if 200 <= status < 300:
                 m = j.get("message", {})
                 outcome = "ack"
@@ -732,11 +738,15 @@ def run_fault(fault, nodes, pg, proxy, seed_rng):
 # --- Settling and the digest ---------------------------------------------------------------
 def settle(nodes, pg, deadline):
     """Waits until every node is ready and has applied the log's head."""
-    head = -1
+    head, last_error = -1, None
     while time.monotonic() < deadline:
         try:
             head = int(pg.psql("roomcast", "SELECT coalesce(max(position), 0) FROM roomcast_log"))
-        except (RuntimeError, subprocess.TimeoutExpired):
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            if str(e) != last_error:
+                last_error = str(e)
+                history.add("psql-error", error=last_error[:300])
+                log(f"reading the log's head: {last_error[:200]}")
             time.sleep(0.5)
             continue
         states = {n.name: n.readyz() for n in nodes.values()}
@@ -748,15 +758,30 @@ def settle(nodes, pg, deadline):
 
 
 def rest_reads(node):
-    """A node's members and newest history of each room, read before any auditor joins."""
+    """A node's members and whole history of each room (REST), read before any auditor joins."""
     out = {}
     for room in ROOMS:
         s, mem = call(node, "GET", f"/v1/rooms/{room}/members?limit=500")
-        s2, hist = call(node, "GET", f"/v1/rooms/{room}/messages?limit=100&order=desc")
-        if s != 200 or s2 != 200:
-            raise ValueError(f"reading room {room}: {s} {s2}")
+        if s != 200:
+            raise ValueError(f"reading room {room}'s members: {s}")
+        # Newest first, pages strictly before `start`; the next page starts at the oldest time
+        # seen plus one, so messages sharing that millisecond are read again, never skipped.
+        messages, seen, start = [], set(), 0
+        for _ in range(200):
+            s2, hist = call(node, "GET", f"/v1/rooms/{room}/messages?limit=100&order=desc" + (f"&start={start}" if start else ""))
+            if s2 != 200:
+                raise ValueError(f"reading room {room}'s history: {s2}")
+            page = hist.get("messages", [])
+            new = [m for m in page if m.get("messageId") not in seen]
+            for m in new:
+                seen.add(m.get("messageId"))
+                messages.append(m)
+            if not new or len(page) < 100:
+                break
+            start = min(m.get("time", 0) for m in page) + 1
+        messages.sort(key=lambda m: (m.get("time", 0), m.get("messageId")))
         out[room] = {"members": sorted(m.get("userId") for m in mem.get("members", [])),
-                     "history": [(m.get("messageId"), m.get("content")) for m in hist.get("messages", [])]}
+                     "messages": [(m.get("messageId"), m.get("content")) for m in messages]}
     return out
 
 
@@ -816,6 +841,9 @@ def main():
     ap.add_argument("--settle-seconds", type=float, default=40)
     ap.add_argument("--node-timeout", type=int, default=5)
     ap.add_argument("--faults", default="", help="comma-separated fault kinds to draw from (default: all)")
+    ap.add_argument("--broken", default="", choices=["", "ack-on-send"],
+                    help="ack-on-send: writers count a write as acknowledged when it was sent, answered or not "
+                         "(what a node acknowledging before its entry commits tells them); the checker must fail")
     args = ap.parse_args()
     history = History(os.path.join(args.work, "history.jsonl"))
     signer = Signer(args.seed)
