@@ -96,6 +96,10 @@ def check(records):
             if state.get(key) is None and not r.get("resume") and r.get("offset") is not None:
                 state[key] = r["offset"] + 1
             joined_at[(r["c"], r["room"])] = r["t"]
+            if r.get("offset") is not None:
+                # after its join's answer a connection stands at the answer's offset (a resume's
+                # replay came before it; a refused resume was told)
+                last[(r["c"], r["room"])] = max(r["offset"], last.get((r["c"], r["room"]), -1))
         elif k == "left":
             state.pop((r["conn"], r["room"]), None)
             joined_at.pop((r["c"], r["room"]), None)
