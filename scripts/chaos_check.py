@@ -253,6 +253,8 @@ def check(records):
         "resumes refused": sum(1 for r in records if r["k"] == "ev" and r["ev"] == "room.resume"
                                and not (r.get("resume") or {}).get("resumed", True)),
         "webhook deliveries": len(hooks), "webhook repeats": len(hooks) - len({h["id"] for h in hooks}),
+        "webhooks again after a 2xx": sum(1 for i, h in enumerate(hooks) if any(
+            o["id"] == h["id"] and o.get("answered") == 204 for o in hooks[:i])),
         "faults": [f"{r['kind']}:{r['target']}" for r in records if r["k"] == "fault"],
         "node exits": sum(1 for r in records if r["k"] == "node-exit"),
         "final offsets": final_offset,
