@@ -32,7 +32,7 @@ extra=()
 seeds=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --fault-seconds|--faults|--settle-seconds|--node-timeout|--broken) extra+=("$1" "$2"); shift 2 ;;
+    --fault-seconds|--faults|--settle-seconds|--retry-seconds|--node-timeout|--broken) extra+=("$1" "$2"); shift 2 ;;
     *) seeds+=("$1"); shift ;;
   esac
 done

@@ -320,8 +320,8 @@ def call(node, method, path, body=None, key=None, timeout=8):
 
 
 def error_code(j):
-    e = j.get("error") if isinstance(j, dict) else None
-    return e.get("code") if isinstance(e, dict) else None
+    """A REST refusal's code ({"code", "message", "field"})."""
+    return j.get("code") if isinstance(j, dict) and isinstance(j.get("code"), int) else None
 
 
 # --- Writers -------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def writer(home, seed, counts):
                 break
             # 0 (no answer), 409 40900 (in progress), 429, 5xx: the same key again.
             if stop_work.is_set() and give_up is None:
-                give_up = time.monotonic() + args.settle_seconds
+                give_up = time.monotonic() + args.retry_seconds
             if give_up is not None and time.monotonic() > give_up:
                 outcome = "unknown"
                 history.add("unknown", id=wid, room=room)
@@ -785,6 +785,23 @@ def rest_reads(node):
     return out
 
 
+def webhook_gauges(node):
+    """The node's pending webhook deliveries from /metrics: its own run's and those parked."""
+    try:
+        c = http.client.HTTPConnection(addr(node), NODE_PORT, timeout=5)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+    except (OSError, http.client.HTTPException):
+        return {}
+    out = {}
+    for line in text.splitlines():
+        for name in ("roomcast_webhook_deliveries_owned", "roomcast_webhook_deliveries_parked", "roomcast_webhook_pending"):
+            if line.startswith(name + " "):
+                out[name.replace("roomcast_webhook_", "")] = int(float(line.split()[1]))
+    return out
+
+
 def digest_node(node, reads):
     """What a node holds: each room's whole event stream (an auditor joins each room resuming
     from offset 0; the resume window holds the run), its members, and its newest history."""
@@ -839,6 +856,8 @@ def main():
     ap.add_argument("--pg-bin", default="/usr/lib/postgresql/15/bin")
     ap.add_argument("--fault-seconds", type=float, default=30)
     ap.add_argument("--settle-seconds", type=float, default=40)
+    ap.add_argument("--retry-seconds", type=float, default=45,
+                    help="after the faults, how long a writer goes on retrying a write that has no answer yet")
     ap.add_argument("--node-timeout", type=int, default=5)
     ap.add_argument("--faults", default="", help="comma-separated fault kinds to draw from (default: all)")
     ap.add_argument("--broken", default="", choices=["", "ack-on-send"],
@@ -913,12 +932,13 @@ def main():
             pg.start()
         log("healed; settling")
         end = time.monotonic() + args.settle_seconds
-        for w in workers[:len(NODES)]:
-            w.join(max(0.1, end - time.monotonic()))
         head, applied = settle(nodes, pg, end)
+        # Writers finish what they started (retries bounded by --retry-seconds).
+        for w in workers[:len(NODES)]:
+            w.join(args.retry_seconds + 10)
         history.add("settled", head=head, applied=applied)
         # Clients catch up, webhooks arrive (bounded by the settle deadline).
-        time.sleep(min(5, max(0, end - time.monotonic())))
+        time.sleep(3)
         stop_all.set()
         for w in workers[len(NODES):]:
             w.join(5)
@@ -946,7 +966,8 @@ def main():
             if reads[name] is None:
                 continue
             try:
-                history.add("digest", node=name, state=digest_node(name, reads[name]), readyz=nodes[name].readyz()[1].get("cluster"))
+                history.add("digest", node=name, state=digest_node(name, reads[name]), readyz=nodes[name].readyz()[1].get("cluster"),
+                            webhooks=webhook_gauges(name))
             except (OSError, WSClosed, ValueError, KeyError) as e:
                 history.add("digest", node=name, error=f"{type(e).__name__}: {e}")
         history.add("end")
