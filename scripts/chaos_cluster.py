@@ -955,6 +955,9 @@ def main():
         # before the auditors (whose joins are changes too) read the streams back.
         head2, applied2 = settle(nodes, pg, time.monotonic() + 20)
         history.add("settled-again", head=head2, applied=applied2)
+        # The pending-delivery gauges of all nodes at one moment (before the auditors' joins
+        # cause webhooks of their own).
+        gauges = {name: webhook_gauges(name) for name in NODES}
         reads = {}
         for name in NODES:
             try:
@@ -967,7 +970,7 @@ def main():
                 continue
             try:
                 history.add("digest", node=name, state=digest_node(name, reads[name]), readyz=nodes[name].readyz()[1].get("cluster"),
-                            webhooks=webhook_gauges(name))
+                            webhooks=gauges[name])
             except (OSError, WSClosed, ValueError, KeyError) as e:
                 history.add("digest", node=name, error=f"{type(e).__name__}: {e}")
         history.add("end")
