@@ -9,7 +9,8 @@
 #   scripts/install-deps.sh runtime   # to run a release binary (scripts/build-release.sh links the
 #                                     # Swift runtime statically): libcurl, zlib, SQLite, libpq, CA
 #                                     # certificates, curl (the health check), Chart.js (console)
-#   scripts/install-deps.sh ci        # test + what the checks use: python3-venv, Chromium, chromedriver
+#   scripts/install-deps.sh ci        # test + what the checks use: python3-venv, Chromium, chromedriver,
+#                                     # nftables (scripts/chaos-cluster.sh's partitions)
 #
 # Works as root (a container) or with sudo. `--list MODE` prints the packages instead (.ci/run
 # installs them itself, so its log shows every package).
@@ -26,7 +27,7 @@ case "${1:-}" in
   source) packages=("${build[@]}" curl libjs-chart.js); extra=() ;;
   test) packages=("${build[@]}" curl libjs-chart.js postgresql); extra=() ;;
   runtime) packages=("${runtime[@]}"); extra=(--no-install-recommends) ;;
-  ci) packages=("${build[@]}" curl python3-venv libjs-chart.js postgresql chromium chromium-driver); extra=() ;;
+  ci) packages=("${build[@]}" curl python3-venv libjs-chart.js postgresql chromium chromium-driver nftables iproute2); extra=() ;;
   *) echo "usage: $0 build|source|test|runtime|ci" >&2; exit 2 ;;
 esac
 if [ -n "$list" ]; then echo "${packages[@]}"; exit 0; fi

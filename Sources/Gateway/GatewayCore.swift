@@ -276,7 +276,7 @@ final class GatewayCore: Sendable {
         let wsSpec = Response.json(.ok, Array(WebSocketDocument.json.utf8))
         routes.add(.GET, "/websocket.json", sync: { _ in wsSpec })
         let metrics = self.metrics
-        routes.add(.GET, "/metrics", sync: { _ in metrics.render() })
+        routes.add(.GET, "/metrics") { _, writer in metrics.render { writer.send($0) } }
         RESTAPI(context: context).register(&routes)
         operations.register(&routes)
         let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)

@@ -35,6 +35,21 @@ final class MetricsEndpoint: Sendable {
         self.webhooks = webhooks
     }
 
+    /// `render()` and the webhook deliveries pending in the store, owned by this node run and
+    /// parked for others (CL-6), which are read on the store's reader thread.
+    func render(_ completion: @escaping @Sendable (Response) -> Void) {
+        let base = render()
+        webhooks.pendingCounts { owned, parked in
+            var response = base
+            let text = "# HELP roomcast_webhook_deliveries_owned Pending webhook deliveries in the store that this node run owns and sends.\n"
+                + "# TYPE roomcast_webhook_deliveries_owned gauge\nroomcast_webhook_deliveries_owned \(owned)\n"
+                + "# HELP roomcast_webhook_deliveries_parked Pending webhook deliveries in the store owned by other node runs (cluster: their owner sends them; when its run ends a live run takes them over).\n"
+                + "# TYPE roomcast_webhook_deliveries_parked gauge\nroomcast_webhook_deliveries_parked \(parked)\n"
+            response.body += Array(text.utf8)
+            completion(response)
+        }
+    }
+
     func render() -> Response {
         var out: [UInt8] = []
         registry?.emit(into: &out)

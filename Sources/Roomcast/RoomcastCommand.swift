@@ -203,6 +203,9 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Cluster: seconds at least between two snapshots [ROOMCAST_SNAPSHOT_INTERVAL].")
     var snapshotInterval: Int = environment("ROOMCAST_SNAPSHOT_INTERVAL").flatMap(Int.init) ?? 60
 
+    @Option(help: "Testing only: milliseconds added to this node's clock (negative: behind), to check that a skewed clock changes nothing a cluster agrees on; the signature window still applies to signed calls [ROOMCAST_CLOCK_OFFSET_MS].")
+    var clockOffsetMs: Int64 = environment("ROOMCAST_CLOCK_OFFSET_MS").flatMap(Int64.init) ?? 0
+
     func validate() throws {
         do {
             _ = try LogLevels.parse(logLevel)
@@ -231,6 +234,7 @@ struct RoomcastCommand: ParsableCommand {
             throw ValidationError("--snapshot-every must be 0 (never) or 10 to 100000000 entries")
         }
         guard (1...86_400).contains(snapshotInterval) else { throw ValidationError("--snapshot-interval must be 1 to 86400 seconds") }
+        guard abs(clockOffsetMs) <= 86_400_000 else { throw ValidationError("--clock-offset-ms must be within a day (±86400000)") }
         if !nodeId.isEmpty, nodeId.utf8.count > 64 || nodeId.contains(where: { $0.isWhitespace || $0 == "#" }) {
             throw ValidationError("--node-id: at most 64 bytes, without spaces or '#'")
         }
@@ -442,9 +446,11 @@ struct RoomcastCommand: ParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         var configuration = try gatewayConfiguration()
         configuration.metrics = registry
+        let offset = clockOffsetMs
+        let clock: @Sendable () -> Int64 = { wallClockMilliseconds() + offset }
         let gateway: Gateway
         do {
-            gateway = try Gateway(configuration: configuration, server: serverConfiguration(), logger: logger)
+            gateway = try Gateway(configuration: configuration, server: serverConfiguration(), logger: logger, clock: clock)
         } catch let e as SchemaError {
             // OP-3: a directory from a newer roomcast is refused before anything is written to it.
             FileHandle.standardError.write(Data("roomcast: \(OperatorRefusal.from(e))\n".utf8))

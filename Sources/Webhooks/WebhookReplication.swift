@@ -330,6 +330,21 @@ extension WebhookService {
         })
     }
 
+    /// Pending deliveries in this node's store (for `/metrics`): those this run owns and sends,
+    /// and those parked for other node runs (a cluster's: their owners send them; a run that
+    /// ends leaves its own to a live one). Counted on the store's reader thread; zeros if the
+    /// store cannot be read.
+    public func pendingCounts(_ completion: @escaping @Sendable (_ owned: Int, _ parked: Int) -> Void) {
+        let run = Int64(bitPattern: sharing.run)
+        store.read { store in
+            let counts = try? store.database.read { db in
+                (try Int.fetchOne(db, sql: "SELECT count(*) FROM webhookDelivery WHERE status = 'pending' AND owner = ?", arguments: [run]) ?? 0,
+                 try Int.fetchOne(db, sql: "SELECT count(*) FROM webhookDelivery WHERE status = 'pending' AND owner != ?", arguments: [run]) ?? 0)
+            }
+            completion(counts?.0 ?? 0, counts?.1 ?? 0)
+        }
+    }
+
     /// Forgets delivered and dead messages older than `before` (a log entry's time less the
     /// retention), as every node does at the same entries.
     public func prune(before: Int64) -> @Sendable (Store.Transaction) throws -> Void {

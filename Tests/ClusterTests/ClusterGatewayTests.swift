@@ -544,11 +544,18 @@ struct ClusterGatewayTests {
                 #expect(try c[origin].rest().call("POST", "/v1/rooms/r/messages", ["content": content, "fromUserId": "admin"]).status == 201)
             }
             #expect(receiver.http.wait(timeout: 15) { _ in Set(receiver.all.map(\.content)).isSuperset(of: more) })
+            // The receiver recovers before the node stops: the run that takes the deliveries over
+            // sends them as soon as the leaving run's end is applied, before this process has
+            // exited (its engine and store stop after it left) and before waitForExit returns (it
+            // also waits up to 2 s for the output pipe). Recovering only after that let those first
+            // attempts fail too, and the next was 30 s away (the flaky "none of n0..n9 within
+            // 15 s"). The origin itself does not send them meanwhile: its
+            // next attempts are 30 s away and it stops its delivery thread first.
+            receiver.failing.store(false, ordering: .relaxed)
             c[origin].process.signal(SIGTERM)
             #expect(c[origin].process.waitForExit(timeout: 20) == 0)
             c.nodes[origin] = nil
             let stopped = Date()
-            receiver.failing.store(false, ordering: .relaxed)
             while !Set(receiver.delivered.keys).isSuperset(of: more) && Date().timeIntervalSince(stopped) < 15 { usleep(50_000) }
             #expect(Set(receiver.delivered.keys).isSuperset(of: more), "delivered: \(receiver.delivered.keys.sorted())")
             #expect(Date().timeIntervalSince(stopped) < Double(c.timeout), "took \(Date().timeIntervalSince(stopped)) s")

@@ -53,7 +53,8 @@ struct DocumentTests {
             #expect(try rest.call("POST", "/v1/rooms", ["roomId": "m"]).status == 201)
             let metrics = try rest.call("GET", "/metrics", headers: []).text
             for name in ["roomcast_connections_open", "roomcast_http_requests_total", "roomcast_store_commits_total", "roomcast_webhook_attempts_total",
-                         "roomcast_webhook_queue_depth", "roomcast_webhook_attempt_duration_bucket"] {
+                         "roomcast_webhook_queue_depth", "roomcast_webhook_attempt_duration_bucket", "roomcast_webhook_deliveries_owned",
+                         "roomcast_webhook_deliveries_parked"] {
                 #expect(metrics.contains("\n\(name)"), "missing \(name)")
             }
             let requests = metrics.split(separator: "\n").first { $0.hasPrefix("roomcast_http_requests_total ") }

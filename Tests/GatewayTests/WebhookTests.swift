@@ -140,6 +140,8 @@ struct WebhookTests {
             #expect(((log.first?["history"] as? [[String: Any]])?.first)?.int("status") == 204)
             let metrics = try rest.call("GET", "/metrics", headers: []).text
             #expect(metrics.contains("roomcast_webhook_delivered_total 3"))
+            // Nothing pending once all three are delivered; a single node owns every delivery.
+            #expect(metrics.contains("\nroomcast_webhook_deliveries_owned 0\n") && metrics.contains("\nroomcast_webhook_deliveries_parked 0\n"))
 
             // WH-3 rotation: two signatures, each secret verifies on its own.
             let rotated = try rest.call("POST", "/v1/webhooks/\(id)/rotate-secret").json.obj("endpoint")
