@@ -22,7 +22,8 @@
 #    get the same offered rate (no search: its rate is the one measured in 1.).
 #
 # Per client (every one, not a sample): received + counted in room.gap == published (2xx answers;
-# a 429 is a refusal, not a publish), no duplicates, no refused message received, offsets and gap
+# a 429 is a refusal, not a publish; a request still unanswered 30 s after the phase's end is
+# pending, not published, and answers after that cutoff are ignored), no duplicates, no refused message received, offsets and gap
 # ranges in stream order, connection still open. Targets (roomcast): high-priority p99 <= 150 ms
 # at the healthy subscribers and no high message lost; no client failing the check; no healthy
 # subscriber disconnected; slow readers get gaps, not closes; server RSS growth <= 256 MiB
@@ -203,6 +204,7 @@ table = [
     ("  of them high", lambda l: g(l, "published_high")),
     ("refused: latency budget (of them high)", lambda l: f"{g(l, 'refused_latency')} ({g(l, 'refused_latency_high')})"),
     ("refused: room budget; other 429; errors", lambda l: f"{g(l, 'refused_budget')}; {g(l, 'refused_other')}; {g(l, 'errors')}"),
+    ("pending at the cutoff (end + 30 s); unsent", lambda l: f"{g(l, 'pending_at_cutoff')}; {g(l, 'unsent_at_cutoff')}"),
     ("sends late (load generator behind)", lambda l: g(l, "late_sends")),
     ("high latency p50 / p99 / max ms (healthy)", lambda l: f"{g(l, 'healthy_high_p50_ms')} / {g(l, 'healthy_high_p99_ms')} / {g(l, 'healthy_high_max_ms')}"),
     ("normal latency p50 / p99 / max ms (healthy)", lambda l: f"{g(l, 'healthy_normal_p50_ms')} / {g(l, 'healthy_normal_p99_ms')} / {g(l, 'healthy_normal_max_ms')}"),

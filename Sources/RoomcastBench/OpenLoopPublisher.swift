@@ -24,6 +24,11 @@ struct PublishPhaseResult: Sendable {
     var errors = 0
     /// Sent and never answered (their connection closed): their fate is unknown.
     var unanswered = 0
+    /// Sent and still unanswered when the phase was cut off (`freeze()`): the server is that far
+    /// behind; their fate is unknown (they are not counted as published).
+    var pendingAtCutoff = 0
+    /// Not yet sent when the phase was cut off.
+    var unsentAtCutoff = 0
     /// Sends that left more than 10 ms after they were due (every pipeline was full): the load
     /// generator, not the server, fell behind the offered rate.
     var lateSends = 0
@@ -60,6 +65,9 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
     private var sent = 0
     private var settled = 0
     private var active = false
+    /// Cut off: answers that come later are not counted (the per-client check uses what was known then).
+    private var frozen = false
+    private var answeredSeqs: [Bool] = []
     private var result = PublishPhaseResult()
     /// The phase's seqs that were published (answered 2xx), and those whose answer never came.
     private(set) var acceptedSeqs: [Bool] = []
@@ -99,6 +107,8 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
         result.offered = total
         acceptedSeqs = [Bool](repeating: false, count: total)
         unansweredSeqs = [Bool](repeating: false, count: total)
+        answeredSeqs = [Bool](repeating: false, count: total)
+        frozen = false
         startedAt = Instant.now()
         active = total > 0
         if !active { result.finished = true }
@@ -107,6 +117,22 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
 
     /// On the loop: the phase's results so far.
     var snapshot: PublishPhaseResult { result }
+
+    /// On the loop: cuts the phase off. What was sent and not answered is pending (its seqs join
+    /// `unansweredSeqs`), what was not sent never will be; later answers are ignored, so
+    /// `acceptedSeqs` and `result.accepted` stay what they were now.
+    func freeze() {
+        guard !frozen else { return }
+        frozen = true
+        guard active else { return }
+        for seq in 0..<min(sent, total) where !answeredSeqs[seq] && !unansweredSeqs[seq] {
+            unansweredSeqs[seq] = true
+            result.pendingAtCutoff += 1
+        }
+        result.unsentAtCutoff = total - sent
+        active = false
+        result.finished = true
+    }
 
     private func due(_ seq: Int) -> Instant { startedAt + .nanoseconds(Int64(Double(seq) / rate * 1e9)) }
 
@@ -124,7 +150,7 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
             let lag = now.nanoseconds > at.nanoseconds ? (now.nanoseconds - at.nanoseconds) / 1000 : 0
             if lag > 10_000 { result.lateSends += 1 }
             result.maxSendLagMicroseconds = max(result.maxSendLagMicroseconds, lag)
-            c.send(request(seq: sent, dueAt: at), tag: sent)
+            c.send(request(seq: sent, dueAt: at), tag: phase << 32 | sent)
             sent += 1
             result.sent = sent
         }
@@ -154,8 +180,11 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
         }
     }
 
-    func answered(_ connection: PublisherConnection, status: Int, detail: String, tag seq: Int) {
-        guard seq < total else { return }
+    func answered(_ connection: PublisherConnection, status: Int, detail: String, tag: Int) {
+        // A tag is phase << 32 | seq: an answer to an earlier phase's request (cut off) is ignored.
+        let seq = tag & 0xFFFF_FFFF
+        guard tag >> 32 == phase, seq < total, !frozen else { return }
+        answeredSeqs[seq] = true
         let high = seq % highEvery == 0
         let now = Instant.now()
         let at = due(seq)
@@ -182,8 +211,11 @@ final class OpenLoopPublisher: PublisherConnectionOwner, @unchecked Sendable {
     }
 
     func connectionFailed(_ connection: PublisherConnection, _ reason: String) {
+        guard !frozen else { return }
         if result.firstError == nil { result.firstError = reason }
-        for seq in connection.unansweredTags where seq < total && active {
+        for tag in connection.unansweredTags where tag >> 32 == phase && active {
+            let seq = tag & 0xFFFF_FFFF
+            guard seq < total, !answeredSeqs[seq], !unansweredSeqs[seq] else { continue }
             unansweredSeqs[seq] = true
             result.unanswered += 1
             settled += 1

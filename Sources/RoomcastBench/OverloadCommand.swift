@@ -196,6 +196,10 @@ struct OverloadCommand: ParsableCommand {
                 usleep(20_000)
                 pub = onLoop(pubLoop) { publisher.snapshot }
             }
+            pub = onLoop(pubLoop) {
+                publisher.freeze()
+                return publisher.snapshot
+            }
             let live = total - closedCount(runners)
             let expected = UInt64(pub.accepted) * UInt64(live)
             var stats = PhaseStats()
@@ -305,6 +309,12 @@ struct OverloadCommand: ParsableCommand {
             usleep(50_000)
             pub = onLoop(pubLoop) { publisher.snapshot }
         }
+        // Cut off here (the answers' deadline): what is still unanswered is pending, not published,
+        // and answers that come during the drain change nothing in the per-client check.
+        pub = onLoop(pubLoop) {
+            publisher.freeze()
+            return publisher.snapshot
+        }
         let publishEnd = Instant.now()
         let loadEnd = loadAverage()
         // Slow readers read at full speed again; wait until every subscriber has everything.
@@ -346,7 +356,8 @@ struct OverloadCommand: ParsableCommand {
         }
         print("overload: published=\(pub.accepted)/\(count) published_high=\(pub.acceptedHigh) refused_latency=\(pub.refusedLatency) "
             + "refused_latency_high=\(pub.refusedLatencyHigh) refused_budget=\(pub.refusedBudget) refused_budget_high=\(pub.refusedBudgetHigh) "
-            + "refused_other=\(pub.refusedOther) errors=\(pub.errors) unanswered=\(pub.unanswered) late_sends=\(pub.lateSends) "
+            + "refused_other=\(pub.refusedOther) errors=\(pub.errors) unanswered=\(pub.unanswered) pending_at_cutoff=\(pub.pendingAtCutoff) "
+            + "unsent_at_cutoff=\(pub.unsentAtCutoff) late_sends=\(pub.lateSends) "
             + "max_send_lag_ms=\(ms(pub.maxSendLagMicroseconds)) answer_p99_ms=\(ms(pub.answerHistogram.quantile(0.99))) "
             + "publish_seconds=\(fixed(seconds(publishEnd - start), 2))")
         if let e = pub.firstError { print("overload: first publish error: \(e)") }
