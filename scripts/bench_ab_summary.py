@@ -41,7 +41,7 @@ def fanout(text):
 
 def chat(text):
     out = {}
-    for m in re.finditer(r"^  (\S.*?\S)\s+" + NUM + r" commands/s\s+(\d+) ns/command", text, re.M):
+    for m in re.finditer(r"^  (\S.*?\S)\s+" + NUM + r" commands/s\s+" + NUM + " ns/command", text, re.M):
         out[f"chat {m.group(1)} /s"] = f(m.group(2))
     return out
 
