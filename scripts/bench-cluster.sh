@@ -37,7 +37,14 @@
 # phase runs under `timeout` and the whole script under an 8-minute one; the exit trap stops
 # exactly the processes it started (by pid) and its PostgreSQL (pg_ctl stop). Logs stay in the
 # printed work directory.
+#
+# Same work on every build: roomcast-bench sets the app's room budget (roomMessagesPerSecond) to
+# its maximum (100,000/s; the write runs offer well under 10,000/s), and the nodes run with the
+# fan-out latency budget (QS-2: rooms of 100 or more refuse normal messages while a node's loops
+# are more than 100 ms behind) lifted to 60 s through ROOMCAST_FANOUT_LATENCY_BUDGET (a build
+# without the budget ignores it), so the fan-out runs deliver every message as before.
 set -euo pipefail
+export ROOMCAST_FANOUT_LATENCY_BUDGET=${ROOMCAST_FANOUT_LATENCY_BUDGET:-60000}
 if [ -z "${BENCH_CLUSTER_BOUNDED:-}" ]; then
   BENCH_CLUSTER_BOUNDED=1 exec timeout -k 30 480 "$0" "$@"
 fi
@@ -341,12 +348,12 @@ for p in (4, 16):
     a, b = rows.get(f"single-fanout-p{p}", blank), rows.get(f"cluster-fanout-p{p}", blank)
     line(f"fan-out delivered msg/s, {n:,} subs, P={p}", a["per"], b["per"], "(target >= 0.9x)")
     pair("  delivered / expected", f"{a['delivered']:,}/{a['expected']:,}", f"{b['delivered']:,}/{b['expected']:,}")
-    pair("  published msg/s (answered)", f"{a['pub']:,}", f"{b['pub']:,}")
+    pair("  published msg/s (answered); errors", f"{a['pub']:,}; {a['errors']}", f"{b['pub']:,}; {b['errors']}")
     cost("  server CPU s per million deliveries", a["cpu"], b["cpu"])
 a, b = rows.get("single-fanout-pipelined", blank), rows.get("cluster-fanout-pipelined", blank)
 line(f"fan-out delivered msg/s, {n:,} subs, 4x16 pipelined", a["per"], b["per"], "(publishing ahead of delivery)")
 pair("  delivered / expected", f"{a['delivered']:,}/{a['expected']:,}", f"{b['delivered']:,}/{b['expected']:,}")
-pair("  published msg/s (answered)", f"{a['pub']:,}", f"{b['pub']:,}")
+pair("  published msg/s (answered); errors", f"{a['pub']:,}; {a['errors']}", f"{b['pub']:,}; {b['errors']}")
 cost("  server CPU s per million deliveries", a["cpu"], b["cpu"])
 
 print()

@@ -445,9 +445,17 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
 
 // MARK: Publisher
 
+/// What a publisher connection reports to whoever publishes through it.
+protocol PublisherConnectionOwner: AnyObject {
+    /// An answer, matched in order to the request sent with `tag`.
+    func answered(_ connection: PublisherConnection, status: Int, detail: String, tag: Int)
+    /// The connection is closed; the requests it had in flight (`unansweredTags`) got no answer.
+    func connectionFailed(_ connection: PublisherConnection, _ reason: String)
+}
+
 /// Publishes `total` messages over `connections` keep-alive HTTP connections with up to
 /// `pipeline` requests in flight each, paced at `rate` per second (0: as fast as possible).
-final class Publisher: @unchecked Sendable {
+final class Publisher: PublisherConnectionOwner, @unchecked Sendable {
     // Safety: touched on `loop` only, except the atomics the main thread polls.
     let loop: EventLoop
     /// Connection `i` goes to `addresses[i % addresses.count]`.
@@ -534,7 +542,7 @@ final class Publisher: @unchecked Sendable {
         }
     }
 
-    func answered(_ connection: PublisherConnection, status: Int, detail: String) {
+    func answered(_ connection: PublisherConnection, status: Int, detail: String, tag: Int) {
         answered += 1
         if (200..<300).contains(status) {
             connection.accepted += 1
@@ -546,7 +554,7 @@ final class Publisher: @unchecked Sendable {
         if answered >= total { done.store(true, ordering: .relaxed) } else { pump() }
     }
 
-    func connectionFailed(_ reason: String) {
+    func connectionFailed(_ connection: PublisherConnection, _ reason: String) {
         error.withLock { if $0 == nil { $0 = reason } }
         if connections.allSatisfy({ !$0.isOpen }) { done.store(true, ordering: .relaxed) }
     }
@@ -555,7 +563,7 @@ final class Publisher: @unchecked Sendable {
 /// One keep-alive HTTP/1.1 connection with pipelined requests; answers are matched in order.
 final class PublisherConnection: EventHandler {
     let loop: EventLoop
-    weak var publisher: Publisher?
+    weak var publisher: (any PublisherConnectionOwner)?
     private var fd: Int32 = -1
     private var registration: RegistrationID?
     private var output = OutboundQueue()
@@ -567,7 +575,13 @@ final class PublisherConnection: EventHandler {
     private(set) var port: UInt16 = 0
     var accepted = 0
 
-    init(loop: EventLoop, publisher: Publisher?) {
+    /// The tags of the requests in flight, oldest first (answers come in order).
+    private var tags: [Int] = []
+    private var tagsHead = 0
+    /// The tags of the requests sent and not answered (all of them once the connection failed).
+    var unansweredTags: ArraySlice<Int> { tags[tagsHead...] }
+
+    init(loop: EventLoop, publisher: (any PublisherConnectionOwner)?) {
         self.loop = loop
         self.publisher = publisher
     }
@@ -582,12 +596,13 @@ final class PublisherConnection: EventHandler {
             connected = done
             isOpen = true
         } catch {
-            publisher?.connectionFailed("publisher connect: \(error)")
+            publisher?.connectionFailed(self, "publisher connect: \(error)")
         }
     }
 
-    func send(_ bytes: [UInt8]) {
+    func send(_ bytes: [UInt8], tag: Int = 0) {
         inFlight += 1
+        tags.append(tag)
         output.append(ByteBlock.from(bytes))
         if connected { flush() }
     }
@@ -638,7 +653,13 @@ final class PublisherConnection: EventHandler {
             let body = String(decoding: inbound[(end + 4)..<(end + 4 + length)], as: UTF8.self)
             inbound.removeFirst(end + 4 + length)
             inFlight -= 1
-            publisher?.answered(self, status: status, detail: String(body.prefix(200)))
+            let tag = tags[tagsHead]
+            tagsHead += 1
+            if tagsHead >= 1024 {
+                tags.removeFirst(tagsHead)
+                tagsHead = 0
+            }
+            publisher?.answered(self, status: status, detail: String(body.prefix(200)), tag: tag)
         }
     }
 
@@ -649,7 +670,7 @@ final class PublisherConnection: EventHandler {
         registration = nil
         if fd >= 0 { closeDescriptor(fd) }
         fd = -1
-        publisher?.connectionFailed(reason)
+        publisher?.connectionFailed(self, reason)
     }
 }
 

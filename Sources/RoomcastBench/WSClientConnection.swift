@@ -45,11 +45,14 @@ final class WSClientConnection: EventHandler {
         request = Array(r.utf8)
     }
 
-    func start(address: Socket.Address, source: String? = nil) {
+    /// `receiveBuffer`: SO_RCVBUF for the socket (a slow reader's small window), set before any
+    /// data arrives; nil leaves the kernel's default (autotuned).
+    func start(address: Socket.Address, source: String? = nil, receiveBuffer: Int32? = nil) {
         do {
             let (fd, connected) = try Socket.connect(to: address, source: source)
             self.fd = fd
             Socket.setNoDelay(fd)
+            if let receiveBuffer { Socket.setBufferSizes(fd, receive: receiveBuffer, send: 16 * 1024) }
             registration = try loop.register(fd: fd, events: EventLoop.writable | EventLoop.readable, handler: self)
             if connected { sendHandshake() }
         } catch {
@@ -69,20 +72,43 @@ final class WSClientConnection: EventHandler {
         }
         if events & EventLoop.writable != 0, !output.isEmpty {
             do {
-                if try output.flush(fd: fd, iovecs: loop.iovecs) == .drained, let r = registration {
-                    loop.modify(r, events: EventLoop.readable)
-                }
+                if try output.flush(fd: fd, iovecs: loop.iovecs) == .drained { updateInterest() }
             } catch {
                 fail("write: \(error)")
                 return
             }
         }
+        // A paced connection is not registered for reading: only a hang-up or an error comes
+        // here, and then what is left is read at once (to learn why the server closed).
         if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 { readAvailable() }
+    }
+
+    /// A slow reader: while paced, the connection is not read when data arrives; its owner reads
+    /// it with `readPaced(upTo:)` (from a timer), so the server sees a client that reads slowly.
+    private(set) var paced = false
+
+    func setPaced(_ on: Bool) {
+        guard paced != on, state != .closed else { return }
+        paced = on
+        updateInterest()
+    }
+
+    /// Reads at most `limit` bytes now (a paced reader's share); returns how many it read.
+    @discardableResult
+    func readPaced(upTo limit: Int) -> Int {
+        guard state == .open, limit > 0 else { return 0 }
+        return readAvailable(limit: limit)
+    }
+
+    /// Readable unless paced; writable while output is queued.
+    private func updateInterest() {
+        guard let r = registration, state != .connecting else { return }
+        loop.modify(r, events: (paced ? 0 : EventLoop.readable) | (output.isEmpty ? 0 : EventLoop.writable))
     }
 
     private func sendHandshake() {
         state = .handshaking
-        if let r = registration { loop.modify(r, events: EventLoop.readable) }
+        updateInterest()
         write(request)
     }
 
@@ -98,7 +124,7 @@ final class WSClientConnection: EventHandler {
                 fail("write failed")
                 return
             }
-            if let r = registration { loop.modify(r, events: EventLoop.readable | EventLoop.writable) }
+            updateInterest()
         } else {
             output.append(ByteBlock.from(bytes))
         }
@@ -109,25 +135,28 @@ final class WSClientConnection: EventHandler {
         write(WebSocketFrameEncoder.frame(opcode: .text, payload: bytes, maskKey: UInt32.random(in: 1...UInt32.max)))
     }
 
-    private func readAvailable() {
-        let buffer = loop.readBuffer
+    @discardableResult
+    private func readAvailable(limit: Int = .max) -> Int {
+        let buffer = limit < loop.readBuffer.count ? UnsafeMutableRawBufferPointer(rebasing: loop.readBuffer[0..<limit]) : loop.readBuffer
         let result: IOResult<Int>
         do {
             result = try Socket.read(fd, into: buffer)
         } catch {
             fail("read: \(error)")
-            return
+            return 0
         }
         switch result {
-        case .wouldBlock: return
-        case .processed(0): fail("server closed the connection")
+        case .wouldBlock: return 0
+        case .processed(0):
+            fail("server closed the connection")
+            return 0
         case .processed(let n):
             if state == .handshaking {
                 inbound.append(contentsOf: buffer[0..<n])
-                guard let end = headerSectionEnd(inbound) else { return }
+                guard let end = headerSectionEnd(inbound) else { return n }
                 guard inbound.starts(with: Array("HTTP/1.1 101".utf8)) else {
                     fail("upgrade refused: " + String(decoding: inbound.prefix(80), as: UTF8.self))
-                    return
+                    return n
                 }
                 var rest = Array(inbound[(end + 4)...])
                 inbound = []
@@ -137,6 +166,7 @@ final class WSClientConnection: EventHandler {
             } else {
                 frames(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n]))
             }
+            return n
         }
     }
 
