@@ -167,6 +167,12 @@ public enum Socket {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Fixes a socket's kernel send buffer (which turns off its autotuning).
+    public static func setSendBuffer(_ fd: Int32, bytes: Int) {
+        var s = Int32(clamping: bytes)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Reads into `buffer`. `.processed(0)` means the peer closed its side.
     @inline(__always)
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SyscallError) -> IOResult<Int> {

@@ -100,6 +100,9 @@ struct RoomcastCommand: ParsableCommand {
     /// The soft mark given, or a sixteenth of the hard bound.
     var effectiveOutboundSoftBytes: Int { outboundSoftBytes > 0 ? outboundSoftBytes : maxOutboundBytes / Limits.outboundSoftFraction }
 
+    @Option(help: "QS-3: bytes of kernel send buffer per WebSocket (SO_SNDBUF; what a slow reader has not read waits beyond it in the connection's queue, where it is shed and told as room.gap); 0: the kernel's autotuning [ROOMCAST_WS_SEND_BUFFER].")
+    var wsSendBuffer: Int = environment("ROOMCAST_WS_SEND_BUFFER").flatMap(Int.init) ?? ServerConfiguration().webSocketSendBufferBytes
+
     @Option(help: "QS-3: seconds a connection's queued output may make no progress before the connection is closed (nginx's send_timeout) [ROOMCAST_SEND_TIMEOUT].")
     var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT").flatMap(Int.init) ?? 60
 
@@ -246,6 +249,7 @@ struct RoomcastCommand: ParsableCommand {
             throw ValidationError("--outbound-soft-bytes must be at least 1024 and below --max-outbound-bytes (\(maxOutboundBytes))")
         }
         guard (1...3600).contains(sendTimeout) else { throw ValidationError("--send-timeout must be 1 to 3600 seconds") }
+        guard wsSendBuffer == 0 || (4096...(16 << 20)).contains(wsSendBuffer) else { throw ValidationError("--ws-send-buffer must be 0 or 4096 to 16777216 bytes") }
         guard maxTotalOutboundBytes >= maxOutboundBytes else {
             throw ValidationError("--max-total-outbound-bytes must be at least --max-outbound-bytes (\(maxOutboundBytes))")
         }
@@ -369,6 +373,7 @@ struct RoomcastCommand: ParsableCommand {
         c.webSocket.pongTimeout = .seconds(pongTimeout)
         c.maxOutboundBytes = maxOutboundBytes
         c.sendTimeout = .seconds(sendTimeout)
+        c.webSocketSendBufferBytes = wsSendBuffer
         c.maxTotalOutboundBytes = maxTotalOutboundBytes
         c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins
         c.webSocket.deflate.enabled = deflate

@@ -32,6 +32,11 @@ public struct ServerConfiguration: Sendable {
     /// progress least recently are closed first (WebSockets as slow consumers, 4008), each loop
     /// shedding its share, until the total is back under it (checked every second).
     public var maxTotalOutboundBytes = 1 << 30
+    /// QS-3: the kernel send buffer of each WebSocket (SO_SNDBUF, set at the upgrade; Linux keeps
+    /// twice it for its bookkeeping). What a slow reader has not read waits in the connection's
+    /// own queue beyond it, where its low, normal and transient events are dropped and counted in
+    /// a `room.gap`. 0 leaves the kernel's autotuning (up to `net.ipv4.tcp_wmem`'s maximum).
+    public var webSocketSendBufferBytes = 128 << 10
     /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
     public var drainTimeout: Duration = .seconds(10)
 

@@ -226,6 +226,9 @@ public final class Connection: EventHandler {
 
     /// QS-3: when the peer last took output (or output was first queued after an empty queue).
     private(set) var lastProgress = Instant(nanoseconds: 0)
+    /// When the peer last took queued output (the kernel accepted some of it): a WebSocket whose
+    /// pong is late but which still reads is not closed for it (QS-3).
+    private var lastDrained: Instant?
 
     /// QS-3, the server's budget of all connections' output: closed now, a WebSocket with the
     /// slow-consumer code (what it has not started to receive is dropped).
@@ -252,7 +255,7 @@ public final class Connection: EventHandler {
             if !httpActions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            ws!.tick(now: now, into: &actions)
+            ws!.tick(now: now, outputDrainedAt: lastDrained, into: &actions)
             if !actions.isEmpty { perform(actions) }
         case .lingering(let deadline):
             if now >= deadline { closeNow() }
@@ -422,6 +425,10 @@ public final class Connection: EventHandler {
         })
 
         phase = .webSocket
+        // QS-3: a slow reader's backlog stays in the connection's queue, where past the soft mark
+        // its droppable events are shed and told as a gap, not in a kernel buffer autotuned to
+        // megabytes where nothing can be shed.
+        if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
         httpState = nil
         httpActions = []
         self.ws = WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now)
@@ -561,7 +568,10 @@ public final class Connection: EventHandler {
                 closeNow()
                 return
             }
-            if output.pendingBytes < before { lastProgress = context.now }
+            if output.pendingBytes < before {
+                lastProgress = context.now
+                lastDrained = context.now
+            }
             if (readPending || (phase == .http && httpState!.machine.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
                 resumeInput()
                 if phase == .closed { return }

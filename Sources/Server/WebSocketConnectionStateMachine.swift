@@ -113,11 +113,17 @@ public struct WebSocketConnectionStateMachine {
         state = .closeSent(at: now)
     }
 
-    /// Keep-alive and close timers.
-    public mutating func tick(now: Instant, into actions: inout [WebSocketConnectionAction]) {
+    /// Keep-alive and close timers. `outputDrainedAt`: when the peer last took some of the
+    /// connection's queued output (QS-3): a slow reader's pong waits behind what it has not read
+    /// yet, so while it still takes output the pong timeout counts from the last time it did.
+    public mutating func tick(now: Instant, outputDrainedAt: Instant? = nil, into actions: inout [WebSocketConnectionAction]) {
         switch state {
         case .open:
-            if let sent = pingSentAt {
+            if var sent = pingSentAt {
+                if let drained = outputDrainedAt, drained > sent {
+                    sent = drained
+                    pingSentAt = drained
+                }
                 if now - sent >= pongTimeout {
                     fail(.goingAway, "no pong", into: &actions)
                 }

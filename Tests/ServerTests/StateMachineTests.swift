@@ -276,6 +276,23 @@ struct WebSocketConnectionStateMachineTests {
         #expect(actions == [.sendClose(code: .goingAway, reason: "no pong"), .closeAfterFlush])
     }
 
+    // QS-3: a slow reader's pong waits behind the events it has not read yet; while it still
+    // takes output it is alive, and the pong timeout counts from the last time it did.
+    @Test func aPeerStillTakingOutputIsNotClosedForALatePong() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        var actions: [WebSocketConnectionAction] = []
+        sm.tick(now: at(25), into: &actions)
+        #expect(actions == [.sendPing])
+        actions = []
+        sm.tick(now: at(35), outputDrainedAt: at(30), into: &actions)
+        #expect(actions.isEmpty, "it took output 5 s after the ping")
+        sm.tick(now: at(39.9), outputDrainedAt: at(30), into: &actions)
+        #expect(actions.isEmpty)
+        // Output taken before the ping says nothing about the pong.
+        sm.tick(now: at(40), outputDrainedAt: at(20), into: &actions)
+        #expect(actions == [.sendClose(code: .goingAway, reason: "no pong"), .closeAfterFlush], "no pong and nothing taken for 10 s")
+    }
+
     @Test func pongKeepsTheConnection() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         var actions: [WebSocketConnectionAction] = []
