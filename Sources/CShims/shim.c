@@ -15,3 +15,10 @@ int cshims_set_thread_name(const char *name) {
 int cshims_set_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+int cshims_unsent_bytes(int fd) {
+    int n = 0;
+    return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}

@@ -167,6 +167,13 @@ public enum Socket {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &s, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Bytes in a TCP socket's kernel send queue that the peer has not acknowledged (nil when the
+    /// kernel does not say): falling, the peer is reading.
+    public static func unsentBytes(_ fd: Int32) -> Int? {
+        let n = cshims_unsent_bytes(fd)
+        return n >= 0 ? Int(n) : nil
+    }
+
     /// Fixes a socket's kernel send buffer (which turns off its autotuning).
     public static func setSendBuffer(_ fd: Int32, bytes: Int) {
         var s = Int32(clamping: bytes)

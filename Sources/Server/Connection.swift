@@ -229,6 +229,8 @@ public final class Connection: EventHandler {
     /// When the peer last took queued output (the kernel accepted some of it): a WebSocket whose
     /// pong is late but which still reads is not closed for it (QS-3).
     private var lastDrained: Instant?
+    /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
+    private var lastUnsent: Int?
 
     /// QS-3, the server's budget of all connections' output: closed now, a WebSocket with the
     /// slow-consumer code (what it has not started to receive is dropped).
@@ -255,6 +257,14 @@ public final class Connection: EventHandler {
             if !httpActions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
+            // QS-3: while a pong is awaited, the kernel's unacknowledged bytes falling means the
+            // peer is reading (a slow reader takes what sits before the ping at its own pace).
+            if ws!.awaitingPong, let unsent = Socket.unsentBytes(fd) {
+                if let last = lastUnsent, unsent < last { lastDrained = now }
+                lastUnsent = unsent
+            } else {
+                lastUnsent = nil
+            }
             ws!.tick(now: now, outputDrainedAt: lastDrained, into: &actions)
             if !actions.isEmpty { perform(actions) }
         case .lingering(let deadline):

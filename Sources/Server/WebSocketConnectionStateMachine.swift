@@ -47,6 +47,8 @@ public struct WebSocketConnectionStateMachine {
     private var assembler: WebSocketMessageAssembler
     private var lastInbound: Instant
     private var pingSentAt: Instant?
+    /// A ping is waiting for its pong.
+    public var awaitingPong: Bool { pingSentAt != nil }
 
     public init(configuration: WebSocketConfiguration, inflater: MessageInflater?, now: Instant) {
         self.pingInterval = configuration.pingInterval
