@@ -125,6 +125,8 @@ public final class ChatDomain {
         case .editMessageList(let app, let list, let add, let entries): return try editMessageList(app, list, add: add, entries, now, &out)
         case .setProtectedSenders(let app, let roomId, let add, let users): return try setProtectedSenders(app, roomId, add: add, users, now, &out)
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
+        case .recallMessage(let app, let roomId, let messageId, let options, let actor):
+            return try recallMessage(app, roomId, messageId, options, actor, now, &out)
         case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
             return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
         case .tagMute(let app, let roomId, let tag, let seconds, let notify, let targets, let actor):
@@ -177,7 +179,7 @@ public final class ChatDomain {
              .setAttributes(_, _, _, _, _, let actor), .removeAttributes(_, _, _, let actor),
              .queueOffer(_, _, _, _, _, let actor), .queueBatchUpdate(_, _, _, let actor, _),
              .queuePoll(_, _, _, let actor), .queueDrop(_, _, let actor),
-             .setConversationStatus(_, _, _, _, _, let actor):
+             .setConversationStatus(_, _, _, _, _, let actor), .recallMessage(_, _, _, _, let actor):
             return actor.session
         case .configureApp, .updateAppSettings, .connect, .disconnect, .join, .leave, .leaveAll, .switchRoom,
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,

@@ -139,6 +139,29 @@ public enum MessageSender: Equatable, Sendable, Codable {
     case server(userId: String, nickname: String, avatar: String)
 }
 
+/// MO-1: what a recall names besides the message, as the vendors' calls give it. Every present
+/// field must match the message (RongCloud's `fromUserId` and `sentTime`, NIM's `fromAcc` and
+/// `msgTimetag`), so a caller cannot recall another message than the one it describes.
+public struct RecallOptions: Equatable, Sendable, Codable {
+    /// The message's sender, as the caller believes it.
+    public var sender: String?
+    /// When the message was sent (ms), as the caller believes it.
+    public var sentTime: Int64?
+    /// NIM's `operator`: the user the app server recalls in the name of; it must be the sender,
+    /// the room's creator or one of its managers.
+    public var operatorId: String?
+    /// Told to the room with the recall (RongCloud `extra`, NIM `notifyExt`); at most
+    /// `Limits.maxRecallExtBytes` bytes.
+    public var notifyExt: String
+
+    public init(sender: String? = nil, sentTime: Int64? = nil, operatorId: String? = nil, notifyExt: String = "") {
+        self.sender = sender
+        self.sentTime = sentTime
+        self.operatorId = operatorId
+        self.notifyExt = notifyExt
+    }
+}
+
 /// Anonymous independent-mode profile (NIM-3): nickname and avatar are required.
 public struct AnonymousProfile: Equatable, Sendable, Codable {
     public var nickname: String
@@ -255,6 +278,12 @@ public enum Command: Sendable, Equatable, Codable {
     case setProtectedSenders(app: String, roomId: String, add: Bool, [String])
     /// Stops or resumes the fan-out of a room's messages.
     case setDistribution(app: String, roomId: String, stopped: Bool)
+
+    // Moderation of messages (MO-1).
+    /// Recalls one of a room's recent messages: the room is told (`message.recalled`), history and
+    /// resume keep a tombstone at its place. The app server may recall any message; a client its
+    /// own within the app's recall window, or any as the room's creator or a manager.
+    case recallMessage(app: String, roomId: String, messageId: String, RecallOptions, Actor)
 
     // Member tags (AU-1).
     /// The app server sets a present member's tags.

@@ -95,6 +95,8 @@ public enum Mutation: Equatable, Sendable {
     case deleteQueueElement(RoomKey, String)
     case clearQueue(RoomKey)
     case appendMessage(RoomKey, ChatMessage)
+    /// MO-1: the stored message loses its content and is marked recalled (its tombstone).
+    case recallMessage(RoomKey, messageId: String)
     /// Messages older than this (ms) may be deleted.
     case pruneMessages(app: String, before: Int64)
     case putGroup(GroupRecord)
@@ -122,6 +124,8 @@ public enum WebhookEventType: String, Equatable, Sendable, CaseIterable {
     case memberBlocked = "member.blocked"
     case moderationChanged = "moderation.changed"
     case messageSent = "message.sent"
+    /// MO-1: a message was recalled (`details`: messageId, operator, sentTime).
+    case messageRecalled = "message.recalled"
     case queueChanged = "queue.changed"
     case channelChanged = "channel.changed"
     case conversationStatusChanged = "conversation.status.changed"

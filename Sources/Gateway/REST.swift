@@ -209,6 +209,10 @@ struct RESTAPI: Sendable {
         routes.signed(.getHistory) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try HistoryRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
         }
+        // MO-1.
+        routes.signed(.recallMessage) { req, c, writer in
+            api.command(writer) { RecallRequest(query: R.query(req), messageId: R.param(req, "messageId")).command(c, roomId: R.room(req)) }
+        }
 
         // Member tags (AU-1).
         routes.signed(.setMemberTags) { req, c, writer in

@@ -44,6 +44,13 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?:
             return 4
+        case .recallMessage?:
+            return 5
+        case .updateAppSettings(_, let patch)?:
+            // MO-1: an older node would drop the recall window it does not know.
+            return patch.recallWindowSeconds == nil ? 1 : 5
+        case .configureApp(_, let settings)?:
+            return settings.recallWindowSeconds == Limits.defaultRecallWindowSeconds ? 1 : 5
         default:
             return 1
         }

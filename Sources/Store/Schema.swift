@@ -315,6 +315,10 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE room ADD COLUMN tagMutes TEXT NOT NULL DEFAULT ''")
             try db.execute(sql: "ALTER TABLE roomEvent ADD COLUMN addressed TEXT NOT NULL DEFAULT ''")
         }
+        m.registerMigration("v10-moderation") { db in
+            // MO-1: a recalled message keeps its row (its place in history) without its content.
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN recalled INTEGER NOT NULL DEFAULT 0")
+        }
         return m
     }
 }

@@ -97,6 +97,8 @@ public enum Encode {
         if m.priority != .normal { w.field("priority", m.priority.rawValue) }
         if !m.type.isEmpty { w.field("messageType", m.type) }
         if m.transient { w.field("transient", true) }
+        // MO-1: a recalled message's tombstone (no content).
+        if m.recalled { w.field("recalled", true) }
         // AU-2, AU-1: whom it was sent to, when not the whole room.
         if !m.targets.isEmpty { w.field("targets", m.targets) }
         if let e = m.targetTags {
@@ -205,6 +207,15 @@ public enum Encode {
         case .message(let m):
             w.key("message")
             message(m, &w)
+        case .messageRecalled(let e):
+            w.field("roomId", e.roomId)
+            w.field("messageId", e.messageId)
+            w.field("sender", e.sender)
+            w.field("operator", e.operatorId)
+            w.field("notifyExt", e.notifyExt)
+            w.field("time", e.time)
+            w.key("message")
+            message(e.tombstone, &w)
         case .tagsUpdated(let e):
             w.field("roomId", e.roomId)
             w.key("tags")
@@ -360,6 +371,7 @@ extension ChatEvent {
         case .ban(let e): return e.roomId
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
+        case .messageRecalled(let e): return e.roomId
         case .tagsUpdated(let e): return e.roomId
         case .attributesChanged(let e): return e.roomId
         case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
@@ -678,6 +690,7 @@ extension Encode {
             w.key("prioritySenders")
             w.stringArray(s.prioritySenders)
             w.field("transientWebhooks", s.transientWebhooks)
+            w.field("recallWindowSeconds", s.recallWindowSeconds)
             w.key("beforeSend")
             if let b = s.beforeSend {
                 w.beginObject()

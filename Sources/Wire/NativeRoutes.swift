@@ -230,7 +230,7 @@ extension NativeRoute {
 // MARK: Messages (NIM-8)
 
 extension NativeRoute {
-    static let messages = [sendMessage, getHistory]
+    static let messages = [sendMessage, getHistory, recallMessage]
 
     public static let sendMessage = NativeRoute(.POST, "/v1/rooms/{roomId}/messages", doc: .init(
         "Send a message as the app server (never blocked by mutes; judged by the app's before-send hook unless beforeSend.bypassServerMessages: 403 40303 when it drops the message, 503 50302 when it gives no verdict and the app fails closed)",
@@ -241,6 +241,13 @@ extension NativeRoute {
                  .query("order", .oneOf(["asc", "desc"])), .query("types"),
                  .query("tags", .string("Comma-separated: only messages sent to an expression naming any of these tags (AU-1)"))],
         ok: (200, "Messages"), id: "getHistory"))
+    public static let recallMessage = NativeRoute(.DELETE, "/v1/rooms/{roomId}/messages/{messageId}", doc: .init(
+        "Recall one of the room's recent messages (the last \(Limits.historyMemoryMessagesPerRoom) it holds), at any time: whoever the message reached gets message.recalled, history and resume keep its tombstone (same id, sender, time and offset, no content, recalled: true), webhooks get message.recalled; 404 40401 when it is not among them, already recalled, or not sent by sender",
+        tag: .messages, spec: ["MO-1"],
+        params: [.roomId, .path("messageId", .string("A message id (messageId of room.message, the send's answer or history)", maxLength: Limits.maxMessageIdBytes)),
+                 .query("sender", .string("Refuse unless this user sent it", maxLength: Limits.maxUserIdBytes)),
+                 .query("notifyExt", .string("Told to the room with the recall", maxLength: Limits.maxRecallExtBytes))],
+        ok: (200, "Empty")))
 }
 
 // MARK: Member tags (AU-1)

@@ -268,6 +268,7 @@ public enum OpenAPIDocument {
             "messageType": str("QS-1: the message's type name, as sent (the app's type lists decide its class by it); absent: none"),
             "transient": bool("QS-5: true for a transient message (not stored, no offset, not replayed); absent otherwise"),
             "targets": arr(str(), maxItems: Limits.maxMessageTargets), "targetTags": ref("TagExpression"),
+            "recalled": bool("MO-1: the message was recalled; this is its tombstone (content empty)"),
         ], required: ["messageId", "roomId", "type", "content", "time"])
         /// QS-1, QS-4: the app's message lists as the settings show them and as a PATCH replaces them.
         let typeList = arr(["type": "string", "minLength": 1, "maxLength": SettingsLimits.maxMessageTypeBytes], maxItems: SettingsLimits.maxListEntries)
@@ -281,6 +282,8 @@ public enum OpenAPIDocument {
             "protectedMessageTypes": typeList.merging(["description": "QS-4: messages of these types are high priority, never dropped (RongCloud's message-type allowlist, Nexconn's priority-message-type-list)"]) { a, _ in a },
             "prioritySenders": senderList.merging(["description": "QS-4: these users' messages are high priority in every room of the app (a room's own protected senders: /v1/rooms/{roomId}/protected-senders)"]) { a, _ in a },
             "transientWebhooks": bool("QS-5: transient messages are sent to webhooks too (default false)"),
+            "recallWindowSeconds": int("MO-1: how long after sending a member may recall its own message from its client (default \(Limits.defaultRecallWindowSeconds), the vendors' two minutes; 0: not at all); creators, managers and the app server are not bound by it",
+                                       minimum: SettingsLimits.recallWindowSeconds.lowerBound, maximum: SettingsLimits.recallWindowSeconds.upperBound),
         ]
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])

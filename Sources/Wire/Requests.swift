@@ -532,6 +532,29 @@ public struct QueuePollRequest: Decodable, Sendable {
 
 // MARK: Messages (NIM-8)
 
+/// MO-1: recall a message. REST: `DELETE /v1/rooms/{roomId}/messages/{messageId}` (the app
+/// server; `sender` and `notifyExt` in the query); WebSocket: `room.recall` (a member).
+public struct RecallRequest: Decodable, Sendable {
+    public var messageId: String
+    /// The app server's check of whose message it is (refused with 40401 when it is not theirs).
+    public var sender: String?
+    public var notifyExt: String?
+
+    public init(messageId: String, sender: String? = nil, notifyExt: String? = nil) {
+        self.messageId = messageId
+        self.sender = sender
+        self.notifyExt = notifyExt
+    }
+
+    public init(query q: QueryParameters, messageId: String) {
+        self.init(messageId: messageId, sender: q.string("sender"), notifyExt: q.string("notifyExt"))
+    }
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .recallMessage(app: caller.app, roomId: roomId, messageId: messageId, RecallOptions(sender: sender, notifyExt: notifyExt ?? ""), caller.actor)
+    }
+}
+
 public struct SendMessageRequest: Decodable, Sendable {
     public var type: String?
     public var content: String
@@ -843,6 +866,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var prioritySenders: [String]?
     /// QS-5: transient messages reach webhooks too.
     public var transientWebhooks: Bool?
+    /// MO-1: how long members may recall their own messages.
+    public var recallWindowSeconds: Int?
 
     public struct BeforeSendRequest: Decodable, Sendable {
         public var url: String?
@@ -869,6 +894,7 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.protectedMessageTypes = protectedMessageTypes
         p.prioritySenders = prioritySenders
         p.transientWebhooks = transientWebhooks
+        p.recallWindowSeconds = recallWindowSeconds
         p.beforeSend = beforeSend.map {
             BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
                             signing: $0.signing)

@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, recallMessage
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -63,6 +63,7 @@ struct CommandCodecTests {
         case .setDistribution: .setDistribution
         case .setMemberTags: .setMemberTags
         case .tagMute: .tagMute
+        case .recallMessage: .recallMessage
         }
     }
 
@@ -123,6 +124,9 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // MO-1.
+            .recallMessage(app: "a", roomId: "r", messageId: "m1", RecallOptions(), .server),
+            .recallMessage(app: "a", roomId: "r", messageId: "m\u{1F600}", RecallOptions(sender: "u", sentTime: 1_700_000_000_000, operatorId: "o", notifyExt: "{\"x\":1}"), .session(s)),
             // AU-1, AU-2.
             .setMemberTags(app: "a", roomId: "r", userId: "u", ["vip", "cn"]),
             .setMemberTags(app: "a", roomId: "r", userId: "u", [], notifyTargetTags: .not(.tag("cn"))),
@@ -154,6 +158,22 @@ struct CommandCodecTests {
             #expect(back == c, "\(String(decoding: bytes, as: UTF8.self))")
             #expect(try encoder.encode(back) == bytes)
         }
+    }
+
+    /// MO-1: a recall, and a change of the recall window, need log format 5: a cluster still on
+    /// format 4 has nodes that would apply them wrongly (or not at all), so they are not written.
+    @Test func recallsNeedFormatFive() throws {
+        var patch = AppSettingsPatch()
+        patch.recallWindowSeconds = 30
+        let records: [LogRecord] = [.command(.recallMessage(app: "a", roomId: "r", messageId: "m", RecallOptions(), .server)),
+                                    .command(.updateAppSettings(app: "a", patch))]
+        for record in records {
+            #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 4) }
+            #expect(try LogRecord.decode(try LogRecord.encode(record, format: 5)) == record)
+        }
+        #expect(LogRecord.format >= 5)
+        // A settings change without the window is still readable by format 4.
+        _ = try LogRecord.encode(.command(.updateAppSettings(app: "a", AppSettingsPatch(maxRooms: 3))), format: 4)
     }
 
     @Test func malformedPayloadsAreRefusedNotCrashed() {

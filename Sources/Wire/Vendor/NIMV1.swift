@@ -156,7 +156,22 @@ public enum NIMV1 {
         VendorEndpoint(prefix + name + ".action", resolve)
     }
 
-    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + unsupported
+    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + messages + unsupported
+
+    static let messages: [VendorEndpoint] = [
+        // MO-1: NIM's chatroom recall. `msgId` is the message's id, `msgTimetag` its time and
+        // `fromAcc` its sender; the operator (`operator`, or `operatorAcc` as NIM's Java SDK sends
+        // it) must be the sender, the room's creator or one of its managers (403 otherwise).
+        e("recall") { i throws(ChatError) in
+            let p = i.params
+            var op = try p.string("operator")
+            if op == nil { op = try p.string("operatorAcc") }
+            guard let op, !op.isEmpty else { throw ChatError(.invalidParameter, "operator is required", field: "operator") }
+            let options = RecallOptions(sender: try p.required("fromAcc"), sentTime: Int64(try p.requiredInt("msgTimetag")), operatorId: op,
+                                        notifyExt: try p.string("notifyExt") ?? "")
+            return VendorCall.command(.recallMessage(app: i.app, roomId: try roomId(p), messageId: try p.required("msgId"), options, .server))
+        },
+    ]
 
     static let rooms: [VendorEndpoint] = [
         // NIM-1 create: a fresh room number.

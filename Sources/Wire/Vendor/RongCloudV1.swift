@@ -32,7 +32,34 @@ public enum RongCloudV1 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation
+    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message
+
+    static let message: [VendorEndpoint] = [
+        // MO-1: RongCloud's message recall. Chatroom messages (conversationType 4) are Roomcast's
+        // room messages: `messageUID` is the message's id and `sentTime` its time, and both with
+        // `fromUserId` must describe it. The app server recalls at any time; `isAdmin`,
+        // `isDelete` and `disablePush` only change how RongCloud's own clients show it.
+        VendorEndpoint("/message/recall.json") { i throws(ChatError) in
+            let p = i.params
+            let type = try p.requiredInt("conversationType")
+            let from = try p.required("fromUserId")
+            let target = try p.required("targetId")
+            let id = try p.required("messageUID")
+            let sent = try p.requiredInt("sentTime")
+            switch type {
+            case 4:
+                let extra = try p.string("extra") ?? ""
+                return VendorCall.command(.recallMessage(app: i.app, roomId: target, messageId: id,
+                                                         RecallOptions(sender: from, sentTime: Int64(sent), notifyExt: extra), .server))
+            case 10:
+                return .unsupported("/message/recall.json: ultra-group messages are not carried by Roomcast (ultra groups hold channels, members and statuses) — not supported by Roomcast")
+            case 1, 3, 6:
+                return .unsupported("/message/recall.json: private, group and system conversations are not carried by Roomcast — not supported by Roomcast")
+            default:
+                throw ChatError(.invalidParameter, "conversationType must be 1, 3, 4, 6 or 10", field: "conversationType")
+            }
+        },
+    ]
 
     static let chatroom: [VendorEndpoint] = [
         // Rooms (RC-9).

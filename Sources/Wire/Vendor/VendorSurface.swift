@@ -183,7 +183,8 @@ public enum Vendor: String, Sendable, CaseIterable {
         case .rongCloud:
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
                      "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
-                     "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames"]
+                     "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames",
+                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
@@ -191,7 +192,8 @@ public enum Vendor: String, Sendable, CaseIterable {
                      "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes"]
         case .nim:
             names = ["roomId": "roomid", "userIds": "accids", "userId": "target", "seconds": "muteDuration", "broadcastUrl": "broadcasturl",
-                     "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds"]
+                     "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds",
+                     "sender": "fromAcc", "messageId": "msgId", "sentTime": "msgTimetag"]
         }
         if let n = names[domainField] { return n }
         if domainField.hasPrefix("attributes.") { return (names["attributes"] ?? "attributes") + domainField.dropFirst("attributes".count) }
