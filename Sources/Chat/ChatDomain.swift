@@ -127,6 +127,7 @@ public final class ChatDomain {
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
         case .recallMessage(let app, let roomId, let messageId, let options, let actor):
             return try recallMessage(app, roomId, messageId, options, actor, now, &out)
+        case .editSensitiveWords(let app, let add, let remove): return try editSensitiveWords(app, add: add, remove: remove, &out)
         case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
             return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
         case .tagMute(let app, let roomId, let tag, let seconds, let notify, let targets, let actor):
@@ -185,7 +186,7 @@ public final class ChatDomain {
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
-             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags:
+             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .editSensitiveWords:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

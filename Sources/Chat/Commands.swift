@@ -284,6 +284,9 @@ public enum Command: Sendable, Equatable, Codable {
     /// resume keep a tombstone at its place. The app server may recall any message; a client its
     /// own within the app's recall window, or any as the room's creator or a manager.
     case recallMessage(app: String, roomId: String, messageId: String, RecallOptions, Actor)
+    /// MO-2: adds words to the app's sensitive words (with a replacement, or blocking) and removes
+    /// others, in one step (app server only).
+    case editSensitiveWords(app: String, add: [SensitiveWord], remove: [String])
 
     // Member tags (AU-1).
     /// The app server sets a present member's tags.
@@ -384,6 +387,8 @@ public enum Query: Sendable {
     case blocks(app: String, roomId: String)
     case mutes(app: String, roomId: String)
     case allowlist(app: String, roomId: String)
+    /// MO-2: the app's sensitive words (→ `Reply.sensitiveWords`), in the order they were added.
+    case sensitiveWords(app: String)
     /// QS-4: a room's protected senders (→ `Reply.userIds`).
     case protectedSenders(app: String, roomId: String)
     case globalMutes(app: String)

@@ -404,7 +404,14 @@ struct Session {
 /// (Single-threaded, like `Room`: hot properties skip dynamic exclusivity checks.)
 final class AppState {
     let key: String
-    var settings: AppSettings
+    var settings: AppSettings {
+        didSet {
+            // MO-2: the matcher follows the word list (changed by admin calls only).
+            if settings.sensitiveWords != oldValue.sensitiveWords { wordMatcher = SensitiveWordMatcher(settings.sensitiveWords) }
+        }
+    }
+    /// MO-2: the app's sensitive words, compiled.
+    private(set) var wordMatcher: SensitiveWordMatcher
     @exclusivity(unchecked) var rooms: [String: Room] = [:]
     /// App-wide mutes (RC-6 6/7) and until when (ms).
     @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
@@ -424,6 +431,7 @@ final class AppState {
     init(key: String, settings: AppSettings) {
         self.key = key
         self.settings = settings
+        wordMatcher = SensitiveWordMatcher(settings.sensitiveWords)
     }
 
     func isGloballyMuted(_ user: String, now: Int64) -> Bool {

@@ -217,6 +217,8 @@ public enum Reply: Equatable, Sendable {
     case disconnected(Int)
     /// A count (AU-1: members carrying a tag).
     case count(Int)
+    /// MO-2: the app's sensitive words.
+    case sensitiveWords([SensitiveWord])
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -250,6 +252,7 @@ public enum Reply: Equatable, Sendable {
         case let (.connections(x), .connections(y)): return x == y
         case let (.disconnected(x), .disconnected(y)): return x == y
         case let (.count(x), .count(y)): return x == y
+        case let (.sensitiveWords(x), .sensitiveWords(y)): return x == y
         default: return false
         }
     }

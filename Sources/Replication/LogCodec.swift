@@ -44,13 +44,15 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?:
             return 4
-        case .recallMessage?:
+        case .recallMessage?, .editSensitiveWords?:
             return 5
         case .updateAppSettings(_, let patch)?:
-            // MO-1: an older node would drop the recall window it does not know.
-            return patch.recallWindowSeconds == nil ? 1 : 5
+            // MO-1, MO-2: an older node would drop the settings it does not know.
+            return patch.recallWindowSeconds == nil && patch.sensitiveWordsOnServerSends == nil ? 1 : 5
         case .configureApp(_, let settings)?:
-            return settings.recallWindowSeconds == Limits.defaultRecallWindowSeconds ? 1 : 5
+            let d = AppSettings()
+            return settings.recallWindowSeconds == d.recallWindowSeconds && settings.sensitiveWords.isEmpty
+                && settings.sensitiveWordsOnServerSends == d.sensitiveWordsOnServerSends ? 1 : 5
         default:
             return 1
         }

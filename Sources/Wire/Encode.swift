@@ -108,6 +108,15 @@ public enum Encode {
         w.endObject()
     }
 
+    /// MO-2: `{"word", "type": "replace"|"block", "replacement"}`.
+    static func sensitiveWord(_ word: SensitiveWord, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("word", word.word)
+        w.field("type", word.blocks ? "block" : "replace")
+        if let r = word.replacement { w.field("replacement", r) }
+        w.endObject()
+    }
+
     static func joinInfo(_ j: JoinInfo, _ w: inout JSONWriter) {
         w.beginObject()
         w.field("memberCount", j.memberCount)
@@ -534,6 +543,11 @@ extension Encode {
             w.field("disconnected", count)
         case .count(let n):
             w.field("count", n)
+        case .sensitiveWords(let words):
+            w.key("words")
+            w.beginArray()
+            for word in words { sensitiveWord(word, &w) }
+            w.endArray()
         }
         w.endObject()
     }
@@ -691,6 +705,8 @@ extension Encode {
             w.stringArray(s.prioritySenders)
             w.field("transientWebhooks", s.transientWebhooks)
             w.field("recallWindowSeconds", s.recallWindowSeconds)
+            w.field("sensitiveWordsOnServerSends", s.sensitiveWordsOnServerSends)
+            w.field("sensitiveWordCount", s.sensitiveWords.count)
             w.key("beforeSend")
             if let b = s.beforeSend {
                 w.beginObject()

@@ -230,7 +230,17 @@ extension NativeRoute {
 // MARK: Messages (NIM-8)
 
 extension NativeRoute {
-    static let messages = [sendMessage, getHistory, recallMessage]
+    static let messages = [sendMessage, getHistory, recallMessage, listSensitiveWords, addSensitiveWords, removeSensitiveWords]
+
+    public static let listSensitiveWords = NativeRoute(.GET, "/v1/sensitive-words", doc: .init(
+        "The app's sensitive words, in the order they were added: each blocks the text messages it appears in (21501, nobody receives them) or is replaced in them (RongCloud's sensitive words)",
+        tag: .moderation, spec: ["MO-2"], ok: (200, "SensitiveWordList")))
+    public static let addSensitiveWords = NativeRoute(.POST, "/v1/sensitive-words", doc: .init(
+        "Add sensitive words (1 to \(Limits.maxSensitiveWordsPerCall) per call, each 1–\(Limits.maxSensitiveWordChars) characters without whitespace or commas; at most \(Limits.maxSensitiveWordsPerApp) per app): with a replacement (1–\(Limits.maxSensitiveWordChars) characters) a word is replaced in clients' text messages, without one it blocks them; ASCII letters match either case; a word listed again takes its new replacement. The app server's messages are screened only when sensitiveWordsOnServerSends is on",
+        tag: .moderation, spec: ["MO-2"], body: "SensitiveWords", ok: (200, "Empty")))
+    public static let removeSensitiveWords = NativeRoute(.DELETE, "/v1/sensitive-words", doc: .init(
+        "Remove sensitive words (unknown ones are ignored)", tag: .moderation, spec: ["MO-2"],
+        params: [.query("words", .string("Comma-separated, 1 to \(Limits.maxSensitiveWordsPerCall) words"), required: true)], ok: (200, "Empty")))
 
     public static let sendMessage = NativeRoute(.POST, "/v1/rooms/{roomId}/messages", doc: .init(
         "Send a message as the app server (never blocked by mutes; judged by the app's before-send hook unless beforeSend.bypassServerMessages: 403 40303 when it drops the message, 503 50302 when it gives no verdict and the app fails closed)",

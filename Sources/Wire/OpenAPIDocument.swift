@@ -282,6 +282,7 @@ public enum OpenAPIDocument {
             "protectedMessageTypes": typeList.merging(["description": "QS-4: messages of these types are high priority, never dropped (RongCloud's message-type allowlist, Nexconn's priority-message-type-list)"]) { a, _ in a },
             "prioritySenders": senderList.merging(["description": "QS-4: these users' messages are high priority in every room of the app (a room's own protected senders: /v1/rooms/{roomId}/protected-senders)"]) { a, _ in a },
             "transientWebhooks": bool("QS-5: transient messages are sent to webhooks too (default false)"),
+            "sensitiveWordsOnServerSends": bool("MO-2: the app server's text messages are screened for the app's sensitive words too (default false, as RongCloud)"),
             "recallWindowSeconds": int("MO-1: how long after sending a member may recall its own message from its client (default \(Limits.defaultRecallWindowSeconds), the vendors' two minutes; 0: not at all); creators, managers and the app server are not bound by it",
                                        minimum: SettingsLimits.recallWindowSeconds.lowerBound, maximum: SettingsLimits.recallWindowSeconds.upperBound),
         ]
@@ -296,6 +297,11 @@ public enum OpenAPIDocument {
             "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
             "Count": obj(["count": int(minimum: 0)], required: ["count"]),
+            "SensitiveWords": obj(["words": arr(obj(["word": str("1–\(Limits.maxSensitiveWordChars) characters, no whitespace or commas", maxLength: 4 * Limits.maxSensitiveWordChars),
+                                                    "replacement": str("Replaces the word; absent: the word blocks the message", maxLength: 4 * Limits.maxSensitiveWordChars)],
+                                                   required: ["word"]), maxItems: Limits.maxSensitiveWordsPerCall)], required: ["words"]),
+            "SensitiveWordList": obj(["words": arr(obj(["word": str(), "type": ["type": "string", "enum": ["replace", "block"]], "replacement": str()],
+                                                       required: ["word", "type"]), maxItems: Limits.maxSensitiveWordsPerApp)], required: ["words"]),
             "TagExpression": tagExpressionSchema,
             "SetMemberTags": obj(["tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember),
                                   "notifyTargetTags": ref("TagExpression")], required: ["tags"]),
@@ -347,6 +353,7 @@ public enum OpenAPIDocument {
                 "sendsPerUserPerSecond": int("PX-1: room messages per second one user may send from its clients"),
                 "beforeSend": ["oneOf": [ref("BeforeSend"), ["type": "null"]],
                                "description": "PX-4: the before-send hook room messages are judged by before fan-out; null: none"],
+                "sensitiveWordCount": int("MO-2: how many sensitive words the app has (GET /v1/sensitive-words lists them)", minimum: 0),
             ].merging(qosSettings) { a, _ in a }),
             "BeforeSend": obj([
                 "url": str("The app's moderation endpoint (http or https; loopback and private addresses only for apps the operator allows)"),

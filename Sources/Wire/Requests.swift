@@ -532,6 +532,32 @@ public struct QueuePollRequest: Decodable, Sendable {
 
 // MARK: Messages (NIM-8)
 
+/// MO-2: `POST /v1/sensitive-words`: words to add, each with a replacement or blocking.
+public struct SensitiveWordsRequest: Decodable, Sendable {
+    public struct Item: Decodable, Sendable {
+        public var word: String
+        public var replacement: String?
+    }
+    public var words: [Item]
+
+    public func command(_ caller: Caller) -> Command {
+        .editSensitiveWords(app: caller.app, add: words.map { SensitiveWord(word: $0.word, replacement: $0.replacement) }, remove: [])
+    }
+}
+
+/// MO-2: `DELETE /v1/sensitive-words?words=a,b`.
+public struct RemoveSensitiveWordsRequest: Sendable {
+    public var words: [String]
+
+    public init(query q: QueryParameters) {
+        words = (q.string("words") ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }
+    }
+
+    public func command(_ caller: Caller) -> Command {
+        .editSensitiveWords(app: caller.app, add: [], remove: words)
+    }
+}
+
 /// MO-1: recall a message. REST: `DELETE /v1/rooms/{roomId}/messages/{messageId}` (the app
 /// server; `sender` and `notifyExt` in the query); WebSocket: `room.recall` (a member).
 public struct RecallRequest: Decodable, Sendable {
@@ -868,6 +894,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var transientWebhooks: Bool?
     /// MO-1: how long members may recall their own messages.
     public var recallWindowSeconds: Int?
+    /// MO-2: the app server's text messages are screened too.
+    public var sensitiveWordsOnServerSends: Bool?
 
     public struct BeforeSendRequest: Decodable, Sendable {
         public var url: String?
@@ -895,6 +923,7 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.prioritySenders = prioritySenders
         p.transientWebhooks = transientWebhooks
         p.recallWindowSeconds = recallWindowSeconds
+        p.sensitiveWordsOnServerSends = sensitiveWordsOnServerSends
         p.beforeSend = beforeSend.map {
             BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
                             signing: $0.signing)

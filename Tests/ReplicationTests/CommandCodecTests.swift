@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, recallMessage
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, recallMessage, editSensitiveWords
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -64,6 +64,7 @@ struct CommandCodecTests {
         case .setMemberTags: .setMemberTags
         case .tagMute: .tagMute
         case .recallMessage: .recallMessage
+        case .editSensitiveWords: .editSensitiveWords
         }
     }
 
@@ -124,6 +125,9 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // MO-2.
+            .editSensitiveWords(app: "a", add: [SensitiveWord(word: "坏词"), SensitiveWord(word: "bad", replacement: "***")], remove: []),
+            .editSensitiveWords(app: "a", add: [], remove: ["x", "y"]),
             // MO-1.
             .recallMessage(app: "a", roomId: "r", messageId: "m1", RecallOptions(), .server),
             .recallMessage(app: "a", roomId: "r", messageId: "m\u{1F600}", RecallOptions(sender: "u", sentTime: 1_700_000_000_000, operatorId: "o", notifyExt: "{\"x\":1}"), .session(s)),
@@ -162,11 +166,13 @@ struct CommandCodecTests {
 
     /// MO-1: a recall, and a change of the recall window, need log format 5: a cluster still on
     /// format 4 has nodes that would apply them wrongly (or not at all), so they are not written.
+    /// MO-2: so do sensitive-word edits.
     @Test func recallsNeedFormatFive() throws {
         var patch = AppSettingsPatch()
         patch.recallWindowSeconds = 30
         let records: [LogRecord] = [.command(.recallMessage(app: "a", roomId: "r", messageId: "m", RecallOptions(), .server)),
-                                    .command(.updateAppSettings(app: "a", patch))]
+                                    .command(.updateAppSettings(app: "a", patch)),
+                                    .command(.editSensitiveWords(app: "a", add: [SensitiveWord(word: "w")], remove: []))]
         for record in records {
             #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 4) }
             #expect(try LogRecord.decode(try LogRecord.encode(record, format: 5)) == record)

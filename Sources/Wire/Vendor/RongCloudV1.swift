@@ -32,7 +32,47 @@ public enum RongCloudV1 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message
+    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message + sensitiveWords
+
+    /// MO-2: RongCloud's sensitive words: `word` (1–32 characters) with `replaceWord` is replaced in
+    /// text messages, without it blocks them (21501); `list.json` answers `words` of
+    /// `{type: "0" replace | "1" block, word, replaceWord}` for `type` 0, 1 (the default) or 2 (all).
+    static let sensitiveWords: [VendorEndpoint] = [
+        VendorEndpoint("/sensitiveword/add.json") { i throws(ChatError) in
+            let p = i.params
+            let word = try p.required("word")
+            var replacement = try p.string("replaceWord")
+            if replacement?.isEmpty == true { replacement = nil }
+            return VendorCall.command(.editSensitiveWords(app: i.app, add: [SensitiveWord(word: word, replacement: replacement)], remove: []))
+        },
+        VendorEndpoint("/sensitiveword/delete.json") { i throws(ChatError) in
+            VendorCall.command(.editSensitiveWords(app: i.app, add: [], remove: [try i.params.required("word")]))
+        },
+        VendorEndpoint("/sensitiveword/batch/delete.json") { i throws(ChatError) in
+            let words = try Family.requiredList(i.params, "words")
+            guard words.count <= Limits.maxSensitiveWordsPerRongCloudBatch else {
+                throw ChatError(.invalidParameter, "at most \(Limits.maxSensitiveWordsPerRongCloudBatch) words per call", field: "words")
+            }
+            return VendorCall.command(.editSensitiveWords(app: i.app, add: [], remove: words))
+        },
+        VendorEndpoint("/sensitiveword/list.json") { i throws(ChatError) in
+            let type = try i.params.int("type") ?? 1
+            guard (0...2).contains(type) else { throw ChatError(.invalidParameter, "type must be 0 (replaced), 1 (blocking) or 2 (all)", field: "type") }
+            return VendorCall.query(.sensitiveWords(app: i.app)) { reply, w in
+                guard case .sensitiveWords(let words) = reply else { return }
+                w.key("words")
+                w.beginArray()
+                for word in words where type == 2 || (type == 1) == word.blocks {
+                    w.beginObject()
+                    w.field("type", word.blocks ? "1" : "0")
+                    w.field("word", word.word)
+                    w.field("replaceWord", word.replacement ?? "")
+                    w.endObject()
+                }
+                w.endArray()
+            }
+        },
+    ]
 
     static let message: [VendorEndpoint] = [
         // MO-1: RongCloud's message recall. Chatroom messages (conversationType 4) are Roomcast's

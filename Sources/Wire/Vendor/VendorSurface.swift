@@ -184,7 +184,7 @@ public enum Vendor: String, Sendable, CaseIterable {
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
                      "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
                      "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames",
-                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra"]
+                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra", "replacement": "replaceWord"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
