@@ -134,6 +134,7 @@ public final class ChatDomain {
             return try tagMute(app, roomId, tag, seconds: seconds, notify: notify, notifyTargetTags: targets, actor, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
         case .dismissGroup(let app, let groupId): return try dismissGroup(app, groupId, now, &out)
+        case .renameGroup(let app, let groupId, let name): return try renameGroup(app, groupId, name: name, now, &out)
         case .joinGroup(let app, let groupId, let users): return try joinGroup(app, groupId, users, now, &out)
         case .quitGroup(let app, let groupId, let users): return try quitGroup(app, groupId, users, now, &out)
         case .createChannel(let app, let groupId, let channelId, let type): return try createChannel(app, groupId, channelId, type, now, &out)
@@ -186,7 +187,7 @@ public final class ChatDomain {
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
-             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .editSensitiveWords:
+             .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .editSensitiveWords, .renameGroup:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

@@ -297,6 +297,8 @@ public enum Command: Sendable, Equatable, Codable {
     // Ultra groups (UG-1..UG-4; app server only).
     case createGroup(app: String, groupId: String, name: String, creator: String?)
     case dismissGroup(app: String, groupId: String)
+    /// MO-4: renames an ultra group (RongCloud `refresh`, Nexconn `community-channel/update`).
+    case renameGroup(app: String, groupId: String, name: String)
     case joinGroup(app: String, groupId: String, [String])
     case quitGroup(app: String, groupId: String, [String])
     case createChannel(app: String, groupId: String, channelId: String, ChannelType)

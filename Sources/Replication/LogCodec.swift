@@ -44,7 +44,7 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?:
             return 4
-        case .recallMessage?, .editSensitiveWords?:
+        case .recallMessage?, .editSensitiveWords?, .renameGroup?:
             return 5
         case .updateAppSettings(_, let patch)?:
             // MO-1, MO-2: an older node would drop the settings it does not know.

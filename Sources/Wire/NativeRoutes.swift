@@ -302,7 +302,7 @@ extension NativeRoute {
 // MARK: Ultra groups and channels (UG-1..UG-6), their default levels (CS-4)
 
 extension NativeRoute {
-    static let ultraGroups = [createGroup, getGroup, dismissGroup, joinGroup, quitGroup, listGroupMembers, createChannel, listChannels,
+    static let ultraGroups = [createGroup, getGroup, renameGroup, dismissGroup, joinGroup, quitGroup, listGroupMembers, createChannel, listChannels,
                               changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, listPrivateMembers, userChannels,
                               setGroupLevel, getGroupLevel]
 
@@ -312,6 +312,9 @@ extension NativeRoute {
         links: .init(parameter: "groupId", value: "$response.body#/group/groupId", targets: [getGroup, createChannel, listChannels, joinGroup])))
     public static let getGroup = NativeRoute(.GET, "/v1/groups/{groupId}", doc: .init(
         "An ultra group", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], ok: (200, "GroupResponse"), id: "getGroup"))
+    public static let renameGroup = NativeRoute(.PATCH, "/v1/groups/{groupId}", doc: .init(
+        "Rename an ultra group (RongCloud's refresh, Nexconn's community-channel update): name is 1–\(Limits.maxNameBytes) bytes; webhooks get channel.changed with change groupRenamed",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId], body: "RenameGroup", ok: (200, "GroupResponse")))
     public static let dismissGroup = NativeRoute(.DELETE, "/v1/groups/{groupId}", doc: .init(
         "Dismiss an ultra group", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], ok: (200, "Empty")))
     public static let joinGroup = NativeRoute(.POST, "/v1/groups/{groupId}/members", doc: .init(

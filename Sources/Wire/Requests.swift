@@ -779,6 +779,15 @@ public struct CreateGroupRequest: Decodable, Sendable {
     }
 }
 
+/// MO-4: `PATCH /v1/groups/{groupId}`.
+public struct RenameGroupRequest: Decodable, Sendable {
+    public var name: String
+
+    public func command(_ caller: Caller, groupId: String) -> Command {
+        .renameGroup(app: caller.app, groupId: groupId, name: name)
+    }
+}
+
 public struct CreateChannelRequest: Decodable, Sendable {
     public var channelId: String
     public var type: ChannelTypeValue?

@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, recallMessage, editSensitiveWords
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, recallMessage, editSensitiveWords, renameGroup
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -65,6 +65,7 @@ struct CommandCodecTests {
         case .tagMute: .tagMute
         case .recallMessage: .recallMessage
         case .editSensitiveWords: .editSensitiveWords
+        case .renameGroup: .renameGroup
         }
     }
 
@@ -125,6 +126,8 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // MO-4.
+            .renameGroup(app: "a", groupId: "g", name: "新的名字"),
             // MO-2.
             .editSensitiveWords(app: "a", add: [SensitiveWord(word: "坏词"), SensitiveWord(word: "bad", replacement: "***")], remove: []),
             .editSensitiveWords(app: "a", add: [], remove: ["x", "y"]),

@@ -266,8 +266,12 @@ public enum RongCloudV1 {
                 w.field("unpushLevel", level.rawValue)
             }
         },
+        // MO-4: rename.
+        VendorEndpoint("/ultragroup/refresh.json") { i throws(ChatError) in
+            let p = i.params
+            return VendorCall.command(.renameGroup(app: i.app, groupId: try p.required("groupId"), name: try p.required("groupName")))
+        },
     ] + unsupported([
-        ("/ultragroup/refresh.json", "renaming an ultra group"),
         ("/ultragroup/usergroup/add.json", "ultra-group user groups"),
         ("/ultragroup/usergroup/del.json", "ultra-group user groups"),
         ("/ultragroup/usergroup/query.json", "ultra-group user groups"),

@@ -184,12 +184,13 @@ public enum Vendor: String, Sendable, CaseIterable {
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
                      "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
                      "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames",
-                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra", "replacement": "replaceWord"]
+                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra", "replacement": "replaceWord", "name": "groupName"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
                      "notificationLevel": "noDisturbLevel", "destroy.minutes": "ttlMinutes", "keys": "metadataKeys", "key": "metadata", "value": "metadata",
-                     "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes"]
+                     "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes",
+                     "sender": "fromUserId", "sentTime": "sentAt", "notifyExt": "extra"]
         case .nim:
             names = ["roomId": "roomid", "userIds": "accids", "userId": "target", "seconds": "muteDuration", "broadcastUrl": "broadcasturl",
                      "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds",
