@@ -228,6 +228,12 @@ public final class ChatDomain {
             }
             return (a, r, s.userId)
         }
+        if case .account(let user) = actor {
+            // MO-7: the account's role in the room decides, as for its client.
+            try Validate.userId(user, field: "operator")
+            let a = try app(appKey)
+            return (a, try room(a, roomId), user)
+        }
         let a = try app(appKey)
         return (a, try room(a, roomId), nil)
     }

@@ -3,6 +3,9 @@
 public enum Actor: Equatable, Sendable, Codable {
     case server
     case session(SessionID)
+    /// MO-7: the app server in the name of an account (NIM's `operator`): that user's role in the
+    /// room decides what it may do, as for its client, whether or not it is connected.
+    case account(String)
 
     /// The client's session, nil for the app server.
     var session: SessionID? {
@@ -311,6 +314,22 @@ public enum Command: Sendable, Equatable, Codable {
     case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
     case setConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
     case setGroupNotificationLevel(app: String, groupId: String, channelId: String?, NotificationLevel)
+}
+
+extension Command {
+    /// The actor a command names, if it names one (the log's format depends on it: MO-7).
+    public var actor: Actor? {
+        switch self {
+        case .updateRoom(_, _, _, let a, _), .setRoomOpen(_, _, _, let a, _), .block(_, _, _, _, let a, _, _), .unblock(_, _, _, let a, _, _),
+             .mute(_, _, _, _, let a, _, _), .unmute(_, _, _, _, let a, _, _), .setRoomMuted(_, _, _, let a, _, _), .setRole(_, _, _, _, let a, _),
+             .kick(_, _, _, let a, _), .setAttributes(_, _, _, _, _, let a), .removeAttributes(_, _, _, let a), .queueOffer(_, _, _, _, _, let a),
+             .queueBatchUpdate(_, _, _, let a, _), .queuePoll(_, _, _, let a), .queueDrop(_, _, let a), .tagMute(_, _, _, _, _, _, let a),
+             .recallMessage(_, _, _, _, let a), .setConversationStatus(_, _, _, _, _, let a):
+            return a
+        default:
+            return nil
+        }
+    }
 }
 
 /// NIM-13 member query types (RC-9 lists everyone present).

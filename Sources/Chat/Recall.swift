@@ -49,6 +49,13 @@ extension ChatDomain {
                 }
                 operatorId = op
             }
+        case .account(let op):
+            try Validate.userId(op, field: "operator")
+            guard op == message.sender || Self.mayRecallOthers(room, op) else {
+                throw ChatError(.permissionDenied, "\(op) may not recall \(message.sender)'s message: only the sender, the room's creator and its managers may",
+                                field: "operator")
+            }
+            operatorId = op
         case .session(let sid):
             let s = try session(sid)
             if s.anonymous { throw ChatError.anonymousReadOnly() }

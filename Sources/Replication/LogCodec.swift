@@ -36,6 +36,8 @@ extension LogRecord {
         case .signed(let call): if case .command(let c) = call.change { change = c }
         default: break
         }
+        // MO-7: an account acting through the app server is format 5's.
+        if case .account? = change?.actor { return 5 }
         switch change {
         case .sendMessage(_, _, _, _, _, let options)?:
             guard let options else { return 1 }

@@ -603,6 +603,7 @@ public struct SendMessageRequest: Decodable, Sendable {
         let sender: MessageSender
         switch caller.actor {
         case .server: sender = .server(userId: fromUserId ?? "", nickname: nickname ?? "", avatar: avatar ?? "")
+        case .account(let user): sender = .server(userId: user, nickname: nickname ?? "", avatar: avatar ?? "")
         case .session(let id): sender = .session(id)
         }
         return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content, options: try options())

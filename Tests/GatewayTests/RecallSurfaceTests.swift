@@ -296,3 +296,45 @@ struct UnservedVendorEndpointTests {
         for path in served { #expect(all[path] == true, "\(path) should be served") }
     }
 }
+
+/// MO-7 on NIM's surface: `operator` is checked as NIM checks it (403), and the creator's calls
+/// go through.
+@Suite("NIM operator rights (MO-7)")
+struct NIMOperatorRightsTests {
+    @Test("MO-7: setMemberRole and toggleCloseStat answer 403 for an operator without the right, and change nothing")
+    func operatorRights() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        func nim(_ name: String, _ form: [(String, String)]) throws -> RESTClient.Response {
+            try rest.vendor(.nim, "/nimserver/chatroom/\(name).action", form)
+        }
+        let created = try nim("create", [("creator", "host"), ("name", "Room")])
+        let room = try #require((created.json["chatroom"] as? [String: Any])?.int("roomid")).description
+        let bob = try g.client("bob"), carl = try g.client("carl")
+        for c in [bob, carl] { _ = try c.expectOK(try c.command("room.join", ["roomId": room])) }
+        // bob becomes a manager by the creator; carl a common member by bob.
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "bob"), ("opt", "1"), ("optvalue", "true")]).json.int("code") == 200)
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "carl"), ("opt", "2"), ("optvalue", "true")]).json.int("code") == 200)
+        let refusals: [(String, [(String, String)])] = [
+            ("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "carl"), ("opt", "1"), ("optvalue", "true")]),
+            ("setMemberRole", [("roomid", room), ("operator", "carl"), ("target", "bob"), ("opt", "-1"), ("optvalue", "true")]),
+            ("setMemberRole", [("roomid", room), ("operator", "stranger"), ("target", "carl"), ("opt", "-2"), ("optvalue", "true")]),
+            ("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "host"), ("opt", "-1"), ("optvalue", "true")]),
+            ("toggleCloseStat", [("roomid", room), ("operator", "bob"), ("valid", "false")]),
+        ]
+        for (name, form) in refusals {
+            let r = try nim(name, form)
+            #expect(r.status == 200 && r.json.int("code") == 403 && r.json.str("field") != nil, "\(name) \(form): \(r.text)")
+        }
+        let members = try rest.call("GET", "/v1/rooms/\(room)/members?type=regular").json["members"] as? [[String: Any]] ?? []
+        #expect(Dictionary(uniqueKeysWithValues: members.compactMap { m in m.str("userId").map { ($0, m.str("type") ?? "") } })
+                == ["host": "creator", "bob": "manager", "carl": "common"], "\(members)")
+        #expect((try rest.call("GET", "/v1/rooms/\(room)").json["room"] as? [String: Any])?["open"] as? Bool == true)
+        // A manager blocks the common member; the creator closes the room.
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "carl"), ("opt", "-1"), ("optvalue", "true")]).json.int("code") == 200)
+        #expect(try carl.waitFor("room.kicked").isEmpty == false)
+        #expect(try nim("toggleCloseStat", [("roomid", room), ("operator", "host"), ("valid", "false")]).json.int("code") == 200)
+        #expect(try bob.waitFor("room.kicked").isEmpty == false)
+    }
+}

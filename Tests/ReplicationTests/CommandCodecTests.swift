@@ -126,6 +126,9 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // MO-7: the app server in the name of an account.
+            .setRoomOpen(app: "a", roomId: "r", false, .account("host"), nim: nil),
+            .setRole(app: "a", roomId: "r", target: "u", .setManager(true), .account("op"), notifyExt: ""),
             // MO-4.
             .renameGroup(app: "a", groupId: "g", name: "新的名字"),
             // MO-2.
@@ -169,13 +172,14 @@ struct CommandCodecTests {
 
     /// MO-1: a recall, and a change of the recall window, need log format 5: a cluster still on
     /// format 4 has nodes that would apply them wrongly (or not at all), so they are not written.
-    /// MO-2: so do sensitive-word edits.
+    /// MO-2, MO-4, MO-7: so do sensitive-word edits, renames and commands in an account's name.
     @Test func recallsNeedFormatFive() throws {
         var patch = AppSettingsPatch()
         patch.recallWindowSeconds = 30
         let records: [LogRecord] = [.command(.recallMessage(app: "a", roomId: "r", messageId: "m", RecallOptions(), .server)),
                                     .command(.updateAppSettings(app: "a", patch)),
-                                    .command(.editSensitiveWords(app: "a", add: [SensitiveWord(word: "w")], remove: []))]
+                                    .command(.editSensitiveWords(app: "a", add: [SensitiveWord(word: "w")], remove: [])),
+                                    .command(.setRoomOpen(app: "a", roomId: "r", false, .account("host"), nim: nil))]
         for record in records {
             #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 4) }
             #expect(try LogRecord.decode(try LogRecord.encode(record, format: 5)) == record)
