@@ -148,6 +148,15 @@ public final class Engine: @unchecked Sendable {
     }
     var messagePlaces: [RoomKey: MessagePlaces] = [:]
 
+    /// MO-1 at start-up, before `start()`: where the messages of the kept stream events sit (the
+    /// resume windows restored from disk), so that a recall after a restart puts its tombstone in
+    /// their place too. `places` are in stream order.
+    public func rememberMessagePlaces(_ places: [(room: RoomKey, epoch: String, offset: Int64, at: Int64, messageId: String)]) {
+        for p in places {
+            messagePlaces[p.room, default: MessagePlaces()].add(.init(id: p.messageId, epoch: p.epoch, offset: p.offset, at: p.at), retention: retention)
+        }
+    }
+
     /// How long and how many events of each room's stream are kept for resuming clients (BX-1);
     /// they are written with the outcome that caused them, so a client can resume across a restart.
     public struct Retention: Sendable {

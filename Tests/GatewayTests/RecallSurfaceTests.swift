@@ -214,7 +214,7 @@ struct RecallSurfaceTests {
         #expect(e.str("operator") == "boss" && e.str("notifyExt") == "n")
     }
 
-    @Test("MO-1: across a restart of the binary, history keeps the tombstone and a resume replays it from disk")
+    @Test("MO-1: across a restart of the binary, history keeps the tombstones and a resume replays them from disk (recalled before or after the restart)")
     func recallSurvivesARestart() async throws {
         try await offPool { () throws in
             let data = temporaryDirectory("roomcast-recall-restart")
@@ -229,19 +229,24 @@ struct RecallSurfaceTests {
             let sent = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "secret"]))
             let id = try #require(sent.obj("message").str("messageId"))
             _ = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "kept"]))
+            let later = try alice.expectOK(try alice.command("room.send", ["roomId": "r", "content": "recalled after the restart"]))
+            let laterId = try #require(later.obj("message").str("messageId"))
             #expect(try g.rest().call("DELETE", "/v1/rooms/r/messages/\(id)").status == 200)
             _ = try bob.waitFor("message.recalled")
             g.stop() // kill -9
             g = try GatewayProcess(dataDirectory: data)
             defer { g.stop() }
+            // A message sent before the restart, recalled after it: its kept event becomes the tombstone too.
+            #expect(try g.rest().call("DELETE", "/v1/rooms/r/messages/\(laterId)").status == 200)
             let history = try g.rest().call("GET", "/v1/rooms/r/messages?order=asc").json["messages"] as? [[String: Any]] ?? []
-            #expect(history.map { $0.str("content") ?? "?" } == ["", "kept"] && history.first?["recalled"] as? Bool == true, "\(history)")
+            #expect(history.map { $0.str("content") ?? "?" } == ["", "kept", ""] && history.first?["recalled"] as? Bool == true, "\(history)")
             let back = try g.client("bob")
             _ = try back.expectOK(try back.command("room.join", ["roomId": "r", "resume": ["epoch": epoch, "stream": stream, "offset": start]]))
             let result = try back.waitFor("room.resume")
             #expect(result.obj("data")["resumed"] as? Bool == true, "\(result)")
             let replayed = back.skipped.filter { $0.str("ev") == "room.message" }.map { $0.obj("data").obj("message") }
-            #expect(replayed.map { $0.str("content") ?? "?" } == ["", "kept"], "\(replayed)")
+            #expect(replayed.map { $0.str("content") ?? "?" } == ["", "kept", ""], "\(replayed)")
+            #expect(replayed.last?.str("messageId") == laterId && replayed.last?["recalled"] as? Bool == true)
             #expect(replayed.first?.str("messageId") == id && replayed.first?["recalled"] as? Bool == true)
         }
     }
