@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract check for the vendor surfaces (SPEC §8 VC-1, VC-3, VC-4; §14 QS-1, QS-4, QS-6): drives a live roomcast with the
+# Contract check for the vendor surfaces (SPEC §8 VC-1, VC-3, VC-4; §14 QS-1, QS-4, QS-6; §16 MO-1, MO-2, MO-4): drives a live roomcast with the
 # vendors' real Python server SDKs from PyPI (RongCloud rc-server-sdk, Nexconn ncsdk), pointed at it
 # by base URL only, exactly as an app server switching over would. See scripts/vendor_sdks.py.
 #

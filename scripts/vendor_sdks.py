@@ -140,6 +140,26 @@ def native_get(base, key, secret, path):
         return json.loads(resp.read().decode("utf-8"))
 
 
+def native_status(base, key, secret, method, path, body=None):
+    """A signed native call: its HTTP status and JSON answer (refusals included)."""
+    nonce, ts = uuid.uuid4().hex, str(int(time.time()))
+    sig = hashlib.sha1((secret + nonce + ts).encode()).hexdigest()
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method,
+                                 headers={"App-Key": key, "Nonce": nonce, "Timestamp": ts, "Signature": sig, "Content-Type": "application/json"})
+    try:
+        with _urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read().decode("utf-8") or "{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode("utf-8") or "{}")
+
+
+def native_call(base, key, secret, method, path, body=None):
+    status, answer = native_status(base, key, secret, method, path, body)
+    expect(200 <= status < 300, f"{method} {path}: HTTP {status} {answer}")
+    return answer
+
+
 def users_of(answer):
     return {u.get("userId"): u.get("time") for u in answer.get("users", [])}
 
@@ -611,6 +631,81 @@ def main():
             channel_id=r1, participant_ids=["lim"], duration_minutes=43201)), ncx.BadRequestException, 400, 1002, "ban 43201")
     step("VC-4 the 43200-minute limit is 1002 on both (SDK-side on RongCloud, server-side on Nexconn)", vc4_same_limit)
 
+    # ============================== MO-1, MO-2, MO-4 (issue 29) ==============================
+    msg_api = ncsdk.MessageManagementApi(client)
+
+    def mo_nc_delete():
+        m = native_call(base, args.key, args.secret, "POST", f"/v1/rooms/{o1}/messages", {"content": "nc regret", "fromUserId": "nc-sender"})["message"]
+        r = msg_api.delete_message(ncsdk.MessageDeleteRequest(from_user_id="nc-sender", channel_type=4, channel_id=o1, message_id=m["messageId"],
+                                                              sent_at=m["time"], is_admin=1))
+        expect(r.code == 0, f"message/delete code {r.code}")
+        return nc_refused(lambda: msg_api.delete_message(ncsdk.MessageDeleteRequest(from_user_id="someone-else", channel_type=4, channel_id=o1,
+                                                                                   message_id=m["messageId"])),
+                          ncx.NotFoundException, 404, 40401, "delete again", field="messageId")
+    step("MO-1 nc delete_message (open channel), then again -> NotFoundException 40401", mo_nc_delete)
+
+    def mo_nc_rename():
+        r = comm.update_community_channel_info(ncsdk.CommunityChannelUpdateRequest(channel_id=c1, name="Community Renamed"))
+        expect(r.code == 0, f"community-channel/update code {r.code}")
+        got = native_get(base, args.key, args.secret, f"/v1/groups/{c1}").get("group", {}).get("name")
+        expect(got == "Community Renamed", f"name after update {got!r}")
+    step("MO-4 nc update_community_channel_info renames", mo_nc_rename)
+
+    sens = rc.get_sensitive()
+    w_rep, w_block = f"spam{run}", f"bad{run}"
+
+    def mo_sensitive():
+        rc_ok(sens.add(w_rep, "***"), "sensitiveword/add replace")
+        rc_ok(sens.add(w_block), "sensitiveword/add block")
+        blocking = [w.get("word") for w in rc_ok(sens.query(), "list default").get("words", [])]
+        replaced = {w.get("word"): (w.get("type"), w.get("replaceWord")) for w in rc_ok(sens.query(0), "list 0").get("words", [])}
+        expect(w_block in blocking and w_rep not in blocking, f"type 1 (default) lists {blocking}")
+        expect(replaced.get(w_rep) == ("0", "***"), f"type 0 lists {replaced}")
+        expect(len(rc_ok(sens.query(2), "list 2").get("words", [])) >= 2, "type 2 lists both")
+        return "add replace/block, list 0/1/2"
+    step("MO-2 rc sensitive.add (replaceWord and blocking) and query(0, 1, 2)", mo_sensitive)
+
+    def mo_sensitive_send():
+        # A client cannot send here without a WebSocket; the app server's sends are screened once
+        # the app asks (sensitiveWordsOnServerSends), through the native API's PATCH.
+        native_call(base, args.key, args.secret, "PATCH", "/v1/settings", {"sensitiveWordsOnServerSends": True})
+        sent = native_call(base, args.key, args.secret, "POST", f"/v1/rooms/{r1}/messages", {"content": f"no {w_rep} here"})
+        expect(sent.get("message", {}).get("content") == "no *** here", f"replaced send {sent}")
+        status, body = native_status(base, args.key, args.secret, "POST", f"/v1/rooms/{r1}/messages", {"content": f"so {w_block}"})
+        expect(status == 403 and body.get("code") == 21501, f"blocked send HTTP {status} {body}")
+        native_call(base, args.key, args.secret, "PATCH", "/v1/settings", {"sensitiveWordsOnServerSends": False})
+        return "replaced, then 21501"
+    step("MO-2 a screened send is replaced, a blocked one is 21501", mo_sensitive_send)
+
+    # rc-server-sdk 3.2.0's one-word remove renders its list into the form (`word=['x']`), so a
+    # single word goes through the SDK's poster and the batch through the SDK.
+    step("MO-2 rc sensitiveword/delete.json (one word), then sensitive.remove (a batch)",
+         lambda: (rc_ok(Module(rc)._http_post("/sensitiveword/delete.json", f"word={w_rep}"), "delete"),
+                  rc_ok(sens.remove([w_block, "never-added"]), "batch/delete"),
+                  expect(rc_ok(sens.query(2), "list 2").get("words") == [], "list after removing")) and None)
+
+    def mo_recall():
+        m = native_call(base, args.key, args.secret, "POST", f"/v1/rooms/{r1}/messages", {"content": "regret", "fromUserId": "rc-sender"})["message"]
+        form = f"fromUserId=rc-sender&conversationType=4&targetId={r1}&messageUID={m['messageId']}&sentTime={m['time']}&isAdmin=1"
+        rc_ok(Module(rc)._http_post("/message/recall.json", form), "message/recall chatroom")
+        history = native_get(base, args.key, args.secret, f"/v1/rooms/{r1}/messages?order=desc&limit=5").get("messages", [])
+        kept = [h for h in history if h.get("messageId") == m["messageId"]]
+        expect(kept and kept[0].get("recalled") is True and kept[0].get("content") == "", f"history after recall {kept}")
+        again = rc_refused(Module(rc)._http_post("/message/recall.json", form), 404, 40401, "recall twice")
+        return f"tombstone kept; again: {again.get('errorMessage')!r}"
+    step("MO-1 rc /message/recall.json (chatroom) through the SDK's poster; history keeps the tombstone", mo_recall)
+    step("MO-1 rc message.private.recall (conversationType 1) -> HTTP 430 code 1009 (no private conversations here)",
+         lambda: rc_refused(rc.get_message().get_private().recall("a", "b", "uid", 1), 430, 1009, "private recall") and None)
+
+    def mo_refresh():
+        g = f"rc-ug-{run}"
+        rc_ok(Module(rc)._http_post("/ultragroup/create.json", f"userId=ug-owner&groupId={g}&groupName=Old"), "ultragroup/create")
+        rc_ok(Module(rc)._http_post("/ultragroup/refresh.json", f"groupId={g}&groupName=Renamed"), "ultragroup/refresh")
+        got = native_get(base, args.key, args.secret, f"/v1/groups/{g}").get("group", {}).get("name")
+        expect(got == "Renamed", f"name after refresh {got!r}")
+        rc_ok(Module(rc)._http_post("/ultragroup/dis.json", f"groupId={g}"), "ultragroup/dis")
+    step("MO-4 rc /ultragroup/refresh.json renames", mo_refresh)
+
     # ============================== refusals, as each SDK surfaces them ==============================
 
     step("VC-1 rc user.query on a missing room -> raw bytes, HTTP 404 code 23410",
@@ -655,7 +750,7 @@ def main():
     # (ncsdk: error_code 40400, error_message None). Each call posts an empty parameter set.
     import rongcloud  # noqa: E402 - only for its install location
     rc_files = sorted(Path(rongcloud.__file__).parent.glob("*.py"))
-    rc_paths = sdk_paths(rc_files, r"url = '(/(?:chatroom|ultragroup|conversation)/[^']+\.json)'")
+    rc_paths = sdk_paths(rc_files, r"url = '(/(?:chatroom|ultragroup|conversation|sensitiveword)/[^']+\.json)'")
     probe = Module(rc)
 
     def rc_routes():
@@ -667,7 +762,7 @@ def main():
                 bad.append(f"{path} (HTTP {last_http.get('status')} {body})")
         expect(not bad, f"{len(bad)} of {len(rc_paths)} rc-server-sdk paths are not routed: " + "; ".join(bad))
         return f"{len(rc_paths)} paths"
-    step("VC-1 every /chatroom, /conversation path rc-server-sdk calls is routed", rc_routes)
+    step("VC-1 every /chatroom, /ultragroup, /conversation, /sensitiveword path rc-server-sdk calls is routed", rc_routes)
 
     nc_files = sorted(Path(ncsdk.__file__).parent.joinpath("api").glob("*.py"))
     nc_paths = sdk_paths(nc_files, r"resource_path='(/v4/(?:open-channel|community-channel|channel|channel-type)/[^']+)'")

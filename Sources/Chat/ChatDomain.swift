@@ -125,6 +125,9 @@ public final class ChatDomain {
         case .editMessageList(let app, let list, let add, let entries): return try editMessageList(app, list, add: add, entries, now, &out)
         case .setProtectedSenders(let app, let roomId, let add, let users): return try setProtectedSenders(app, roomId, add: add, users, now, &out)
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
+        case .recallMessage(let app, let roomId, let messageId, let options, let actor):
+            return try recallMessage(app, roomId, messageId, options, actor, now, &out)
+        case .editSensitiveWords(let app, let add, let remove): return try editSensitiveWords(app, add: add, remove: remove, &out)
         case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
             return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
         case .sendToRooms(let app, let roomIds, let sender, let kind, let content, let options):
@@ -138,6 +141,7 @@ public final class ChatDomain {
             return try tagMute(app, roomId, tag, seconds: seconds, notify: notify, notifyTargetTags: targets, actor, now, &out)
         case .createGroup(let app, let groupId, let name, let creator): return try createGroup(app, groupId, name: name, creator: creator, now, &out)
         case .dismissGroup(let app, let groupId): return try dismissGroup(app, groupId, now, &out)
+        case .renameGroup(let app, let groupId, let name): return try renameGroup(app, groupId, name: name, now, &out)
         case .joinGroup(let app, let groupId, let users): return try joinGroup(app, groupId, users, now, &out)
         case .quitGroup(let app, let groupId, let users): return try quitGroup(app, groupId, users, now, &out)
         case .createChannel(let app, let groupId, let channelId, let type): return try createChannel(app, groupId, channelId, type, now, &out)
@@ -184,14 +188,14 @@ public final class ChatDomain {
              .setAttributes(_, _, _, _, _, let actor), .removeAttributes(_, _, _, let actor),
              .queueOffer(_, _, _, _, _, let actor), .queueBatchUpdate(_, _, _, let actor, _),
              .queuePoll(_, _, _, let actor), .queueDrop(_, _, let actor),
-             .setConversationStatus(_, _, _, _, _, let actor):
+             .setConversationStatus(_, _, _, _, _, let actor), .recallMessage(_, _, _, _, let actor):
             return actor.session
         case .configureApp, .updateAppSettings, .connect, .disconnect, .join, .leave, .leaveAll, .switchRoom,
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
              .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast,
-             .queueBatchOffer, .updateMemberInfo:
+             .queueBatchOffer, .updateMemberInfo, .editSensitiveWords, .renameGroup:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session
@@ -231,6 +235,12 @@ public final class ChatDomain {
                 throw ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")
             }
             return (a, r, s.userId)
+        }
+        if case .account(let user) = actor {
+            // MO-7: the account's role in the room decides, as for its client.
+            try Validate.userId(user, field: "operator")
+            let a = try app(appKey)
+            return (a, try room(a, roomId), user)
         }
         let a = try app(appKey)
         return (a, try room(a, roomId), nil)

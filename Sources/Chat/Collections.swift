@@ -200,7 +200,10 @@ struct Ring<Element> {
         return evicted
     }
 
-    subscript(i: Int) -> Element { storage[(start + i) % storage.count] }
+    subscript(i: Int) -> Element {
+        get { storage[(start + i) % storage.count] }
+        set { storage[(start + i) % storage.count] = newValue }
+    }
 
     /// Drops elements from the oldest end while `shouldDrop` holds.
     mutating func dropOldest(while shouldDrop: (Element) -> Bool) {
@@ -269,6 +272,23 @@ struct RecentHistory {
                 truncated = true
             }
         }
+    }
+
+    /// MO-1: the position of a message, newest first (a recall is usually of a recent one).
+    func index(of id: String) -> Int? {
+        var i = ring.count - 1
+        while i >= 0 {
+            if ring[i].id == id { return i }
+            i -= 1
+        }
+        return nil
+    }
+
+    /// MO-1: puts the message at `i` in place of what was there (its tombstone), keeping the count
+    /// of content bytes.
+    mutating func replace(at i: Int, with m: ChatMessage) {
+        bytes += m.content.utf8.count - ring[i].content.utf8.count
+        ring[i] = m
     }
 
     /// Drops messages past the retention (they are gone from the store too).

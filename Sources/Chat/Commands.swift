@@ -3,6 +3,9 @@
 public enum Actor: Equatable, Sendable, Codable {
     case server
     case session(SessionID)
+    /// MO-7: the app server in the name of an account (NIM's `operator`): that user's role in the
+    /// room decides what it may do, as for its client, whether or not it is connected.
+    case account(String)
 
     /// The client's session, nil for the app server.
     var session: SessionID? {
@@ -139,6 +142,29 @@ public enum MessageSender: Equatable, Sendable, Codable {
     case server(userId: String, nickname: String, avatar: String)
 }
 
+/// MO-1: what a recall names besides the message, as the vendors' calls give it. Every present
+/// field must match the message (RongCloud's `fromUserId` and `sentTime`, NIM's `fromAcc` and
+/// `msgTimetag`), so a caller cannot recall another message than the one it describes.
+public struct RecallOptions: Equatable, Sendable, Codable {
+    /// The message's sender, as the caller believes it.
+    public var sender: String?
+    /// When the message was sent (ms), as the caller believes it.
+    public var sentTime: Int64?
+    /// NIM's `operator`: the user the app server recalls in the name of; it must be the sender,
+    /// the room's creator or one of its managers.
+    public var operatorId: String?
+    /// Told to the room with the recall (RongCloud `extra`, NIM `notifyExt`); at most
+    /// `Limits.maxRecallExtBytes` bytes.
+    public var notifyExt: String
+
+    public init(sender: String? = nil, sentTime: Int64? = nil, operatorId: String? = nil, notifyExt: String = "") {
+        self.sender = sender
+        self.sentTime = sentTime
+        self.operatorId = operatorId
+        self.notifyExt = notifyExt
+    }
+}
+
 /// Anonymous independent-mode profile (NIM-3): nickname and avatar are required.
 public struct AnonymousProfile: Equatable, Sendable, Codable {
     public var nickname: String
@@ -256,6 +282,15 @@ public enum Command: Sendable, Equatable, Codable {
     /// Stops or resumes the fan-out of a room's messages.
     case setDistribution(app: String, roomId: String, stopped: Bool)
 
+    // Moderation of messages (MO-1).
+    /// Recalls one of a room's recent messages: the room is told (`message.recalled`), history and
+    /// resume keep a tombstone at its place. The app server may recall any message; a client its
+    /// own within the app's recall window, or any as the room's creator or a manager.
+    case recallMessage(app: String, roomId: String, messageId: String, RecallOptions, Actor)
+    /// MO-2: adds words to the app's sensitive words (with a replacement, or blocking) and removes
+    /// others, in one step (app server only).
+    case editSensitiveWords(app: String, add: [SensitiveWord], remove: [String])
+
     // Member tags (AU-1).
     /// The app server sets a present member's tags.
     case setMemberTags(app: String, roomId: String, userId: String, [String], notifyTargetTags: TagExpression? = nil)
@@ -272,6 +307,8 @@ public enum Command: Sendable, Equatable, Codable {
     // Ultra groups (UG-1..UG-4; app server only).
     case createGroup(app: String, groupId: String, name: String, creator: String?)
     case dismissGroup(app: String, groupId: String)
+    /// MO-4: renames an ultra group (RongCloud `refresh`, Nexconn `community-channel/update`).
+    case renameGroup(app: String, groupId: String, name: String)
     case joinGroup(app: String, groupId: String, [String])
     case quitGroup(app: String, groupId: String, [String])
     case createChannel(app: String, groupId: String, channelId: String, ChannelType)
@@ -284,6 +321,22 @@ public enum Command: Sendable, Equatable, Codable {
     case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
     case setConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
     case setGroupNotificationLevel(app: String, groupId: String, channelId: String?, NotificationLevel)
+}
+
+extension Command {
+    /// The actor a command names, if it names one (the log's format depends on it: MO-7).
+    public var actor: Actor? {
+        switch self {
+        case .updateRoom(_, _, _, let a, _), .setRoomOpen(_, _, _, let a, _), .block(_, _, _, _, let a, _, _), .unblock(_, _, _, let a, _, _),
+             .mute(_, _, _, _, let a, _, _), .unmute(_, _, _, _, let a, _, _), .setRoomMuted(_, _, _, let a, _, _), .setRole(_, _, _, _, let a, _),
+             .kick(_, _, _, let a, _), .setAttributes(_, _, _, _, _, let a), .removeAttributes(_, _, _, let a), .queueOffer(_, _, _, _, _, let a),
+             .queueBatchUpdate(_, _, _, let a, _), .queuePoll(_, _, _, let a), .queueDrop(_, _, let a), .tagMute(_, _, _, _, _, _, let a),
+             .recallMessage(_, _, _, _, let a), .setConversationStatus(_, _, _, _, _, let a):
+            return a
+        default:
+            return nil
+        }
+    }
 }
 
 /// NIM-13 member query types (RC-9 lists everyone present).
@@ -362,6 +415,8 @@ public enum Query: Sendable {
     case blocks(app: String, roomId: String)
     case mutes(app: String, roomId: String)
     case allowlist(app: String, roomId: String)
+    /// MO-2: the app's sensitive words (→ `Reply.sensitiveWords`), in the order they were added.
+    case sensitiveWords(app: String)
     /// QS-4: a room's protected senders (→ `Reply.userIds`).
     case protectedSenders(app: String, roomId: String)
     case globalMutes(app: String)

@@ -74,6 +74,9 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
     case roomBusy = 42902
     /// PX-4: the app's before-send hook dropped the message; nobody received it.
     case messageRejected = 40303
+    /// MO-2: the message holds one of the app's blocking sensitive words; nobody received it
+    /// (RongCloud 21501).
+    case sensitiveWordBlocked = 21501
     /// PX-4: the app's before-send hook did not judge the message in time (or answered nonsense)
     /// and the app fails closed; nobody received it; try again.
     case moderationUnavailable = 50302
@@ -111,7 +114,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .unknownApp, .unknownSession, .nonceReused: return 401
         case .idempotencyKeyInFlight, .idempotentAnswerLost: return 409
         case .idempotencyKeyReused: return 422
-        case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
+        case .notInRoom, .muted, .blocked, .roomClosed, .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected, .sensitiveWordBlocked: return 403
         case .roomNotFound, .notFound: return 404
         case .roomExists, .alreadyExists: return 409
         case .limitExceeded, .roomLimitReached: return 422
@@ -134,7 +137,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .roomNotFound, .notFound: return 404
         case .roomClosed: return 13002
         case .roomExists, .alreadyExists: return 417
-        case .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected: return 403
+        case .permissionDenied, .anonymousReadOnly, .notGroupMember, .messageRejected, .sensitiveWordBlocked: return 403
         case .limitExceeded, .roomLimitReached: return 419
         case .storageUnavailable, .moderationUnavailable, .outcomeUnknown: return 500
         case .rateLimited, .roomBusy: return 416
@@ -163,6 +166,7 @@ public enum ChatErrorCode: Int, Sendable, CaseIterable {
         case .rateLimited: return "a rate limit was reached; nothing changed; try again after Retry-After"
         case .roomBusy: return "the room is over its message budget or its fan-out is behind: low, then normal messages are refused first; nothing was sent; try again after Retry-After"
         case .messageRejected: return "the app's before-send hook dropped the message; nobody received it"
+        case .sensitiveWordBlocked: return "the message holds a blocked sensitive word (MO-2); nobody received it"
         case .moderationUnavailable: return "the app's before-send hook did not judge the message in time and the app fails closed; nobody received it; try again"
         case .outcomeUnknown: return "the connection to the cluster's database was lost while saving: the change may or may not have been made; check before trying again"
         case .nonceReused: return "the nonce was already used"

@@ -422,6 +422,33 @@ public struct AttributesEvent: Equatable, Sendable {
     }
 }
 
+/// MO-1: a message of the room was recalled. Its place in history and in the resume window keeps
+/// `tombstone` (the message without content, `recalled: true`).
+public struct RecallEvent: Equatable, Sendable {
+    public var roomId: String
+    public var messageId: String
+    /// Who sent the message.
+    public var sender: String
+    /// Who recalled it: the sender, a manager or the room's creator; "" for the app server (or the
+    /// user the app server named as NIM's `operator`).
+    public var operatorId: String
+    /// The recall's note (RongCloud `extra`, NIM `notifyExt`).
+    public var notifyExt: String
+    public var time: Int64
+    /// The message as history and resume now show it.
+    public var tombstone: ChatMessage
+
+    public init(roomId: String, messageId: String, sender: String, operatorId: String, notifyExt: String, time: Int64, tombstone: ChatMessage) {
+        self.roomId = roomId
+        self.messageId = messageId
+        self.sender = sender
+        self.operatorId = operatorId
+        self.notifyExt = notifyExt
+        self.time = time
+        self.tombstone = tombstone
+    }
+}
+
 public enum ChatEvent: Equatable, Sendable {
     case roomStatus(RoomStatusEvent)
     case kicked(KickedEvent)
@@ -431,6 +458,8 @@ public enum ChatEvent: Equatable, Sendable {
     case ban(BanEvent)
     case notification(NotificationEvent)
     case message(ChatMessage)
+    /// MO-1.
+    case messageRecalled(RecallEvent)
     /// AU-1: the receiving member's tags changed.
     case tagsUpdated(TagsUpdatedEvent)
     case attributesChanged(AttributesEvent)
@@ -454,6 +483,7 @@ public enum ChatEvent: Equatable, Sendable {
         case .ban: return "room.ban"
         case .notification: return "room.notification"
         case .message: return "room.message"
+        case .messageRecalled: return "message.recalled"
         case .tagsUpdated: return "room.tagsUpdated"
         case .attributesChanged: return "room.attributes"
         case .channelTypeChanged: return "group.channelTypeChanged"

@@ -22,8 +22,10 @@ extension ChatDomain {
                 throw ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")
             }
             try checkSendPermission(app, r, s.userId, member: m, now: now)
+            // MO-2: a client's text is screened for the app's sensitive words.
+            let text = kind == .text ? try screen(app, content) : content
             let subject = SendSubject(app: appKey, roomId: roomId, userId: s.userId, nickname: m.nickname, avatar: m.avatar, ext: m.ext,
-                                      deviceId: s.deviceId, kind: kind, content: content, fromServer: false)
+                                      deviceId: s.deviceId, kind: kind, content: text, fromServer: false)
             return (app, r, subject, .roomExceptSession(r.key, sid))
         case .server(let userId, let nickname, let avatar):
             // RC-7: sends from the app server are never blocked by mutes.
@@ -32,9 +34,11 @@ extension ChatDomain {
             try Validate.maxBytes(avatar, Limits.maxAvatarBytes, field: "avatar")
             let r = try self.room(app, roomId)
             let m = r.members[userId]
+            // MO-2: the app server's text too, when the app asks.
+            let text = kind == .text && app.settings.sensitiveWordsOnServerSends ? try screen(app, content) : content
             let subject = SendSubject(app: appKey, roomId: roomId, userId: userId, nickname: nickname.isEmpty ? (m?.nickname ?? "") : nickname,
                                       avatar: avatar.isEmpty ? (m?.avatar ?? "") : avatar, ext: m?.ext ?? "", deviceId: "", kind: kind,
-                                      content: content, fromServer: true)
+                                      content: text, fromServer: true)
             return (app, r, subject, .room(r.key))
         }
     }
@@ -165,19 +169,19 @@ extension ChatDomain {
             _ = bucket.take(now: now)
             app.sendBuckets[subject.userId] = bucket
         }
-        return .message(emit(app, room, subject, kind, content, options, priority: priority, audience: audience, sender: sender, now, &out))
+        return .message(emit(app, room, subject, kind, options, priority: priority, audience: audience, sender: sender, now, &out))
     }
 
     /// A message checked and admitted: sent to its audience, kept in the room's history (unless
     /// transient) and told to webhooks. `id`: one id for every room of a broadcast (AU-3).
-    func emit(_ app: AppState, _ room: Room, _ subject: SendSubject, _ kind: ChatMessage.Kind, _ content: String, _ options: MessageOptions,
+    func emit(_ app: AppState, _ room: Room, _ subject: SendSubject, _ kind: ChatMessage.Kind, _ options: MessageOptions,
               priority: MessagePriority, audience: Audience, sender: MessageSender, id: String? = nil, keepsRoomAlive: Bool = true,
               _ now: Int64, _ out: inout Outcome) -> ChatMessage {
         let settings = app.settings
         let appKey = app.key
         let roomId = room.key.roomId
         let message = ChatMessage(id: id ?? makeID(), roomId: roomId, sender: subject.userId, senderNickname: subject.nickname,
-                                  senderAvatar: subject.avatar, senderExt: subject.ext, kind: kind, content: content, time: now,
+                                  senderAvatar: subject.avatar, senderExt: subject.ext, kind: kind, content: subject.content, time: now,
                                   fromServer: subject.fromServer, priority: priority, type: options.type, transient: options.transient,
                                   targets: options.targets, targetTags: options.targetTags)
         if keepsRoomAlive { room.lastActivity = now }
@@ -192,7 +196,7 @@ extension ChatDomain {
             out.mutations.append(.appendMessage(room.key, message))
         }
         if !options.transient || settings.transientWebhooks {
-            var details: KeyValueList = ["messageId": message.id, "type": kind.rawValue, "content": content, "fromServer": message.fromServer ? "true" : "false"]
+            var details: KeyValueList = ["messageId": message.id, "type": kind.rawValue, "content": message.content, "fromServer": message.fromServer ? "true" : "false"]
             if priority != .normal { details.pairs.append(.init(key: "priority", value: priority.rawValue)) }
             if !options.type.isEmpty { details.pairs.append(.init(key: "messageType", value: options.type)) }
             if options.transient { details.pairs.append(.init(key: "transient", value: "true")) }

@@ -185,10 +185,13 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     /// AU-2, AU-1: whom it was addressed to (empty and nil: the room).
     public var targets: [String]
     public var targetTags: TagExpression?
+    /// MO-1: the message was recalled: it keeps its place (id, sender, time, offset) with no content.
+    public var recalled: Bool
 
     public init(id: String, roomId: String, sender: String, senderNickname: String, senderAvatar: String, senderExt: String, kind: Kind, content: String,
                 time: Int64, fromServer: Bool, priority: MessagePriority = .normal, type: String = "", transient: Bool = false,
-                targets: [String] = [], targetTags: TagExpression? = nil) {
+                targets: [String] = [], targetTags: TagExpression? = nil, recalled: Bool = false) {
+        self.recalled = recalled
         self.targets = targets
         self.targetTags = targetTags
         self.id = id
@@ -207,7 +210,37 @@ public struct ChatMessage: Equatable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, roomId, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type, transient, targets, targetTags
+        case id, roomId, sender, senderNickname, senderAvatar, senderExt, kind, content, time, fromServer, priority, type, transient, targets, targetTags, recalled
+    }
+
+    /// MO-1: what history and resume show of it once recalled: its place, not its content.
+    public var tombstone: ChatMessage {
+        var m = self
+        m.content = ""
+        m.senderExt = ""
+        m.recalled = true
+        return m
+    }
+
+    /// Written without `recalled` unless it was (images before MO-1 read back the same).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(roomId, forKey: .roomId)
+        try c.encode(sender, forKey: .sender)
+        try c.encode(senderNickname, forKey: .senderNickname)
+        try c.encode(senderAvatar, forKey: .senderAvatar)
+        try c.encode(senderExt, forKey: .senderExt)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(content, forKey: .content)
+        try c.encode(time, forKey: .time)
+        try c.encode(fromServer, forKey: .fromServer)
+        try c.encode(priority, forKey: .priority)
+        try c.encode(type, forKey: .type)
+        try c.encode(transient, forKey: .transient)
+        try c.encode(targets, forKey: .targets)
+        try c.encodeIfPresent(targetTags, forKey: .targetTags)
+        if recalled { try c.encode(recalled, forKey: .recalled) }
     }
 
     /// Images written before QS-1 have no priority, type or transient flag.
@@ -222,7 +255,8 @@ public struct ChatMessage: Equatable, Sendable, Codable {
                   type: try c.decodeIfPresent(String.self, forKey: .type) ?? "",
                   transient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
                   targets: try c.decodeIfPresent([String].self, forKey: .targets) ?? [],
-                  targetTags: try c.decodeIfPresent(TagExpression.self, forKey: .targetTags))
+                  targetTags: try c.decodeIfPresent(TagExpression.self, forKey: .targetTags),
+                  recalled: try c.decodeIfPresent(Bool.self, forKey: .recalled) ?? false)
     }
 
     /// AU-1, AU-2: whether a member with these tags is among its addressees.
@@ -370,7 +404,14 @@ struct Session {
 /// (Single-threaded, like `Room`: hot properties skip dynamic exclusivity checks.)
 final class AppState {
     let key: String
-    var settings: AppSettings
+    var settings: AppSettings {
+        didSet {
+            // MO-2: the matcher follows the word list (changed by admin calls only).
+            if settings.sensitiveWords != oldValue.sensitiveWords { wordMatcher = SensitiveWordMatcher(settings.sensitiveWords) }
+        }
+    }
+    /// MO-2: the app's sensitive words, compiled.
+    private(set) var wordMatcher: SensitiveWordMatcher
     @exclusivity(unchecked) var rooms: [String: Room] = [:]
     /// App-wide mutes (RC-6 6/7) and until when (ms).
     @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
@@ -392,6 +433,7 @@ final class AppState {
     init(key: String, settings: AppSettings) {
         self.key = key
         self.settings = settings
+        wordMatcher = SensitiveWordMatcher(settings.sensitiveWords)
     }
 
     func isGloballyMuted(_ user: String, now: Int64) -> Bool {

@@ -61,7 +61,7 @@ extension ChatDomain {
         messages.reserveCapacity(checked.count)
         for c in checked {
             c.room.budget = c.budget
-            messages.append(emit(app, c.room, c.subject, kind, content, options, priority: c.priority, audience: c.audience, sender: sender, now, &out))
+            messages.append(emit(app, c.room, c.subject, kind, options, priority: c.priority, audience: c.audience, sender: sender, now, &out))
         }
         return .messages(messages)
     }
@@ -80,6 +80,8 @@ extension ChatDomain {
         if !userId.isEmpty { try Validate.userId(userId, field: "fromUserId") }
         try Validate.maxBytes(nickname, Limits.maxNicknameBytes, field: "nickname")
         try Validate.maxBytes(avatar, Limits.maxAvatarBytes, field: "avatar")
+        // MO-2: screened as the app server's room sends are (blocked: nothing is sent anywhere).
+        let text = kind == .text && app.settings.sensitiveWordsOnServerSends ? try screen(app, content) : content
         var bucket = app.broadcastBucket ?? TokenBucket(rate: Limits.broadcastsPerSecond, now: now)
         guard bucket.take(now: now) else {
             app.broadcastBucket = bucket
@@ -96,10 +98,10 @@ extension ChatDomain {
             let m = room.members[userId]
             let subject = SendSubject(app: appKey, roomId: roomId, userId: userId, nickname: nickname.isEmpty ? (m?.nickname ?? "") : nickname,
                                       avatar: avatar.isEmpty ? (m?.avatar ?? "") : avatar, ext: m?.ext ?? "", deviceId: "", kind: kind,
-                                      content: content, fromServer: true)
+                                      content: text, fromServer: true)
             // QS-4 still applies: a protected sender or type keeps its class.
             let priority = Self.priority(of: userId, options, app: app.settings, room: room)
-            _ = emit(app, room, subject, kind, content, options, priority: priority, audience: .room(room.key), sender: sender, id: id,
+            _ = emit(app, room, subject, kind, options, priority: priority, audience: .room(room.key), sender: sender, id: id,
                      keepsRoomAlive: false, now, &out)
             rooms += 1
         }

@@ -95,6 +95,8 @@ public enum Mutation: Equatable, Sendable {
     case deleteQueueElement(RoomKey, String)
     case clearQueue(RoomKey)
     case appendMessage(RoomKey, ChatMessage)
+    /// MO-1: the stored message loses its content and is marked recalled (its tombstone).
+    case recallMessage(RoomKey, messageId: String)
     /// Messages older than this (ms) may be deleted.
     case pruneMessages(app: String, before: Int64)
     case putGroup(GroupRecord)
@@ -122,6 +124,8 @@ public enum WebhookEventType: String, Equatable, Sendable, CaseIterable {
     case memberBlocked = "member.blocked"
     case moderationChanged = "moderation.changed"
     case messageSent = "message.sent"
+    /// MO-1: a message was recalled (`details`: messageId, operator, sentTime).
+    case messageRecalled = "message.recalled"
     case queueChanged = "queue.changed"
     case channelChanged = "channel.changed"
     case conversationStatusChanged = "conversation.status.changed"
@@ -217,6 +221,8 @@ public enum Reply: Equatable, Sendable {
     case broadcast(messageId: String, rooms: Int)
     /// AU-5: the elements of a batch offer that were not put (a full queue, an absent owner).
     case failedKeys([String])
+    /// MO-2: the app's sensitive words.
+    case sensitiveWords([SensitiveWord])
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -250,6 +256,7 @@ public enum Reply: Equatable, Sendable {
         case let (.connections(x), .connections(y)): return x == y
         case let (.disconnected(x), .disconnected(y)): return x == y
         case let (.count(x), .count(y)): return x == y
+        case let (.sensitiveWords(x), .sensitiveWords(y)): return x == y
         default: return false
         }
     }

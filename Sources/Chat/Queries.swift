@@ -82,6 +82,9 @@ extension ChatDomain {
         case .allowlist(let appKey, let roomId):
             return .userIds(try room(try app(appKey), roomId).muteAllowlist.all)
 
+        case .sensitiveWords(let appKey):
+            return .sensitiveWords(try app(appKey).settings.sensitiveWords)
+
         case .protectedSenders(let appKey, let roomId):
             return .userIds(try room(try app(appKey), roomId).protectedSenders)
 

@@ -56,6 +56,16 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var prioritySenders: [String] = []
     /// QS-5: transient messages are sent to webhooks too (by default they are not).
     public var transientWebhooks = false
+    /// MO-1: how long after sending a member may recall its own message from its client (the
+    /// vendors' default of two minutes); 0: members may not recall their own messages. The room's
+    /// creator and managers, and the app server, are not bound by it.
+    public var recallWindowSeconds = Limits.defaultRecallWindowSeconds
+    /// MO-2: the app's sensitive words (RongCloud's `/sensitiveword/*`), at most
+    /// `Limits.maxSensitiveWordsPerApp`, unique by `SensitiveWord.key`. Checked on the text
+    /// messages of clients, and of the app server when `sensitiveWordsOnServerSends` is on.
+    public var sensitiveWords: [SensitiveWord] = []
+    /// MO-2: the app server's messages are checked too (RongCloud does not by default).
+    public var sensitiveWordsOnServerSends = false
 
     public init() {}
 
@@ -86,6 +96,9 @@ public struct AppSettings: Equatable, Sendable, Codable {
         protectedMessageTypes = try c.decodeIfPresent([String].self, forKey: .protectedMessageTypes) ?? d.protectedMessageTypes
         prioritySenders = try c.decodeIfPresent([String].self, forKey: .prioritySenders) ?? d.prioritySenders
         transientWebhooks = try c.decodeIfPresent(Bool.self, forKey: .transientWebhooks) ?? d.transientWebhooks
+        recallWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .recallWindowSeconds) ?? d.recallWindowSeconds
+        sensitiveWords = try c.decodeIfPresent([SensitiveWord].self, forKey: .sensitiveWords) ?? d.sensitiveWords
+        sensitiveWordsOnServerSends = try c.decodeIfPresent(Bool.self, forKey: .sensitiveWordsOnServerSends) ?? d.sensitiveWordsOnServerSends
     }
 
     /// QS-1, QS-4: the app's lists that decide a message's class.
@@ -228,6 +241,8 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
     public var protectedMessageTypes: [String]?
     public var prioritySenders: [String]?
     public var transientWebhooks: Bool?
+    public var recallWindowSeconds: Int?
+    public var sensitiveWordsOnServerSends: Bool?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
@@ -316,6 +331,11 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
             s[list: list] = try L.validatedList(value, list)
         }
         if let v = transientWebhooks { s.transientWebhooks = v }
+        if let v = recallWindowSeconds {
+            guard L.recallWindowSeconds.contains(v) else { throw L.rangeError("recallWindowSeconds", L.recallWindowSeconds) }
+            s.recallWindowSeconds = v
+        }
+        if let v = sensitiveWordsOnServerSends { s.sensitiveWordsOnServerSends = v }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -338,6 +358,8 @@ public enum SettingsLimits {
     /// 0 = no limit.
     public static let roomCreatesPerUserPerMinute: ClosedRange<Int> = 0...10_000
     public static let historyLimitPerApp: ClosedRange<Int> = 1...100_000_000
+    /// MO-1: 0 (members may not recall their own messages) to a day, as ZIM's longest window.
+    public static let recallWindowSeconds: ClosedRange<Int> = 0...86_400
     /// PX-1 rates (per second; a bucket holds one second's worth).
     public static let ratePerSecond: ClosedRange<Int> = 1...1_000_000
     public static let maxAllowedOrigins = 100
@@ -586,6 +608,19 @@ public enum Limits {
     /// the history (up to the app's historyLimitPerRoom and historyRetentionSeconds) is read from disk.
     public static let historyMemoryMessagesPerRoom = 50
     public static let historyMemoryBytesPerRoom = 64 * 1024
+    /// MO-1: a recall's note to the room (RongCloud `extra`, NIM `notifyExt`: NIM documents 1024).
+    public static let maxRecallExtBytes = 1024
+    /// MO-1: a message id as a recall names it (Roomcast's ids are far shorter).
+    public static let maxMessageIdBytes = 128
+    /// MO-2: sensitive words an app may have (RongCloud's default is 50; the matching cost does
+    /// not grow with the list), the characters of one word or replacement (RongCloud's 32), and
+    /// the words one call adds or removes (RongCloud removes at most 50 per batch call).
+    public static let maxSensitiveWordsPerApp = 10_000
+    public static let maxSensitiveWordChars = 32
+    public static let maxSensitiveWordsPerCall = 100
+    public static let maxSensitiveWordsPerRongCloudBatch = 50
+    /// MO-1: the recall window of a new app (RongCloud's, NIM's and ZIM's two minutes).
+    public static let defaultRecallWindowSeconds = 120
     /// Quota defaults of a new app (each app may change them).
     public static let defaultMaxRooms = 10_000
     public static let defaultRoomCreatesPerUserPerMinute = 10

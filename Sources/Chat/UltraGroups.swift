@@ -70,6 +70,21 @@ extension ChatDomain {
         return .group(groupInfo(g))
     }
 
+    /// MO-4: a new name (1 to `Limits.maxNameBytes` bytes); webhooks are told (`channel.changed`,
+    /// change `groupRenamed`).
+    func renameGroup(_ appKey: String, _ groupId: String, name: String, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let app = try app(appKey)
+        guard !name.isEmpty else { throw .invalid("name", "name is required") }
+        try Validate.maxBytes(name, Limits.maxNameBytes, field: "name")
+        let g = try group(app, groupId)
+        guard g.name != name else { return .group(groupInfo(g)) }
+        g.name = name
+        out.mutations.append(.putGroup(groupRecord(appKey, g)))
+        out.webhooks.append(WebhookRecord(app: appKey, type: .channelChanged, roomId: "", time: now,
+                                          details: ["groupId": g.id, "change": "groupRenamed", "name": name]))
+        return .group(groupInfo(g))
+    }
+
     func dismissGroup(_ appKey: String, _ groupId: String, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         let g = try group(app, groupId)

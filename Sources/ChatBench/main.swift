@@ -39,6 +39,42 @@ final class Benchmark {
         return d
     }
 
+    /// MO-2: `n` distinct words of 2 to 8 characters, the first two ("spam", "scam") in the
+    /// message below and the others each starting with a CJK character (so they are looked for
+    /// and never found in it: the cost measured is the scan, not the replacing).
+    func sensitiveWords(_ n: Int) -> [SensitiveWord] {
+        let letters = Array("abcdefghijklmnopqrstuvwxyz敏感词语禁止")
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        var seen = Set<String>()
+        var out: [SensitiveWord] = [SensitiveWord(word: "spam", replacement: "****"), SensitiveWord(word: "scam", replacement: "****")]
+        seen.formUnion(["spam", "scam"])
+        while out.count < n {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            let length = Int(state % 7) + 2
+            let cjk = Array("敏感词语禁止")
+            var w = String(cjk[Int(state % UInt64(cjk.count))])
+            var x = state >> 3
+            for _ in 1..<length {
+                w.append(letters[Int(x % UInt64(letters.count))])
+                x /= UInt64(letters.count)
+            }
+            if seen.insert(w).inserted { out.append(SensitiveWord(word: w, replacement: "*")) }
+        }
+        return Array(out.prefix(n))
+    }
+
+    /// MO-2: 1 KiB of ordinary text with two replaced words in it.
+    func sensitiveMessage() -> String {
+        var text = "hello everyone, this is a spam test of the room "
+        let filler = "the quick brown fox jumps over the lazy dog "
+        while text.utf8.count + filler.utf8.count <= 1000 { text += filler }
+        text += "scam"
+        while text.utf8.count < 1024 { text += "." }
+        return text
+    }
+
     /// Enter/leave pairs by one session in a room that already holds `members` others.
     func enterLeave(members: Int) -> Double {
         let d = makeDomain()
@@ -114,6 +150,18 @@ final class Benchmark {
             shares.append((name, Double(accepted) / Double(max(sent, 1))))
         }
 
+        // MO-2: screening a 1 KiB text against 10 and 10,000 sensitive words (the cost must not
+        // grow with the list: one pass over the message).
+        let message = sensitiveMessage()
+        let few = SensitiveWordMatcher(sensitiveWords(10))
+        let many = SensitiveWordMatcher(sensitiveWords(10_000))
+        results.append(("screen 1 KiB, 10 words", measure(seconds, opsPerCall: 1) {
+            if case .replaced(let t) = few.check(message) { sink &+= t.utf8.count }
+        }))
+        results.append(("screen 1 KiB, 10,000 words", measure(seconds, opsPerCall: 1) {
+            if case .replaced(let t) = many.check(message) { sink &+= t.utf8.count }
+        }))
+
         print("chat-bench: one thread, \(seconds) s per case\(quick ? " (quick)" : "")")
         for (name, rate) in results {
             print("  " + pad(name, 34) + leftPad(fmt(rate), 12) + " commands/s " + leftPad(fmt(1e9 / rate), 6) + " ns/command")
@@ -121,6 +169,10 @@ final class Benchmark {
         for (name, share) in shares { print("  \(name): \(Double(Int(share * 1000)) / 10)% of the sends accepted") }
         let small = results[0].1, large = results[1].1
         print("  enter/leave cost ratio, 100k-member room vs 10-member room: \(Double(Int(small / large * 100)) / 100)x (1.00 = no growth)")
+        if let tenWords = results.first(where: { $0.0 == "screen 1 KiB, 10 words" })?.1,
+           let tenThousand = results.first(where: { $0.0 == "screen 1 KiB, 10,000 words" })?.1 {
+            print("  sensitive-word screening cost ratio, 10,000 words vs 10 words: \(Double(Int(tenWords / tenThousand * 100)) / 100)x (1.00 = no growth)")
+        }
         if sink == 42 { print("") }
     }
 }

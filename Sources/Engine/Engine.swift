@@ -113,6 +113,50 @@ public final class Engine: @unchecked Sendable {
     }
     var streams: [RoomKey: Stream] = [:]
 
+    /// MO-1: where each room's recent messages sit in its stream, so that a recall can put the
+    /// message's tombstone in their place in the resume windows. Bounded as the windows are (the
+    /// retention's events and age per room).
+    struct MessagePlaces {
+        struct Place {
+            let id: String
+            let epoch: String
+            let offset: Int64
+            let at: Int64
+        }
+        private var places: [Place] = []
+        private var head = 0
+
+        mutating func add(_ p: Place, retention: Retention) {
+            places.append(p)
+            while head < places.count && (places.count - head > retention.maxEvents || p.at - places[head].at > retention.maxAgeMilliseconds) {
+                head += 1
+            }
+            if head > 256 && head * 2 > places.count {
+                places.removeFirst(head)
+                head = 0
+            }
+        }
+
+        func place(of id: String) -> Place? {
+            var i = places.count - 1
+            while i >= head {
+                if places[i].id == id { return places[i] }
+                i -= 1
+            }
+            return nil
+        }
+    }
+    var messagePlaces: [RoomKey: MessagePlaces] = [:]
+
+    /// MO-1 at start-up, before `start()`: where the messages of the kept stream events sit (the
+    /// resume windows restored from disk), so that a recall after a restart puts its tombstone in
+    /// their place too. `places` are in stream order.
+    public func rememberMessagePlaces(_ places: [(room: RoomKey, epoch: String, offset: Int64, at: Int64, messageId: String)]) {
+        for p in places {
+            messagePlaces[p.room, default: MessagePlaces()].add(.init(id: p.messageId, epoch: p.epoch, offset: p.offset, at: p.at), retention: retention)
+        }
+    }
+
     /// How long and how many events of each room's stream are kept for resuming clients (BX-1);
     /// they are written with the outcome that caused them, so a client can resume across a restart.
     public struct Retention: Sendable {
@@ -203,7 +247,10 @@ public final class Engine: @unchecked Sendable {
             let current = domain.epoch(app: room.app, roomId: room.roomId)
             if current != s.epoch { stale.append((room, current)) }
         }
-        for (room, _) in stale { streams[room] = nil }
+        for (room, _) in stale {
+            streams[room] = nil
+            messagePlaces[room] = nil
+        }
         let gone = stale
         let retention = self.retention
         let before = now - retention.maxAgeMilliseconds
@@ -390,6 +437,7 @@ public final class Engine: @unchecked Sendable {
         items.reserveCapacity(out.effects.count + 1)
         var touched: [RoomKey] = []
         var kept: [StoredRoomEvent] = []
+        var redacted: [(room: RoomKey, epoch: String, offset: Int64, payload: [UInt8])] = []
         var joinedAt: [String: Int64] = [:]
         for effect in out.effects {
             switch effect {
@@ -409,6 +457,21 @@ public final class Engine: @unchecked Sendable {
                     touched.append(room)
                 }
                 let inStream = audience.room != nil && lane != .transient
+                if let room = audience.room {
+                    switch event {
+                    case .message(let m) where inStream:
+                        messagePlaces[room, default: MessagePlaces()].add(.init(id: m.id, epoch: epoch, offset: offset, at: now), retention: retention)
+                    case .messageRecalled(let r):
+                        // MO-1: the recalled message's place in the resume windows (and on disk)
+                        // holds its tombstone from now on.
+                        if let place = messagePlaces[room]?.place(of: r.messageId), place.epoch == epoch {
+                            let tombstone = Encode.event(.message(r.tombstone), roomId: room.roomId, epoch: place.epoch, offset: place.offset)
+                            items.append(.redact(room, epoch: place.epoch, offset: place.offset, frame: Frames.text(tombstone)))
+                            if keepsResumeEvents { redacted.append((room, place.epoch, place.offset, tombstone)) }
+                        }
+                    default: break
+                    }
+                }
                 let json = Encode.event(event, roomId: audience.room?.roomId, epoch: inStream ? epoch : nil, offset: inStream ? offset : nil)
                 items.append(.deliver(frame: Frames.text(json), audience: audience, offset: offset, epoch: epoch, lane: lane))
                 if keepsResumeEvents, inStream, let room = audience.room {
@@ -444,6 +507,7 @@ public final class Engine: @unchecked Sendable {
         var gone: [(room: RoomKey, currentEpoch: String?)] = []
         for room in Set(touched) where domain.epoch(app: room.app, roomId: room.roomId) == nil {
             streams[room] = nil
+            messagePlaces[room] = nil
             gone.append((room, nil))
             items.append(.roomGone(room))
         }
@@ -468,13 +532,15 @@ public final class Engine: @unchecked Sendable {
         let outbox = staged.map(WebhookService.persist)
         var keepAnswer: (@Sendable (Store.Transaction) throws -> Void)?
         if case .keeping(let keep, _) = replyTo { keepAnswer = keep(reply) }
-        if !kept.isEmpty || !gone.isEmpty || outbox != nil || keepAnswer != nil {
+        if !kept.isEmpty || !gone.isEmpty || outbox != nil || keepAnswer != nil || !redacted.isEmpty {
             let events = kept
             let forgotten = gone
             let answer = keepAnswer
+            let redactions = redacted
             extra = { tx in
                 // The room-stream events, kept for resuming clients (BX-1), durable with the change.
                 if !events.isEmpty { try Store.append(events, tx) }
+                for r in redactions { try Store.redact(room: r.room, epoch: r.epoch, offset: r.offset, payload: r.payload, tx) }
                 if !forgotten.isEmpty { try Store.forgetRoomEvents(forgotten, tx) }
                 try outbox?(tx)
                 // PX-2: the caller's answer, kept with the change it answers.

@@ -18,6 +18,9 @@ public enum Published: Sendable {
     case left(SessionID, RoomKey)
     /// AU-1: these sessions' member carries these tags in the room (audiences by tag match them).
     case tagged([SessionID], RoomKey, [String])
+    /// MO-1: the event at this offset of the room's stream is now `frame` (a recalled message's
+    /// tombstone): resuming clients get it instead.
+    case redact(RoomKey, epoch: String, offset: Int64, frame: ByteBlock)
     /// The room no longer exists (destroyed): its observers stop watching it.
     case roomGone(RoomKey)
     /// The answer to a WebSocket command, in order with the events it caused.

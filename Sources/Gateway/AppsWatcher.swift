@@ -110,13 +110,20 @@ final class AppsWatcher: Sendable {
                     var entry = AppRegistry.App(key: app.key, secret: app.secret, allowedOrigins: settings.allowedOrigins, settings: settings)
                     entry.previousSecret = app.previousSecret
                     entry.previousSecretExpiresAt = app.previousSecretExpiresAt ?? 0
-                    registry.enable(entry)
                     // A new app is made in the domain with its stored settings; one the domain
-                    // holds already (enabled again) is left as it is.
+                    // holds already (enabled again) is left as it is. The app is served only once
+                    // the domain has it, so a call made right after the operator's answer finds it
+                    // (this runs on the watcher's own thread, which may wait; at most 5 s).
                     let engine = self.engine
+                    let made = DispatchSemaphore(value: 0)
                     engine.query(.appSettings(app: app.key)) { result in
-                        if case .failure = result { engine.submit(.configureApp(app: app.key, settings), replyTo: .none) }
+                        guard case .failure = result else { made.signal(); return }
+                        engine.submit(.configureApp(app: app.key, settings), replyTo: .callback({ _ in made.signal() }))
                     }
+                    if made.wait(timeout: .now() + 5) == .timedOut {
+                        logger.warning("the engine did not confirm the app within 5 s; serving it anyway", metadata: ["app": "\(app.key)"])
+                    }
+                    registry.enable(entry)
                     logger.notice("app serving", metadata: ["app": "\(app.key)"])
                 }
             case .disabled, .removing:

@@ -248,6 +248,13 @@ final class GatewayCore: Sendable {
                             halt: Halt(logger: logger),
                             overload: OverloadPolicy(pressure: hubs, latencyBudgetMilliseconds: configuration.fanoutLatencyBudgetMilliseconds),
                             logger: logger)
+        // MO-1: the kept messages' places, for recalls after this restart.
+        engine.rememberMessagePlaces(kept.compactMap { e in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(e.payload)) as? [String: Any], object["ev"] as? String == "room.message",
+                  let data = object["data"] as? [String: Any], let message = data["message"] as? [String: Any],
+                  let id = message["messageId"] as? String else { return nil }
+            return (e.room, e.epoch, e.offset, e.at, id)
+        })
         if let snapshot {
             engine.restore(snapshot)
             // The nonces the ledger holds are refused by this node's own checks too.

@@ -157,6 +157,8 @@ final class Hub {
                 if let request = s.pendingResume.removeValue(forKey: room.roomId) {
                     resume(s, room, epoch: epoch, offset: offset, from: request)
                 }
+            case .redact(let room, let epoch, let offset, let frame):
+                rings[room]?.redact(epoch: epoch, offset: offset, frame: frame)
             case .roomGone(let room):
                 rings[room] = nil
                 for s in observers.removeValue(forKey: room) ?? [] { s.observing.remove(room.roomId) }
@@ -425,7 +427,7 @@ final class EventRing {
     struct Entry {
         let offset: Int64
         let at: Int64
-        let frame: ByteBlock
+        var frame: ByteBlock
         let audience: Audience
 
         func reaches(_ s: ClientSession) -> Bool {
@@ -461,6 +463,24 @@ final class EventRing {
         if head > 256 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0
+        }
+    }
+
+    /// MO-1: the entry at `offset` of this epoch carries `frame` from now on (a recalled message's
+    /// tombstone); one that left the window stays gone.
+    func redact(epoch: String, offset: Int64, frame: ByteBlock) {
+        guard epoch == self.epoch else { return }
+        var lo = head
+        var hi = entries.count - 1
+        while lo <= hi {
+            let mid = (lo + hi) / 2
+            let o = entries[mid].offset
+            if o == offset {
+                bytes += frame.count - entries[mid].frame.count
+                entries[mid].frame = frame
+                return
+            }
+            if o < offset { lo = mid + 1 } else { hi = mid - 1 }
         }
     }
 

@@ -216,6 +216,18 @@ struct RESTAPI: Sendable {
         routes.signed(.getHistory) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try HistoryRequest(query: R.query(req)).query(c, roomId: R.room(req)) }
         }
+        // MO-2.
+        routes.signed(.listSensitiveWords) { _, c, writer in api.query(writer) { .sensitiveWords(app: c.app) } }
+        routes.signed(.addSensitiveWords) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in try decodeBody(SensitiveWordsRequest.self, from: req.body).command(c) }
+        }
+        routes.signed(.removeSensitiveWords) { req, c, writer in
+            api.command(writer) { RemoveSensitiveWordsRequest(query: R.query(req)).command(c) }
+        }
+        // MO-1.
+        routes.signed(.recallMessage) { req, c, writer in
+            api.command(writer) { RecallRequest(query: R.query(req), messageId: R.param(req, "messageId")).command(c, roomId: R.room(req)) }
+        }
 
         // Member tags (AU-1).
         routes.signed(.setMemberTags) { req, c, writer in

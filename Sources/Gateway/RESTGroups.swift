@@ -32,6 +32,9 @@ extension RESTAPI {
         }
         routes.signed(.getGroup) { req, c, writer in api.query(writer) { .group(app: c.app, groupId: group(req)) } }
         routes.signed(.dismissGroup) { req, c, writer in api.command(writer) { .dismissGroup(app: c.app, groupId: group(req)) } }
+        routes.signed(.renameGroup) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in try decodeBody(RenameGroupRequest.self, from: req.body).command(c, groupId: group(req)) }
+        }
         routes.signed(.joinGroup) { req, c, writer in
             api.command(writer) { () throws(ChatError) in
                 .joinGroup(app: c.app, groupId: group(req), try decodeBody(UserIdsRequest.self, from: req.body).userIds)

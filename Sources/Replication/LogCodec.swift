@@ -36,6 +36,8 @@ extension LogRecord {
         case .signed(let call): if case .command(let c) = call.change { change = c }
         default: break
         }
+        // MO-7: an account acting through the app server is format 5's.
+        if case .account? = change?.actor { return 5 }
         switch change {
         case .sendMessage(_, _, _, _, _, let options)?:
             guard let options else { return 1 }
@@ -44,6 +46,15 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?, .queueBatchOffer?, .updateMemberInfo?:
             return 4
+        case .recallMessage?, .editSensitiveWords?, .renameGroup?:
+            return 5
+        case .updateAppSettings(_, let patch)?:
+            // MO-1, MO-2: an older node would drop the settings it does not know.
+            return patch.recallWindowSeconds == nil && patch.sensitiveWordsOnServerSends == nil ? 1 : 5
+        case .configureApp(_, let settings)?:
+            let d = AppSettings()
+            return settings.recallWindowSeconds == d.recallWindowSeconds && settings.sensitiveWords.isEmpty
+                && settings.sensitiveWordsOnServerSends == d.sensitiveWordsOnServerSends ? 1 : 5
         default:
             return 1
         }

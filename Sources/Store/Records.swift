@@ -200,6 +200,8 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
     var targets: String
     var targetTags: String
     var tagNames: String
+    /// MO-1: recalled (its content is gone; the row keeps its place).
+    var recalled: Bool
 
     init(_ key: RoomKey, _ m: ChatMessage) {
         app = key.app
@@ -218,6 +220,7 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
         targets = m.storedTargets
         targetTags = m.storedTargetTags
         tagNames = m.storedTagNames
+        recalled = m.recalled
     }
 
     var message: ChatMessage {
@@ -225,7 +228,8 @@ struct MessageRow: Codable, FetchableRecord, PersistableRecord {
                     senderExt: senderExt, kind: ChatMessage.Kind(rawValue: kind) ?? .text, content: content, time: time,
                     fromServer: fromServer, priority: MessagePriority(rawValue: priority) ?? .normal, type: type,
                     targets: targets.isEmpty ? [] : targets.split(separator: "\n").map(String.init),
-                    targetTags: targetTags.isEmpty ? nil : try? JSONDecoder().decode(TagExpression.self, from: Data(targetTags.utf8)))
+                    targetTags: targetTags.isEmpty ? nil : try? JSONDecoder().decode(TagExpression.self, from: Data(targetTags.utf8)),
+                    recalled: recalled)
     }
 }
 

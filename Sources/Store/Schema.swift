@@ -325,6 +325,10 @@ enum Schema {
                 ALTER TABLE app ADD COLUMN status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'disabled', 'removing'));
                 """)
         }
+        m.registerMigration("v11-moderation") { db in
+            // MO-1: a recalled message keeps its row (its place in history) without its content.
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN recalled INTEGER NOT NULL DEFAULT 0")
+        }
         return m
     }
 }

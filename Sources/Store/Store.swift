@@ -300,6 +300,9 @@ public final class Store: @unchecked Sendable {
                     k.app, k.roomId, msg.id, msg.sender, msg.senderNickname, msg.senderAvatar, msg.senderExt, msg.kind.rawValue,
                     msg.content, msg.time, msg.fromServer, msg.priority.rawValue, msg.type, msg.storedTargets, msg.storedTargetTags, msg.storedTagNames,
                 ])
+            case .recallMessage(let k, let id):
+                try db.execute(sql: "UPDATE message SET content = '', senderExt = '', recalled = 1 WHERE app = ? AND roomId = ? AND id = ?",
+                               arguments: [k.app, k.roomId, id])
             case .pruneMessages(let app, let before):
                 try db.execute(sql: "DELETE FROM message WHERE app = ? AND time < ?", arguments: [app, before])
             case .putGroup(let g):

@@ -46,6 +46,13 @@ extension Store {
         }
     }
 
+    /// MO-1: replaces a kept event's payload (a recalled message's tombstone), in the transaction
+    /// of the recall; an event no longer kept is left gone.
+    public static func redact(room: RoomKey, epoch: String, offset: Int64, payload: [UInt8], _ tx: Transaction) throws {
+        try tx.database.execute(sql: #"UPDATE roomEvent SET payload = ? WHERE app = ? AND roomId = ? AND epoch = ? AND "offset" = ?"#,
+                                arguments: [Data(payload), room.app, room.roomId, epoch, offset])
+    }
+
     /// Drops events older than `before` and all but the newest `keepPerRoom` of each room's
     /// epoch, but always keeps each room's newest event: it holds the offset the stream continues
     /// from after a restart.

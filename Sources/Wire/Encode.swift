@@ -97,12 +97,23 @@ public enum Encode {
         if m.priority != .normal { w.field("priority", m.priority.rawValue) }
         if !m.type.isEmpty { w.field("messageType", m.type) }
         if m.transient { w.field("transient", true) }
+        // MO-1: a recalled message's tombstone (no content).
+        if m.recalled { w.field("recalled", true) }
         // AU-2, AU-1: whom it was sent to, when not the whole room.
         if !m.targets.isEmpty { w.field("targets", m.targets) }
         if let e = m.targetTags {
             w.key("targetTags")
             tagExpression(e, &w)
         }
+        w.endObject()
+    }
+
+    /// MO-2: `{"word", "type": "replace"|"block", "replacement"}`.
+    static func sensitiveWord(_ word: SensitiveWord, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("word", word.word)
+        w.field("type", word.blocks ? "block" : "replace")
+        if let r = word.replacement { w.field("replacement", r) }
         w.endObject()
     }
 
@@ -205,6 +216,15 @@ public enum Encode {
         case .message(let m):
             w.key("message")
             message(m, &w)
+        case .messageRecalled(let e):
+            w.field("roomId", e.roomId)
+            w.field("messageId", e.messageId)
+            w.field("sender", e.sender)
+            w.field("operator", e.operatorId)
+            w.field("notifyExt", e.notifyExt)
+            w.field("time", e.time)
+            w.key("message")
+            message(e.tombstone, &w)
         case .tagsUpdated(let e):
             w.field("roomId", e.roomId)
             w.key("tags")
@@ -360,6 +380,7 @@ extension ChatEvent {
         case .ban(let e): return e.roomId
         case .notification(let e): return e.roomId
         case .message(let m): return m.roomId
+        case .messageRecalled(let e): return e.roomId
         case .tagsUpdated(let e): return e.roomId
         case .attributesChanged(let e): return e.roomId
         case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
@@ -527,6 +548,11 @@ extension Encode {
             w.field("rooms", rooms)
         case .failedKeys(let keys):
             w.field("failedKeys", keys)
+        case .sensitiveWords(let words):
+            w.key("words")
+            w.beginArray()
+            for word in words { sensitiveWord(word, &w) }
+            w.endArray()
         }
         w.endObject()
     }
@@ -683,6 +709,9 @@ extension Encode {
             w.key("prioritySenders")
             w.stringArray(s.prioritySenders)
             w.field("transientWebhooks", s.transientWebhooks)
+            w.field("recallWindowSeconds", s.recallWindowSeconds)
+            w.field("sensitiveWordsOnServerSends", s.sensitiveWordsOnServerSends)
+            w.field("sensitiveWordCount", s.sensitiveWords.count)
             w.key("beforeSend")
             if let b = s.beforeSend {
                 w.beginObject()

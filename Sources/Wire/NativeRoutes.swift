@@ -230,7 +230,17 @@ extension NativeRoute {
 // MARK: Messages (NIM-8)
 
 extension NativeRoute {
-    static let messages = [sendMessage, getHistory, sendToRooms, broadcast]
+    static let messages = [sendMessage, getHistory, sendToRooms, broadcast, recallMessage, listSensitiveWords, addSensitiveWords, removeSensitiveWords]
+
+    public static let listSensitiveWords = NativeRoute(.GET, "/v1/sensitive-words", doc: .init(
+        "The app's sensitive words, in the order they were added: each blocks the text messages it appears in (21501, nobody receives them) or is replaced in them (RongCloud's sensitive words)",
+        tag: .moderation, spec: ["MO-2"], ok: (200, "SensitiveWordList")))
+    public static let addSensitiveWords = NativeRoute(.POST, "/v1/sensitive-words", doc: .init(
+        "Add sensitive words (1 to \(Limits.maxSensitiveWordsPerCall) per call, each 1–\(Limits.maxSensitiveWordChars) characters without whitespace or commas; at most \(Limits.maxSensitiveWordsPerApp) per app): with a replacement (1–\(Limits.maxSensitiveWordChars) characters) a word is replaced in clients' text messages, without one it blocks them; ASCII letters match either case; a word listed again takes its new replacement. The app server's messages are screened only when sensitiveWordsOnServerSends is on",
+        tag: .moderation, spec: ["MO-2"], body: "SensitiveWords", ok: (200, "Empty")))
+    public static let removeSensitiveWords = NativeRoute(.DELETE, "/v1/sensitive-words", doc: .init(
+        "Remove sensitive words (unknown ones are ignored)", tag: .moderation, spec: ["MO-2"],
+        params: [.query("words", .string("Comma-separated, 1 to \(Limits.maxSensitiveWordsPerCall) words"), required: true)], ok: (200, "Empty")))
 
     public static let sendMessage = NativeRoute(.POST, "/v1/rooms/{roomId}/messages", doc: .init(
         "Send a message as the app server (never blocked by mutes; judged by the app's before-send hook unless beforeSend.bypassServerMessages: 403 40303 when it drops the message, 503 50302 when it gives no verdict and the app fails closed)",
@@ -247,6 +257,13 @@ extension NativeRoute {
     public static let broadcast = NativeRoute(.POST, "/v1/messages/broadcast", doc: .init(
         "Broadcast one message to the members present in every room of the app (RongCloud's chatroom broadcast, Nexconn's open-channel broadcast): not kept in history, no offset, never replayed (as a transient message), high priority unless asked, one id in every room, at most \(Limits.broadcastsPerSecond) a second per app (429 42901)",
         tag: .messages, spec: ["AU-3"], body: "Broadcast", ok: (201, "BroadcastResult"), id: "broadcast"))
+    public static let recallMessage = NativeRoute(.DELETE, "/v1/rooms/{roomId}/messages/{messageId}", doc: .init(
+        "Recall one of the room's recent messages (the last \(Limits.historyMemoryMessagesPerRoom) it holds), at any time: whoever the message reached gets message.recalled, history and resume keep its tombstone (same id, sender, time and offset, no content, recalled: true), webhooks get message.recalled; 404 40401 when it is not among them, already recalled, or not sent by sender",
+        tag: .messages, spec: ["MO-1"],
+        params: [.roomId, .path("messageId", .string("A message id (messageId of room.message, the send's answer or history)", maxLength: Limits.maxMessageIdBytes)),
+                 .query("sender", .string("Refuse unless this user sent it", maxLength: Limits.maxUserIdBytes)),
+                 .query("notifyExt", .string("Told to the room with the recall", maxLength: Limits.maxRecallExtBytes))],
+        ok: (200, "Empty")))
 }
 
 // MARK: Member tags (AU-1)
@@ -291,7 +308,7 @@ extension NativeRoute {
 // MARK: Ultra groups and channels (UG-1..UG-6), their default levels (CS-4)
 
 extension NativeRoute {
-    static let ultraGroups = [createGroup, getGroup, dismissGroup, joinGroup, quitGroup, listGroupMembers, createChannel, listChannels,
+    static let ultraGroups = [createGroup, getGroup, renameGroup, dismissGroup, joinGroup, quitGroup, listGroupMembers, createChannel, listChannels,
                               changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, listPrivateMembers, userChannels,
                               setGroupLevel, getGroupLevel]
 
@@ -301,6 +318,9 @@ extension NativeRoute {
         links: .init(parameter: "groupId", value: "$response.body#/group/groupId", targets: [getGroup, createChannel, listChannels, joinGroup])))
     public static let getGroup = NativeRoute(.GET, "/v1/groups/{groupId}", doc: .init(
         "An ultra group", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], ok: (200, "GroupResponse"), id: "getGroup"))
+    public static let renameGroup = NativeRoute(.PATCH, "/v1/groups/{groupId}", doc: .init(
+        "Rename an ultra group (RongCloud's refresh, Nexconn's community-channel update): name is 1–\(Limits.maxNameBytes) bytes; webhooks get channel.changed with change groupRenamed",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId], body: "RenameGroup", ok: (200, "GroupResponse")))
     public static let dismissGroup = NativeRoute(.DELETE, "/v1/groups/{groupId}", doc: .init(
         "Dismiss an ultra group", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], ok: (200, "Empty")))
     public static let joinGroup = NativeRoute(.POST, "/v1/groups/{groupId}/members", doc: .init(

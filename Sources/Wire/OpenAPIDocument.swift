@@ -270,6 +270,7 @@ public enum OpenAPIDocument {
             "messageType": str("QS-1: the message's type name, as sent (the app's type lists decide its class by it); absent: none"),
             "transient": bool("QS-5: true for a transient message (not stored, no offset, not replayed); absent otherwise"),
             "targets": arr(str(), maxItems: Limits.maxMessageTargets), "targetTags": ref("TagExpression"),
+            "recalled": bool("MO-1: the message was recalled; this is its tombstone (content empty)"),
         ], required: ["messageId", "roomId", "type", "content", "time"])
         /// QS-1, QS-4: the app's message lists as the settings show them and as a PATCH replaces them.
         let typeList = arr(["type": "string", "minLength": 1, "maxLength": SettingsLimits.maxMessageTypeBytes], maxItems: SettingsLimits.maxListEntries)
@@ -283,6 +284,9 @@ public enum OpenAPIDocument {
             "protectedMessageTypes": typeList.merging(["description": "QS-4: messages of these types are high priority, never dropped (RongCloud's message-type allowlist, Nexconn's priority-message-type-list)"]) { a, _ in a },
             "prioritySenders": senderList.merging(["description": "QS-4: these users' messages are high priority in every room of the app (a room's own protected senders: /v1/rooms/{roomId}/protected-senders)"]) { a, _ in a },
             "transientWebhooks": bool("QS-5: transient messages are sent to webhooks too (default false)"),
+            "sensitiveWordsOnServerSends": bool("MO-2: the app server's text messages are screened for the app's sensitive words too (default false, as RongCloud)"),
+            "recallWindowSeconds": int("MO-1: how long after sending a member may recall its own message from its client (default \(Limits.defaultRecallWindowSeconds), the vendors' two minutes; 0: not at all); creators, managers and the app server are not bound by it",
+                                       minimum: SettingsLimits.recallWindowSeconds.lowerBound, maximum: SettingsLimits.recallWindowSeconds.upperBound),
         ]
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])
@@ -295,6 +299,12 @@ public enum OpenAPIDocument {
             "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
             "Count": obj(["count": int(minimum: 0)], required: ["count"]),
+            "RenameGroup": obj(["name": str("1–\(Limits.maxNameBytes) bytes", maxLength: Limits.maxNameBytes)], required: ["name"]),
+            "SensitiveWords": obj(["words": arr(obj(["word": str("1–\(Limits.maxSensitiveWordChars) characters, no whitespace or commas", maxLength: 4 * Limits.maxSensitiveWordChars),
+                                                    "replacement": str("Replaces the word; absent: the word blocks the message", maxLength: 4 * Limits.maxSensitiveWordChars)],
+                                                   required: ["word"]), maxItems: Limits.maxSensitiveWordsPerCall)], required: ["words"]),
+            "SensitiveWordList": obj(["words": arr(obj(["word": str(), "type": ["type": "string", "enum": ["replace", "block"]], "replacement": str()],
+                                                       required: ["word", "type"]), maxItems: Limits.maxSensitiveWordsPerApp)], required: ["words"]),
             "TagExpression": tagExpressionSchema,
             "SetMemberTags": obj(["tags": arr(str(maxLength: Limits.maxTagBytes), maxItems: Limits.maxTagsPerMember),
                                   "notifyTargetTags": ref("TagExpression")], required: ["tags"]),
@@ -347,6 +357,7 @@ public enum OpenAPIDocument {
                 "sendsPerUserPerSecond": int("PX-1: room messages per second one user may send from its clients"),
                 "beforeSend": ["oneOf": [ref("BeforeSend"), ["type": "null"]],
                                "description": "PX-4: the before-send hook room messages are judged by before fan-out; null: none"],
+                "sensitiveWordCount": int("MO-2: how many sensitive words the app has (GET /v1/sensitive-words lists them)", minimum: 0),
             ].merging(qosSettings) { a, _ in a }),
             "BeforeSend": obj([
                 "url": str("The app's moderation endpoint (http or https; loopback and private addresses only for apps the operator allows)"),

@@ -181,6 +181,11 @@ public enum OpTable {
                                 .merging(S.messageOptions) { a, _ in a },
                             required: ["roomId", "content"])
                   }, reply: "MessageResponse") { a, c throws(ChatError) in .command(try a.body.command(c, roomId: a.address.roomId)) },
+            .with("room.recall", "Recall a message of the room (ZIM's revoke): your own within the app's recallWindowSeconds (two minutes by default), anyone's as the room's creator or a manager (40301 otherwise); whoever the message reached gets message.recalled, and history and resume keep its tombstone. 40401 when it is not among the room's recent messages or was already recalled",
+                  spec: ["MO-1"], args: Addressed<RoomAddress, RecallRequest>.self, schema: {
+                      S.obj(["roomId": S.id, "messageId": S.str("The messageId of room.message", maxLength: Limits.maxMessageIdBytes),
+                             "notifyExt": S.str("Told to the room with the recall", maxLength: Limits.maxRecallExtBytes)], required: ["roomId", "messageId"])
+                  }, reply: "Empty") { a, c in .command(RecallRequest(messageId: a.body.messageId, notifyExt: a.body.notifyExt).command(c, roomId: a.address.roomId)) },
             .with("room.history", "Message history", spec: ["NIM-8"], args: Addressed<RoomAddress, HistoryRequest>.self, schema: {
                 S.obj(["roomId": S.id, "start": S.int("ms; 0: from the newest/oldest", minimum: 0), "limit": S.int(minimum: 1, maximum: Limits.maxHistoryLimit),
                        "order": enumeration(["asc", "desc"]), "types": S.arr(enumeration(["text", "custom", "notification"])),

@@ -532,6 +532,55 @@ public struct QueuePollRequest: Decodable, Sendable {
 
 // MARK: Messages (NIM-8)
 
+/// MO-2: `POST /v1/sensitive-words`: words to add, each with a replacement or blocking.
+public struct SensitiveWordsRequest: Decodable, Sendable {
+    public struct Item: Decodable, Sendable {
+        public var word: String
+        public var replacement: String?
+    }
+    public var words: [Item]
+
+    public func command(_ caller: Caller) -> Command {
+        .editSensitiveWords(app: caller.app, add: words.map { SensitiveWord(word: $0.word, replacement: $0.replacement) }, remove: [])
+    }
+}
+
+/// MO-2: `DELETE /v1/sensitive-words?words=a,b`.
+public struct RemoveSensitiveWordsRequest: Sendable {
+    public var words: [String]
+
+    public init(query q: QueryParameters) {
+        words = (q.string("words") ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }
+    }
+
+    public func command(_ caller: Caller) -> Command {
+        .editSensitiveWords(app: caller.app, add: [], remove: words)
+    }
+}
+
+/// MO-1: recall a message. REST: `DELETE /v1/rooms/{roomId}/messages/{messageId}` (the app
+/// server; `sender` and `notifyExt` in the query); WebSocket: `room.recall` (a member).
+public struct RecallRequest: Decodable, Sendable {
+    public var messageId: String
+    /// The app server's check of whose message it is (refused with 40401 when it is not theirs).
+    public var sender: String?
+    public var notifyExt: String?
+
+    public init(messageId: String, sender: String? = nil, notifyExt: String? = nil) {
+        self.messageId = messageId
+        self.sender = sender
+        self.notifyExt = notifyExt
+    }
+
+    public init(query q: QueryParameters, messageId: String) {
+        self.init(messageId: messageId, sender: q.string("sender"), notifyExt: q.string("notifyExt"))
+    }
+
+    public func command(_ caller: Caller, roomId: String) -> Command {
+        .recallMessage(app: caller.app, roomId: roomId, messageId: messageId, RecallOptions(sender: sender, notifyExt: notifyExt ?? ""), caller.actor)
+    }
+}
+
 public struct SendMessageRequest: Decodable, Sendable {
     public var type: String?
     public var content: String
@@ -554,6 +603,7 @@ public struct SendMessageRequest: Decodable, Sendable {
         let sender: MessageSender
         switch caller.actor {
         case .server: sender = serverSender
+        case .account(let user): sender = .server(userId: user, nickname: nickname ?? "", avatar: avatar ?? "")
         case .session(let id): sender = .session(id)
         }
         return .sendMessage(app: caller.app, roomId: roomId, sender, try parseKind(type), content: content, options: try options())
@@ -732,6 +782,15 @@ public struct CreateGroupRequest: Decodable, Sendable {
     }
 }
 
+/// MO-4: `PATCH /v1/groups/{groupId}`.
+public struct RenameGroupRequest: Decodable, Sendable {
+    public var name: String
+
+    public func command(_ caller: Caller, groupId: String) -> Command {
+        .renameGroup(app: caller.app, groupId: groupId, name: name)
+    }
+}
+
 public struct CreateChannelRequest: Decodable, Sendable {
     public var channelId: String
     public var type: ChannelTypeValue?
@@ -845,6 +904,10 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var prioritySenders: [String]?
     /// QS-5: transient messages reach webhooks too.
     public var transientWebhooks: Bool?
+    /// MO-1: how long members may recall their own messages.
+    public var recallWindowSeconds: Int?
+    /// MO-2: the app server's text messages are screened too.
+    public var sensitiveWordsOnServerSends: Bool?
 
     public struct BeforeSendRequest: Decodable, Sendable {
         public var url: String?
@@ -871,6 +934,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.protectedMessageTypes = protectedMessageTypes
         p.prioritySenders = prioritySenders
         p.transientWebhooks = transientWebhooks
+        p.recallWindowSeconds = recallWindowSeconds
+        p.sensitiveWordsOnServerSends = sensitiveWordsOnServerSends
         p.beforeSend = beforeSend.map {
             BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
                             signing: $0.signing)

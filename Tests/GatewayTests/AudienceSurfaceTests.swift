@@ -144,24 +144,30 @@ struct AudienceSurfaceTests {
     func nimMembersByRole() throws {
         let g = try InProcessGateway()
         defer { g.stop() }
-        let (vip, cn, plain) = try taggedRoom(g)
-        _ = (vip, cn, plain)
+        // A NIM room made by host: only its creator may name managers (MO-7).
+        let created = try nim(g, "create", [("creator", "host"), ("name", "Roles")])
+        let room = try #require((created.json["chatroom"] as? J)?.int("roomid")).description
+        for user in ["vip", "cn", "plain"] {
+            let c = try g.client(user)
+            _ = try c.expectOK(try c.command("room.join", ["roomId": room]))
+        }
         for (target, opt) in [("vip", "1"), ("cn", "2"), ("plain", "-2")] {
-            #expect(try nim(g, "setMemberRole", [("roomid", "7"), ("operator", "host"), ("target", target), ("opt", opt), ("optvalue", "true")])
-                .json.int("code") == 200)
+            let r = try nim(g, "setMemberRole", [("roomid", room), ("operator", "host"), ("target", target), ("opt", opt), ("optvalue", "true")])
+            #expect(r.json.int("code") == 200, "\(r.text)")
         }
         func byRole(_ roles: String) throws -> [String] {
-            let r = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", roles)])
+            let r = try nim(g, "queryMembersByRole", [("roomid", room), ("roles", roles)])
             #expect(r.json.int("code") == 200, "\(r.text)")
             return (r.json.obj("desc")["data"] as? [J] ?? []).map { $0.str("accid") ?? "?" }
         }
         #expect(try byRole(#"{"manager":true}"#) == ["vip"])
         #expect(Set(try byRole(#"{"manager":true,"common":true}"#)) == ["vip", "cn"])
         #expect(try byRole(#"{"mute":true}"#) == ["plain"])
+        #expect(try byRole(#"{"creator":true}"#) == ["host"])
         #expect(try byRole(#"{"manager":false,"blacklist":true}"#).isEmpty)
-        let bad = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", #"{"owner":true}"#)])
+        let bad = try nim(g, "queryMembersByRole", [("roomid", room), ("roles", #"{"owner":true}"#)])
         #expect(bad.json.int("code") == 414 && bad.json.str("field") == "roles", "\(bad.text)")
-        let none = try nim(g, "queryMembersByRole", [("roomid", "7"), ("roles", #"{"manager":false}"#)])
+        let none = try nim(g, "queryMembersByRole", [("roomid", room), ("roles", #"{"manager":false}"#)])
         #expect(none.json.int("code") == 414 && none.json.str("field") == "roles")
     }
 

@@ -65,6 +65,11 @@ struct ClusterScenarioTests {
         try await offPool { () throws in try Scenarios.roomQoS(try ClusterGateway(database: "qos")) }
     }
 
+    // CL-2 with MO-1, MO-2: a recall and a word list reach every node alike.
+    @Test func moderation() async throws {
+        try await offPool { () throws in try Scenarios.moderation(try ClusterGateway(database: "mod")) }
+    }
+
     // CL-2 with CS-1..CS-4
     @Test func conversationStatuses() async throws {
         try await offPool { () throws in try Scenarios.conversationStatuses(try ClusterGateway(database: "cs")) }

@@ -42,6 +42,7 @@ struct LimitsTests {
         "conversation.set": ["conversationType": 10, "targetId": "g", "pinned": true],
         "conversation.get": ["conversationType": 10, "targetId": "g"],
         "group.channels": ["groupId": "g"],
+        "room.recall": ["roomId": "r", "messageId": "m"],
     ] }
 
     /// A value exactly at (`over` false) or one past (`over` true) the bound of `schema`.

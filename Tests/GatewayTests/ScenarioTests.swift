@@ -23,6 +23,13 @@ struct ScenarioTests {
         try Scenarios.audiences(g)
     }
 
+    // MO-1, MO-2
+    @Test func moderation() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.moderation(g)
+    }
+
     @Test func roomQoS() throws {
         let g = try InProcessGateway()
         defer { g.stop() }

@@ -124,6 +124,55 @@ enum Scenarios {
 
     /// The messages `c` receives until `marker` (sent last, to everyone), in order: what a
     /// client got and, as important, what it did not.
+    /// MO-1, MO-2 wherever the clients are (on a cluster, on other nodes than the REST calls): a
+    /// recall reaches whoever the message reached and nobody else, and history shows the
+    /// tombstone; a manager recalls from its client; a blocked word refuses a client's message
+    /// (21501, nobody receives it) and a replaced one arrives replaced.
+    static func moderation<G: ScenarioGateway>(_ g: G) throws {
+        #expect(try g.restCall("POST", "/v1/rooms", ["roomId": "mod"]).status == 201)
+        let ann = try g.connectClient("mo-ann"), ben = try g.connectClient("mo-ben"), cat = try g.connectClient("mo-cat")
+        for c in [ann, ben, cat] { _ = try join(c, "mod") }
+        #expect(try g.restCall("PUT", "/v1/rooms/mod/members/mo-cat/role", ["role": "manager"]).status == 200)
+        for c in [ann, ben, cat] { _ = c.drain(for: 0.3) }
+
+        // MO-1: the app server recalls a message to the room; a message to ben alone is recalled
+        // to ben and its sender, not to cat.
+        let sent = try ann.expectOK(try ann.send("room.send", ["roomId": "mod", "content": "oops"]))
+        let id = try #require(sent.obj("message").str("messageId"))
+        #expect(try g.restCall("DELETE", "/v1/rooms/mod/messages/\(id)").status == 200)
+        for c in [ann, ben, cat] {
+            #expect(try c.waitFor("message.recalled", timeout: 10) { $0.obj("data").str("messageId") == id }.obj("data").str("sender") == "mo-ann")
+        }
+        let private_ = try g.restCall("POST", "/v1/rooms/mod/messages", ["content": "for ben", "targets": ["mo-ben"], "fromUserId": "mo-ann"])
+        let privateId = try #require(private_.json.obj("message").str("messageId"))
+        _ = try ben.waitFor("room.message", timeout: 10) { $0.obj("data").obj("message").str("messageId") == privateId }
+        // cat (a manager, who did not get the message) recalls it from its client.
+        _ = try cat.expectOK(try cat.send("room.recall", ["roomId": "mod", "messageId": privateId]))
+        #expect(try ben.waitFor("message.recalled", timeout: 10) { $0.obj("data").str("messageId") == privateId }.obj("data").str("operator") == "mo-cat")
+        #expect(try ann.waitFor("message.recalled", timeout: 10) { $0.obj("data").str("messageId") == privateId }.obj("data").str("sender") == "mo-ann")
+        #expect(try g.restCall("POST", "/v1/rooms/mod/messages", ["content": "end-1"]).status == 201)
+        let catSaw = cat.drain(for: 0.5)
+        #expect(!catSaw.contains { $0.str("ev") == "message.recalled" && $0.obj("data").str("messageId") == privateId },
+                "a member the message did not reach must not learn of its recall")
+        let history = try g.restCall("GET", "/v1/rooms/mod/messages?order=asc").json["messages"] as? [[String: Any]] ?? []
+        #expect(history.filter { $0["recalled"] as? Bool == true }.compactMap { $0.str("messageId") } == [id, privateId])
+        #expect(!history.contains { ($0.str("content") ?? "") == "oops" || ($0.str("content") ?? "") == "for ben" })
+        // A bystander may not recall another's message.
+        let late = try ann.expectOK(try ann.send("room.send", ["roomId": "mod", "content": "mine"]))
+        let refused = try ben.send("room.recall", ["roomId": "mod", "messageId": try #require(late.obj("message").str("messageId"))])
+        #expect(refused.obj("error").int("code") == 40301, "\(refused)")
+
+        // MO-2.
+        #expect(try g.restCall("POST", "/v1/sensitive-words", ["words": [["word": "spam", "replacement": "****"], ["word": "forbidden"]]]).status == 200)
+        for c in [ann, ben, cat] { _ = c.drain(for: 0.3) }
+        let blocked = try ann.send("room.send", ["roomId": "mod", "content": "forbidden words"])
+        #expect(blocked.obj("error").int("code") == 21501, "\(blocked)")
+        _ = try ann.expectOK(try ann.send("room.send", ["roomId": "mod", "content": "no spam"]))
+        #expect(try g.restCall("POST", "/v1/rooms/mod/messages", ["content": "end-2"]).status == 201)
+        #expect(messagesUntil(ben, "end-2") == ["no ****", "end-2"])
+        #expect(messagesUntil(cat, "end-2") == ["no ****", "end-2"])
+    }
+
     static func messagesUntil<C: ScenarioClient>(_ c: C, _ marker: String) -> [String] {
         var seen: [String] = []
         let deadline = Date().addingTimeInterval(10)

@@ -20,6 +20,15 @@ struct SmokeTests {
 
     // QS-1, QS-2, QS-5 against the binary.
     // AU-1, AU-2 against the binary.
+    // MO-1, MO-2 against the binary.
+    @Test func moderation() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            try Scenarios.moderation(g)
+        }
+    }
+
     @Test func audiences() async throws {
         try await offPool { () throws in
             let g = try GatewayProcess()

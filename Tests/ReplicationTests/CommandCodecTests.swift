@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -67,6 +67,9 @@ struct CommandCodecTests {
         case .broadcast: .broadcast
         case .queueBatchOffer: .queueBatchOffer
         case .updateMemberInfo: .updateMemberInfo
+        case .recallMessage: .recallMessage
+        case .editSensitiveWords: .editSensitiveWords
+        case .renameGroup: .renameGroup
         }
     }
 
@@ -127,6 +130,17 @@ struct CommandCodecTests {
             .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["RC:TxtMsg"]),
             .setProtectedSenders(app: "a", roomId: "r", add: false, ["u"]),
             .setDistribution(app: "a", roomId: "r", stopped: true),
+            // MO-7: the app server in the name of an account.
+            .setRoomOpen(app: "a", roomId: "r", false, .account("host"), nim: nil),
+            .setRole(app: "a", roomId: "r", target: "u", .setManager(true), .account("op"), notifyExt: ""),
+            // MO-4.
+            .renameGroup(app: "a", groupId: "g", name: "新的名字"),
+            // MO-2.
+            .editSensitiveWords(app: "a", add: [SensitiveWord(word: "坏词"), SensitiveWord(word: "bad", replacement: "***")], remove: []),
+            .editSensitiveWords(app: "a", add: [], remove: ["x", "y"]),
+            // MO-1.
+            .recallMessage(app: "a", roomId: "r", messageId: "m1", RecallOptions(), .server),
+            .recallMessage(app: "a", roomId: "r", messageId: "m\u{1F600}", RecallOptions(sender: "u", sentTime: 1_700_000_000_000, operatorId: "o", notifyExt: "{\"x\":1}"), .session(s)),
             // AU-1, AU-2.
             .setMemberTags(app: "a", roomId: "r", userId: "u", ["vip", "cn"]),
             .setMemberTags(app: "a", roomId: "r", userId: "u", [], notifyTargetTags: .not(.tag("cn"))),
@@ -168,6 +182,25 @@ struct CommandCodecTests {
             #expect(back == c, "\(String(decoding: bytes, as: UTF8.self))")
             #expect(try encoder.encode(back) == bytes)
         }
+    }
+
+    /// MO-1: a recall, and a change of the recall window, need log format 5: a cluster still on
+    /// format 4 has nodes that would apply them wrongly (or not at all), so they are not written.
+    /// MO-2, MO-4, MO-7: so do sensitive-word edits, renames and commands in an account's name.
+    @Test func recallsNeedFormatFive() throws {
+        var patch = AppSettingsPatch()
+        patch.recallWindowSeconds = 30
+        let records: [LogRecord] = [.command(.recallMessage(app: "a", roomId: "r", messageId: "m", RecallOptions(), .server)),
+                                    .command(.updateAppSettings(app: "a", patch)),
+                                    .command(.editSensitiveWords(app: "a", add: [SensitiveWord(word: "w")], remove: [])),
+                                    .command(.setRoomOpen(app: "a", roomId: "r", false, .account("host"), nim: nil))]
+        for record in records {
+            #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 4) }
+            #expect(try LogRecord.decode(try LogRecord.encode(record, format: 5)) == record)
+        }
+        #expect(LogRecord.format >= 5)
+        // A settings change without the window is still readable by format 4.
+        _ = try LogRecord.encode(.command(.updateAppSettings(app: "a", AppSettingsPatch(maxRooms: 3))), format: 4)
     }
 
     @Test func malformedPayloadsAreRefusedNotCrashed() {

@@ -204,11 +204,15 @@ export interface RoomMessage {
   messageType?: string;
   /** QS-5: a transient message (no offset, never stored or replayed). */
   transient?: boolean;
+  /** MO-1: a recalled message's tombstone (content empty). */
+  recalled?: boolean;
   [field: string]: any;
 }
 export interface RoomMessageData { message: RoomMessage }
 export interface RoomAttributesData { operator: string; removed: string[]; time: number; updated: Record<string, string> }
 /** AU-1: this member's tags in the room, as the app server set them. */
+/** MO-1: a message was recalled; `message` is its tombstone (recalled: true, no content). */
+export interface MessageRecalledData { roomId: string; messageId: string; sender: string; operator: string; notifyExt?: string; time: number; message: RoomMessage }
 export interface RoomTagsUpdatedData { roomId: string; tags: string[]; time: number }
 /**
  * QS-3: what of the room this connection did not get because it read slower than the room (low,
@@ -238,6 +242,7 @@ export interface ServerEventMap {
   'room.ban': EventFrame<'room.ban', RoomBanData>;
   'room.notification': EventFrame<'room.notification', RoomNotificationData>;
   'room.message': EventFrame<'room.message', RoomMessageData>;
+  'message.recalled': EventFrame<'message.recalled', MessageRecalledData>;
   'room.gap': EventFrame<'room.gap', RoomGapData>;
   'room.attributes': EventFrame<'room.attributes', RoomAttributesData>;
   'room.resume': EventFrame<'room.resume', RoomResumeData>;
@@ -407,6 +412,8 @@ export declare class RoomcastClient {
   switchRoom(from: string, to: string | ({ roomId: string } & Record<string, unknown>), opts?: SwitchOptions): Promise<JoinReply>;
   /** op room.send; the third argument is the message's type or {@link SendMessageOptions}. */
   sendMessage(roomId: string, content: string, typeOrOptions?: 'text' | 'custom' | SendMessageOptions): Promise<{ message: Record<string, any> }>;
+  /** op room.recall (MO-1): your own message within the app's recallWindowSeconds; any as the room's creator or a manager. */
+  recall(roomId: string, messageId: string, notifyExt?: string): Promise<Record<string, never>>;
   history(roomId: string, opts?: { limit?: number; order?: 'asc' | 'desc'; start?: number; types?: ('text' | 'custom' | 'notification')[] }): Promise<{ messages: Record<string, any>[] } & Record<string, any>>;
   members(roomId: string, opts?: { after?: string; limit?: number; order?: 'asc' | 'desc'; type?: 'present' | 'regular' | 'temporary' | 'regularOnline' | 'temporaryNewestFirst' }): Promise<Record<string, any>>;
   roomInfo(roomId: string): Promise<Record<string, any>>;

@@ -69,7 +69,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
 /** Every event name the protocol defines (the client emits any other `ev` by its name too). */
 export const EVENT_NAMES = Object.freeze([
   'room.status', 'room.kicked', 'room.memberChanged', 'room.multiLoginSync', 'room.block', 'room.ban',
-  'room.notification', 'room.message', 'room.gap', 'room.attributes', 'room.resume', 'room.tagsUpdated',
+  'room.notification', 'room.message', 'message.recalled', 'room.gap', 'room.attributes', 'room.resume', 'room.tagsUpdated',
   'group.channelTypeChanged', 'group.channelDisbanded', 'group.channelUserKicked',
   'conversation.statusChanged', 'conversation.statusSynced', 'token.expired',
 ]);
@@ -742,6 +742,10 @@ export class RoomcastClient {
 
   /** Message history (op room.history); `opts`: limit, order, start, types. */
   history(roomId, opts = {}) { return this.send('room.history', { roomId, ...opts }); }
+  /** Recalls a message (op room.recall, MO-1): your own within the app's window, any as a manager. */
+  recall(roomId, messageId, notifyExt) {
+    return this.send('room.recall', notifyExt === undefined ? { roomId, messageId } : { roomId, messageId, notifyExt });
+  }
 
   /** Members, paged (op room.members); `opts`: after, limit, order, type. */
   members(roomId, opts = {}) { return this.send('room.members', { roomId, ...opts }); }

@@ -156,7 +156,22 @@ public enum NIMV1 {
         VendorEndpoint(prefix + name + ".action", resolve)
     }
 
-    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + roles + unsupported
+    public static let endpoints: [VendorEndpoint] = rooms + members + queue + tags + roles + messages + unsupported
+
+    static let messages: [VendorEndpoint] = [
+        // MO-1: NIM's chatroom recall. `msgId` is the message's id, `msgTimetag` its time and
+        // `fromAcc` its sender; the operator (`operator`, or `operatorAcc` as NIM's Java SDK sends
+        // it) must be the sender, the room's creator or one of its managers (403 otherwise).
+        e("recall") { i throws(ChatError) in
+            let p = i.params
+            var op = try p.string("operator")
+            if op == nil { op = try p.string("operatorAcc") }
+            guard let op, !op.isEmpty else { throw ChatError(.invalidParameter, "operator is required", field: "operator") }
+            let options = RecallOptions(sender: try p.required("fromAcc"), sentTime: Int64(try p.requiredInt("msgTimetag")), operatorId: op,
+                                        notifyExt: try p.string("notifyExt") ?? "")
+            return VendorCall.command(.recallMessage(app: i.app, roomId: try roomId(p), messageId: try p.required("msgId"), options, .server))
+        },
+    ]
 
     static let rooms: [VendorEndpoint] = [
         // NIM-1 create: a fresh room number.
@@ -215,11 +230,12 @@ public enum NIMV1 {
                 if case .room(let r) = reply { writeRoom(&w, "chatroom", r, online: false) }
             }
         },
+        // MO-7: only the room's creator may open or close it (403 otherwise).
         e("toggleCloseStat") { i throws(ChatError) in
             let p = i.params
-            _ = try p.required("operator")
+            let op = Actor.account(try p.required("operator"))
             guard let valid = try p.bool("valid") else { throw ChatError(.invalidParameter, "valid is required (true opens, false closes)", field: "valid") }
-            return VendorCall.command(.setRoomOpen(app: i.app, roomId: try roomId(p), valid, .server, nim: nil)) { reply, w in
+            return VendorCall.command(.setRoomOpen(app: i.app, roomId: try roomId(p), valid, op, nim: nil)) { reply, w in
                 if case .room(let r) = reply { writeRoom(&w, "desc", r, online: false) }
             }
         },
@@ -276,19 +292,21 @@ public enum NIMV1 {
         e("setMemberRole") { i throws(ChatError) in
             let p = i.params
             let room = try roomId(p)
-            _ = try p.required("operator")
+            // MO-7, as NIM documents it: managers are set by the creator only; common members, the
+            // blocklist and mutes by the creator or a manager, on members below them (403 otherwise).
+            let op = Actor.account(try p.required("operator"))
             let target = try p.required("target")
             guard let value = try p.bool("optvalue") else { throw ChatError(.invalidParameter, "optvalue is required (true or false)", field: "optvalue") }
             let ext = try p.string("notifyExt") ?? ""
             let note = NIMNotify(notifyExt: ext)
             let command: Command
             switch try p.requiredInt("opt") {
-            case 1: command = .setRole(app: i.app, roomId: room, target: target, .setManager(value), .server, notifyExt: ext)
-            case 2: command = .setRole(app: i.app, roomId: room, target: target, .setCommon(value), .server, notifyExt: ext)
-            case -1: command = value ? .block(app: i.app, roomId: room, [target], minutes: nil, .server, rc: nil, nim: note)
-                : .unblock(app: i.app, roomId: room, [target], .server, rc: nil, nim: note)
-            case -2: command = value ? .mute(app: i.app, roomId: room, [target], .permanent, .server, rc: nil, nim: note)
-                : .unmute(app: i.app, roomId: room, [target], .permanent, .server, rc: nil, nim: note)
+            case 1: command = .setRole(app: i.app, roomId: room, target: target, .setManager(value), op, notifyExt: ext)
+            case 2: command = .setRole(app: i.app, roomId: room, target: target, .setCommon(value), op, notifyExt: ext)
+            case -1: command = value ? .block(app: i.app, roomId: room, [target], minutes: nil, op, rc: nil, nim: note)
+                : .unblock(app: i.app, roomId: room, [target], op, rc: nil, nim: note)
+            case -2: command = value ? .mute(app: i.app, roomId: room, [target], .permanent, op, rc: nil, nim: note)
+                : .unmute(app: i.app, roomId: room, [target], .permanent, op, rc: nil, nim: note)
             default: throw ChatError(.invalidParameter, "opt must be 1 (manager), 2 (common), -1 (blocklist) or -2 (mute)", field: "opt")
             }
             return .call(VendorCall(.commandThenQuery(command, .membersByIds(app: i.app, roomId: room, [target]))) { reply, w in

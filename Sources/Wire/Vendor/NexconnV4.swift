@@ -82,7 +82,33 @@ public enum NexconnV4 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = openChannel + community + channels + channelsUnsupported
+    public static let endpoints: [VendorEndpoint] = openChannel + community + channels + messages + channelsUnsupported
+
+    static let messages: [VendorEndpoint] = [
+        // MO-1: Nexconn's message delete (recall). Open-channel messages (`channelType` 4) are
+        // Roomcast's room messages: `messageId` is the message's id, and `fromUserId` (and
+        // `sentAt` when given) must describe it. `isAdmin`, `disablePush` and
+        // `disableUpdateLastMsg` only change how Nexconn's own clients show it.
+        VendorEndpoint("/v4/message/delete") { i throws(ChatError) in
+            let p = i.params
+            let type = try p.requiredInt("channelType")
+            let from = try p.required("fromUserId")
+            let target = try p.required("channelId")
+            let id = try p.required("messageId")
+            let sent = try p.int("sentAt")
+            switch type {
+            case 4:
+                return VendorCall.command(.recallMessage(app: i.app, roomId: target, messageId: id,
+                                                         RecallOptions(sender: from, sentTime: sent.map(Int64.init), notifyExt: try p.string("extra") ?? ""), .server))
+            case 10:
+                return .unsupported("/v4/message/delete: community-channel messages are not carried by Roomcast — not supported by Roomcast")
+            case 1, 3, 6:
+                return .unsupported("/v4/message/delete: direct, group and system channels are not carried by Roomcast — not supported by Roomcast")
+            default:
+                throw ChatError(.invalidParameter, "channelType must be 1, 3, 4, 6 or 10", field: "channelType")
+            }
+        },
+    ]
 
     static let openChannel: [VendorEndpoint] = [
         Family.createRoom("/v4/open-channel/create", spelling),
@@ -176,8 +202,12 @@ public enum NexconnV4 {
         Family.removePrivateMembers("/v4/community-channel/private-subchannel/member/remove", spelling),
         Family.listPrivateMembers("/v4/community-channel/private-subchannel/member/list", spelling),
         Family.listUserChannels("/v4/community-channel/user/subchannel/list", spelling),
+        // MO-4: rename (`channelId`, `name`).
+        VendorEndpoint("/v4/community-channel/update") { i throws(ChatError) in
+            let p = i.params
+            return VendorCall.command(.renameGroup(app: i.app, groupId: try channel(p), name: try p.required("name")))
+        },
     ] + unsupported([
-        ("/v4/community-channel", ["update"], "renaming a community channel"),
         ("/v4/community-channel/mute-list", ["add", "get", "remove"], "community-channel mutes"),
         ("/v4/community-channel/allowed-sender-list", ["add", "get", "remove"], "community-channel allowed senders"),
         ("/v4/community-channel/freeze-list", ["get", "set"], "community-channel freezes"),

@@ -32,7 +32,74 @@ public enum RongCloudV1 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation
+    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message + sensitiveWords
+
+    /// MO-2: RongCloud's sensitive words: `word` (1–32 characters) with `replaceWord` is replaced in
+    /// text messages, without it blocks them (21501); `list.json` answers `words` of
+    /// `{type: "0" replace | "1" block, word, replaceWord}` for `type` 0, 1 (the default) or 2 (all).
+    static let sensitiveWords: [VendorEndpoint] = [
+        VendorEndpoint("/sensitiveword/add.json") { i throws(ChatError) in
+            let p = i.params
+            let word = try p.required("word")
+            var replacement = try p.string("replaceWord")
+            if replacement?.isEmpty == true { replacement = nil }
+            return VendorCall.command(.editSensitiveWords(app: i.app, add: [SensitiveWord(word: word, replacement: replacement)], remove: []))
+        },
+        VendorEndpoint("/sensitiveword/delete.json") { i throws(ChatError) in
+            VendorCall.command(.editSensitiveWords(app: i.app, add: [], remove: [try i.params.required("word")]))
+        },
+        VendorEndpoint("/sensitiveword/batch/delete.json") { i throws(ChatError) in
+            let words = try Family.requiredList(i.params, "words")
+            guard words.count <= Limits.maxSensitiveWordsPerRongCloudBatch else {
+                throw ChatError(.invalidParameter, "at most \(Limits.maxSensitiveWordsPerRongCloudBatch) words per call", field: "words")
+            }
+            return VendorCall.command(.editSensitiveWords(app: i.app, add: [], remove: words))
+        },
+        VendorEndpoint("/sensitiveword/list.json") { i throws(ChatError) in
+            let type = try i.params.int("type") ?? 1
+            guard (0...2).contains(type) else { throw ChatError(.invalidParameter, "type must be 0 (replaced), 1 (blocking) or 2 (all)", field: "type") }
+            return VendorCall.query(.sensitiveWords(app: i.app)) { reply, w in
+                guard case .sensitiveWords(let words) = reply else { return }
+                w.key("words")
+                w.beginArray()
+                for word in words where type == 2 || (type == 1) == word.blocks {
+                    w.beginObject()
+                    w.field("type", word.blocks ? "1" : "0")
+                    w.field("word", word.word)
+                    w.field("replaceWord", word.replacement ?? "")
+                    w.endObject()
+                }
+                w.endArray()
+            }
+        },
+    ]
+
+    static let message: [VendorEndpoint] = [
+        // MO-1: RongCloud's message recall. Chatroom messages (conversationType 4) are Roomcast's
+        // room messages: `messageUID` is the message's id and `sentTime` its time, and both with
+        // `fromUserId` must describe it. The app server recalls at any time; `isAdmin`,
+        // `isDelete` and `disablePush` only change how RongCloud's own clients show it.
+        VendorEndpoint("/message/recall.json") { i throws(ChatError) in
+            let p = i.params
+            let type = try p.requiredInt("conversationType")
+            let from = try p.required("fromUserId")
+            let target = try p.required("targetId")
+            let id = try p.required("messageUID")
+            let sent = try p.requiredInt("sentTime")
+            switch type {
+            case 4:
+                let extra = try p.string("extra") ?? ""
+                return VendorCall.command(.recallMessage(app: i.app, roomId: target, messageId: id,
+                                                         RecallOptions(sender: from, sentTime: Int64(sent), notifyExt: extra), .server))
+            case 10:
+                return .unsupported("/message/recall.json: ultra-group messages are not carried by Roomcast (ultra groups hold channels, members and statuses) — not supported by Roomcast")
+            case 1, 3, 6:
+                return .unsupported("/message/recall.json: private, group and system conversations are not carried by Roomcast — not supported by Roomcast")
+            default:
+                throw ChatError(.invalidParameter, "conversationType must be 1, 3, 4, 6 or 10", field: "conversationType")
+            }
+        },
+    ]
 
     static let chatroom: [VendorEndpoint] = [
         // Rooms (RC-9).
@@ -208,8 +275,12 @@ public enum RongCloudV1 {
                 w.field("unpushLevel", level.rawValue)
             }
         },
+        // MO-4: rename.
+        VendorEndpoint("/ultragroup/refresh.json") { i throws(ChatError) in
+            let p = i.params
+            return VendorCall.command(.renameGroup(app: i.app, groupId: try p.required("groupId"), name: try p.required("groupName")))
+        },
     ] + unsupported([
-        ("/ultragroup/refresh.json", "renaming an ultra group"),
         ("/ultragroup/usergroup/add.json", "ultra-group user groups"),
         ("/ultragroup/usergroup/del.json", "ultra-group user groups"),
         ("/ultragroup/usergroup/query.json", "ultra-group user groups"),

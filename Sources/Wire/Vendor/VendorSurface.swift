@@ -185,15 +185,18 @@ public enum Vendor: String, Sendable, CaseIterable {
         case .rongCloud:
             names = ["roomId": "chatroomId", "userIds": "userId", "minutes": "minute", "muteAllowlist": "whiteUserIds", "attributes": "entryInfo",
                      "attributesOwner": "entryOwnerId", "channelId": "busChannel", "notificationLevel": "unpushLevel", "destroy.minutes": "destroyTime",
-                     "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames"]
+                     "lowPriorityMessageTypes": "objectName", "protectedMessageTypes": "objectnames",
+                     "sender": "fromUserId", "messageId": "messageUID", "notifyExt": "extra", "replacement": "replaceWord", "name": "groupName"]
         case .nexconn:
             names = ["roomId": "channelId", "userIds": "participantIds", "minutes": "durationMinutes", "muteAllowlist": "allowedSendersList",
                      "attributes": "metadata", "attributesOwner": "metadataOwnerId", "groupId": "channelId", "channelId": "subchannelId",
                      "notificationLevel": "noDisturbLevel", "destroy.minutes": "ttlMinutes", "keys": "metadataKeys", "key": "metadata", "value": "metadata",
-                     "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes"]
+                     "lowPriorityMessageTypes": "messageTypes", "protectedMessageTypes": "messageTypes",
+                     "sender": "fromUserId", "sentTime": "sentAt", "notifyExt": "extra"]
         case .nim:
             names = ["roomId": "roomid", "userIds": "accids", "userId": "target", "seconds": "muteDuration", "broadcastUrl": "broadcasturl",
-                     "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds"]
+                     "queueModificationLevel": "queuelevel", "queueLimit": "sizeLimit", "destroy.minutes": "delaySeconds", "destroy.seconds": "delaySeconds",
+                     "sender": "fromAcc", "messageId": "msgId", "sentTime": "msgTimetag"]
         }
         if let n = names[domainField] { return n }
         if domainField.hasPrefix("attributes.") { return (names["attributes"] ?? "attributes") + domainField.dropFirst("attributes".count) }
