@@ -74,16 +74,7 @@ extension ChatDomain {
     public func precheckSend(_ command: Command, now: Int64) throws(ChatError) -> SendSubject? {
         if case .sendToRooms(let app, let roomIds, let sender, let kind, let content, let options) = command {
             // AU-3: judged once, as sent to its first room, once every room would take it.
-            var first: SendSubject?
-            for roomId in try Self.validatedRoomIds(roomIds) {
-                do {
-                    let checked = try checkSend(app, roomId, sender, kind, content, options ?? MessageOptions(), now)
-                    if first == nil { first = checked.message }
-                } catch {
-                    throw error.code == .roomNotFound ? ChatError(.roomNotFound, "room \(roomId) does not exist; nothing was sent", field: "roomIds") : error
-                }
-            }
-            return first
+            return try checkEachRoom(app, roomIds, sender, kind, content, options ?? MessageOptions(), now).first?.subject
         }
         if case .broadcast(let app, .server(let userId, let nickname, let avatar), let kind, let content, _) = command {
             // AU-3: a broadcast is judged once, with no room (an empty roomId).
@@ -139,6 +130,23 @@ extension ChatDomain {
         return priority == .normal ? reserve : 0
     }
 
+    /// QS-2: the room's budget after taking one message of this class (low first, then normal;
+    /// high down to the last token), and whether it could; nothing is stored.
+    static func takeBudget(_ room: Room, _ priority: MessagePriority, transient: Bool, _ settings: AppSettings,
+                           now: Int64) -> (budget: TokenBucket, taken: Bool) {
+        let rate = settings.roomMessagesPerSecond
+        var budget = room.budget.flatMap { $0.rate == Double(rate) ? $0 : nil } ?? TokenBucket(rate: rate, burst: max(1, rate / 5), now: now)
+        let floor = budgetFloor(priority, transient: transient, burst: budget.burst, reservePercent: settings.highPriorityReservePercent)
+        let taken = budget.take(now: now, keeping: floor)
+        return (budget, taken)
+    }
+
+    /// QS-2: the refusal of a message its room's budget did not take.
+    static func roomBusy(_ roomId: String, _ priority: MessagePriority, transient: Bool, _ settings: AppSettings, field: String) -> ChatError {
+        ChatError(.roomBusy, "room \(roomId) is over its message budget (\(settings.roomMessagesPerSecond) a second, \(settings.highPriorityReservePercent)% kept "
+                  + "for high priority): \(transient ? "transient" : priority.rawValue) messages are refused now; nothing was sent; try again", field: field)
+    }
+
     func sendMessage(_ appKey: String, _ roomId: String, _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
                      _ options: MessageOptions, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let (app, room, subject, audience) = try checkSend(appKey, roomId, sender, kind, content, options, now)
@@ -155,16 +163,9 @@ extension ChatDomain {
             }
             userBucket = bucket
         }
-        // QS-2: the room's budget, low first, then normal; high down to the last token.
-        let rate = settings.roomMessagesPerSecond
-        var budget = room.budget.flatMap { $0.rate == Double(rate) ? $0 : nil } ?? TokenBucket(rate: rate, burst: max(1, rate / 5), now: now)
-        let floor = Self.budgetFloor(priority, transient: options.transient, burst: budget.burst, reservePercent: settings.highPriorityReservePercent)
-        guard budget.take(now: now, keeping: floor) else {
-            room.budget = budget
-            throw ChatError(.roomBusy, "room \(roomId) is over its message budget (\(rate) a second, \(settings.highPriorityReservePercent)% kept for high priority): "
-                            + "\(options.transient ? "transient" : priority.rawValue) messages are refused now; try again", field: "roomId")
-        }
+        let (budget, taken) = Self.takeBudget(room, priority, transient: options.transient, settings, now: now)
         room.budget = budget
+        guard taken else { throw Self.roomBusy(roomId, priority, transient: options.transient, settings, field: "roomId") }
         if var bucket = userBucket {
             _ = bucket.take(now: now)
             app.sendBuckets[subject.userId] = bucket

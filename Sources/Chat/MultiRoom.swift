@@ -30,33 +30,35 @@ extension ChatDomain {
         return ids
     }
 
-    func sendToRooms(_ appKey: String, _ roomIds: [String], _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
-                     _ options: MessageOptions, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+    /// What `checkSend` checks, for every room a list send names (from the app server only); a
+    /// missing room is named as one of `roomIds`. Nothing changes.
+    func checkEachRoom(_ appKey: String, _ roomIds: [String], _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
+                       _ options: MessageOptions, _ now: Int64) throws(ChatError) -> [(room: Room, subject: SendSubject, audience: Audience)] {
         guard case .server = sender else { throw .invalid("sender", "only the app server sends to several rooms") }
-        let ids = try Self.validatedRoomIds(roomIds)
-        // Everything is checked before anything changes: every room exists and takes the message,
-        // and every room's budget has room for it (taken on copies, kept only if all do).
-        var checked: [(room: Room, subject: SendSubject, audience: Audience, priority: MessagePriority, budget: TokenBucket)] = []
-        checked.reserveCapacity(ids.count)
-        for roomId in ids {
-            let (app, room, subject, audience): (AppState, Room, SendSubject, Audience)
+        var checked: [(room: Room, subject: SendSubject, audience: Audience)] = []
+        for roomId in try Self.validatedRoomIds(roomIds) {
             do {
-                (app, room, subject, audience) = try checkSend(appKey, roomId, sender, kind, content, options, now)
+                let c = try checkSend(appKey, roomId, sender, kind, content, options, now)
+                checked.append((c.room, c.message, c.audience))
             } catch {
                 throw error.code == .roomNotFound ? ChatError(.roomNotFound, "room \(roomId) does not exist; nothing was sent", field: "roomIds") : error
             }
-            let settings = app.settings
-            let priority = Self.priority(of: subject.userId, options, app: settings, room: room)
-            let rate = settings.roomMessagesPerSecond
-            var budget = room.budget.flatMap { $0.rate == Double(rate) ? $0 : nil } ?? TokenBucket(rate: rate, burst: max(1, rate / 5), now: now)
-            let floor = Self.budgetFloor(priority, transient: options.transient, burst: budget.burst, reservePercent: settings.highPriorityReservePercent)
-            guard budget.take(now: now, keeping: floor) else {
-                throw ChatError(.roomBusy, "room \(roomId) is over its message budget (\(rate) a second): \(options.transient ? "transient" : priority.rawValue) "
-                                + "messages are refused now; nothing was sent; try again", field: "roomIds")
-            }
+        }
+        return checked
+    }
+
+    func sendToRooms(_ appKey: String, _ roomIds: [String], _ sender: MessageSender, _ kind: ChatMessage.Kind, _ content: String,
+                     _ options: MessageOptions, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        // Everything is checked before anything changes: every room exists and takes the message,
+        // and every room's budget has room for it (taken on copies, kept only if all do).
+        let app = try app(appKey)
+        var checked: [(room: Room, subject: SendSubject, audience: Audience, priority: MessagePriority, budget: TokenBucket)] = []
+        for (room, subject, audience) in try checkEachRoom(appKey, roomIds, sender, kind, content, options, now) {
+            let priority = Self.priority(of: subject.userId, options, app: app.settings, room: room)
+            let (budget, taken) = Self.takeBudget(room, priority, transient: options.transient, app.settings, now: now)
+            guard taken else { throw Self.roomBusy(room.key.roomId, priority, transient: options.transient, app.settings, field: "roomIds") }
             checked.append((room, subject, audience, priority, budget))
         }
-        let app = try app(appKey)
         var messages: [ChatMessage] = []
         messages.reserveCapacity(checked.count)
         for c in checked {
