@@ -137,7 +137,7 @@ public struct JoinInfo: Equatable, Sendable {
 public enum RoomStatus: Equatable, Sendable {
     case joining
     case joined(JoinInfo)
-    case joinFailed(ChatErrorCode)
+    case joinFailed(ErrorCode)
     /// The room was destroyed and created again while the client was away (sent before `joined`).
     case reset
     case quit

@@ -154,7 +154,7 @@ public final class RequestAuthenticator: Sendable {
         }
         guard apps.app(c.appKey) != nil else {
             if apps.isDisabled(c.appKey) { return .failure(GatewayError(.appDisabled, "the app is disabled by the operator", field: c.keyField)) }
-            return .failure(GatewayError(.unknownAppKey, "unknown app key", field: c.keyField))
+            return .failure(GatewayError(.unknownApp, "unknown app key", field: c.keyField))
         }
         guard let nonce = c.nonce, !nonce.isEmpty, nonce.utf8.count <= 128 else {
             return .failure(GatewayError(.missingCredentials, "a nonce of 1 to 128 characters is required", field: c.nonceField))

@@ -321,7 +321,7 @@ final class ClientSession: WebSocketHandler {
             }
         } else if let key = a.appKey, let anon = a.anonymous {
             guard context.apps.app(key) != nil else {
-                reply(rid, error: GatewayError(.unknownAppKey, "unknown app key", field: "appKey"))
+                reply(rid, error: GatewayError(.unknownApp, "unknown app key", field: "appKey"))
                 close(.badToken, "unknown app")
                 return
             }
@@ -407,7 +407,7 @@ final class ClientSession: WebSocketHandler {
             case .failure(let e):
                 code = e.code.rawValue
             default:
-                code = ChatErrorCode.invalidParameter.rawValue
+                code = ErrorCode.invalidParameter.rawValue
             }
             let done: [UInt8]? = next == nil ? Encode.statusSynced(code: code, cursor: end) : nil
             let more = next

@@ -301,12 +301,12 @@ final class GatewayCore: Sendable {
         let healthy = Response.json(.ok, "{\"status\":\"ok\"}")
         let notReady = Response.json(.serviceUnavailable, JSONWriter.object { w in
             w.field("status", "starting or draining")
-            w.field("code", GatewayErrorCode.unavailable.rawValue)
+            w.field("code", ErrorCode.unavailable.rawValue)
             w.field("message", "the server is starting or shutting down")
         })
         let readOnly = Response.json(.serviceUnavailable, JSONWriter.object { w in
             w.field("status", "read-only: storage unavailable")
-            w.field("code", ChatErrorCode.storageUnavailable.rawValue)
+            w.field("code", ErrorCode.storageUnavailable.rawValue)
             w.field("message", "a commit failed (e.g. the disk is full): changes are refused until the server can save again")
         })
         routes.add(.GET, "/healthz", sync: { _ in healthy })

@@ -63,7 +63,7 @@ final class ClusterMember: NodeRole {
 
     static let unreachable = Response.json(.serviceUnavailable, JSONWriter.object { w in
         w.field("status", "read-only: the cluster's log (PostgreSQL) cannot be reached")
-        w.field("code", ChatErrorCode.storageUnavailable.rawValue)
+        w.field("code", ErrorCode.storageUnavailable.rawValue)
         w.field("message", "changes are refused until the node reaches PostgreSQL again; reads and connections continue")
     })
 

@@ -18,14 +18,7 @@ public struct OperatorRefusal: Error, Sendable, Equatable, CustomStringConvertib
     public let message: String
     public let field: String?
 
-    public init(_ code: GatewayErrorCode, _ message: String, field: String? = nil) {
-        self.code = code.rawValue
-        self.httpStatus = code.httpStatus
-        self.message = message
-        self.field = field
-    }
-
-    public init(_ code: ChatErrorCode, _ message: String, field: String? = nil) {
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
         self.code = code.rawValue
         self.httpStatus = code.httpStatus
         self.message = message
@@ -40,36 +33,36 @@ public struct OperatorRefusal: Error, Sendable, Equatable, CustomStringConvertib
         case let r as OperatorRefusal: return r
         case let e as OperatorAppsError:
             switch e {
-            case .unknownApp: return OperatorRefusal(GatewayErrorCode.appNotFound, e.description, field: "key")
-            case .exists: return OperatorRefusal(ChatErrorCode.alreadyExists, e.description, field: "key")
-            case .removing: return OperatorRefusal(GatewayErrorCode.appRemoving, e.description, field: "key")
-            case .invalid(let field, let message): return OperatorRefusal(ChatErrorCode.invalidParameter, message, field: field)
+            case .unknownApp: return OperatorRefusal(.appNotFound, e.description, field: "key")
+            case .exists: return OperatorRefusal(.alreadyExists, e.description, field: "key")
+            case .removing: return OperatorRefusal(.appRemoving, e.description, field: "key")
+            case .invalid(let field, let message): return OperatorRefusal(.invalidParameter, message, field: field)
             }
         case let e as SchemaError:
             switch e {
-            case .newer: return OperatorRefusal(GatewayErrorCode.writtenByNewerVersion, e.description)
-            case .olderThanThisCommand: return OperatorRefusal(GatewayErrorCode.dataDirectoryInUse, e.description)
+            case .newer: return OperatorRefusal(.writtenByNewerVersion, e.description)
+            case .olderThanThisCommand: return OperatorRefusal(.dataDirectoryInUse, e.description)
             }
         case let e as StoreBackup.Failure:
             switch e {
-            case .notABackup: return OperatorRefusal(GatewayErrorCode.notABackup, e.description)
-            case .newer: return OperatorRefusal(GatewayErrorCode.writtenByNewerVersion, e.description)
-            case .io: return OperatorRefusal(GatewayErrorCode.backupFailed, e.description)
+            case .notABackup: return OperatorRefusal(.notABackup, e.description)
+            case .newer: return OperatorRefusal(.writtenByNewerVersion, e.description)
+            case .io: return OperatorRefusal(.backupFailed, e.description)
             }
         case let e as StoreBackup.RestoreFailure:
             switch e {
-            case .inUse: return OperatorRefusal(GatewayErrorCode.dataDirectoryInUse, e.description)
-            case .notEmpty: return OperatorRefusal(GatewayErrorCode.dataDirectoryNotEmpty, e.description)
+            case .inUse: return OperatorRefusal(.dataDirectoryInUse, e.description)
+            case .notEmpty: return OperatorRefusal(.dataDirectoryNotEmpty, e.description)
             }
         case let e as StoreFile.Failure:
-            return OperatorRefusal(GatewayErrorCode.noDatabase, e.description)
+            return OperatorRefusal(.noDatabase, e.description)
         case let e as DataDirectoryLock.Failure:
             switch e {
-            case .held: return OperatorRefusal(GatewayErrorCode.dataDirectoryInUse, e.description + "; stop it first. Nothing was changed.")
-            case .cannotOpen: return OperatorRefusal(ChatErrorCode.storageUnavailable, e.description)
+            case .held: return OperatorRefusal(.dataDirectoryInUse, e.description + "; stop it first. Nothing was changed.")
+            case .cannotOpen: return OperatorRefusal(.storageUnavailable, e.description)
             }
         default:
-            return OperatorRefusal(ChatErrorCode.storageUnavailable, "the store could not do it: \(error)")
+            return OperatorRefusal(.storageUnavailable, "the store could not do it: \(error)")
         }
     }
 
@@ -109,7 +102,7 @@ struct OperatorAPI: Sendable {
     /// The caller's credential: nil when it may go on.
     static func refusal(_ request: Request, digest: [UInt8]?) -> Response? {
         guard let digest else {
-            return OperatorRefusal(GatewayErrorCode.operatorAPIOff,
+            return OperatorRefusal(.operatorAPIOff,
                                    "the operator API is off: start the node with --operator-token (or ROOMCAST_OPERATOR_TOKEN)").response
         }
         let header = request.head.headers["authorization"] ?? ""
@@ -119,7 +112,7 @@ struct OperatorAPI: Sendable {
         var diff: UInt8 = 0
         for i in 0..<digest.count { diff |= digest[i] ^ givenDigest[i] }
         guard diff == 0 && !given.isEmpty else {
-            var response = OperatorRefusal(GatewayErrorCode.operatorUnauthorized,
+            var response = OperatorRefusal(.operatorUnauthorized,
                                            "send the operator token as Authorization: Bearer <token>", field: "Authorization").response
             response.headers.add("WWW-Authenticate", #"Bearer realm="roomcast-operator""#)
             return response
@@ -177,7 +170,7 @@ struct OperatorAPI: Sendable {
 
     private func requireSingleNode() throws -> AppsWatcher {
         guard let watcher else {
-            throw OperatorRefusal(GatewayErrorCode.notOnClusterNodes, "a cluster's apps are its nodes' --app list (the same on every node)")
+            throw OperatorRefusal(.notOnClusterNodes, "a cluster's apps are its nodes' --app list (the same on every node)")
         }
         return watcher
     }
@@ -232,7 +225,7 @@ struct OperatorAPI: Sendable {
         do {
             return try JSONDecoder().decode(SecretBody.self, from: Data(request.body))
         } catch {
-            throw OperatorRefusal(GatewayErrorCode.badRequest, "the body must be a JSON object such as {\"key\": \"…\", \"secret\": \"…\"}")
+            throw OperatorRefusal(.badRequest, "the body must be a JSON object such as {\"key\": \"…\", \"secret\": \"…\"}")
         }
     }
 
@@ -290,11 +283,11 @@ struct OperatorAPI: Sendable {
         return { request, writer in
             if let refused = Self.refusal(request, digest: digest) { return writer.send(refused) }
             guard api.watcher != nil else {
-                return writer.send(OperatorRefusal(GatewayErrorCode.notOnClusterNodes,
+                return writer.send(OperatorRefusal(.notOnClusterNodes,
                                                    "a cluster's data is in PostgreSQL: back it up with pg_dump or PostgreSQL's point-in-time recovery").response)
             }
             guard api.backups.take() else {
-                return writer.send(OperatorRefusal(GatewayErrorCode.backupInProgress, "a backup of this node is already being written").response)
+                return writer.send(OperatorRefusal(.backupInProgress, "a backup of this node is already being written").response)
             }
             let requestID = Self.requestID(request)
             _ = PosixThread.start(name: "roomcast-backup") {
@@ -333,8 +326,8 @@ struct OperatorAPI: Sendable {
             let refusal = OperatorRefusal.from(error)
             logger.error("operator: backup failed", metadata: ["request_id": "\(requestID)", "error": "\(refusal.message)"])
             // Any failure while writing is the backup's own (e.g. a full disk).
-            return (refusal.code == ChatErrorCode.storageUnavailable.rawValue
-                ? OperatorRefusal(GatewayErrorCode.backupFailed, refusal.message) : refusal).response
+            return (refusal.code == ErrorCode.storageUnavailable.rawValue
+                ? OperatorRefusal(.backupFailed, refusal.message) : refusal).response
         }
     }
 }

@@ -75,7 +75,7 @@ extension RESTAPI {
 
     /// Applies `commands` one after another, each once the one before is durable; stops at the
     /// first refusal that is not tolerated.
-    private static func inOrder(_ engine: Engine, _ commands: ArraySlice<Command>, tolerating: Set<ChatErrorCode>, stamp: RequestStamp?,
+    private static func inOrder(_ engine: Engine, _ commands: ArraySlice<Command>, tolerating: Set<ErrorCode>, stamp: RequestStamp?,
                                 _ finish: @escaping @Sendable (Result<Reply, ChatError>) -> Void) {
         guard let first = commands.first else { finish(.success(.done)); return }
         let rest = commands.dropFirst()

@@ -231,10 +231,10 @@ struct NIMTests {
         #expect(closed.error?.code == .roomClosed && closed.error?.code.rawValue == 13002)
         #expect(h.received(alice).statuses.map(\.status) == [.joining, .joinFailed(.roomClosed)])
         #expect(h.received(alice).statuses.last?.status.nimState == 2)
-        #expect(ChatErrorCode.roomClosed.allowsAutoRejoin == false)
-        #expect(ChatErrorCode.blocked.allowsAutoRejoin == false)
-        #expect(ChatErrorCode.roomNotFound.allowsAutoRejoin == false)
-        let noStop = ChatErrorCode.allCases.filter { !$0.allowsAutoRejoin }
+        #expect(ErrorCode.roomClosed.allowsAutoRejoin == false)
+        #expect(ErrorCode.blocked.allowsAutoRejoin == false)
+        #expect(ErrorCode.roomNotFound.allowsAutoRejoin == false)
+        let noStop = ErrorCode.allCases.filter { !$0.allowsAutoRejoin }
         #expect(Set(noStop) == [.blocked, .roomClosed, .roomNotFound])
     }
 

@@ -318,7 +318,7 @@ struct RongCloudTests {
         let alice = h.connect("alice"), bob = h.connect("bob"), owner = h.connect("owner"), mgr = h.connect("mgr")
         for s in [alice, bob, owner, mgr] { h.join(s, "r1") }
         h.run(.setRole(app: h.app, roomId: "r1", target: "mgr", .setManager(true), .server, notifyExt: ""))
-        func send(_ s: SessionID) -> ChatErrorCode? {
+        func send(_ s: SessionID) -> ErrorCode? {
             h.run(.sendMessage(app: h.app, roomId: "r1", .session(s), .text, content: "hi")).error?.code
         }
         #expect(send(alice) == nil)

@@ -66,12 +66,12 @@ struct AudienceSurfaceTests {
         for c in [cn, plain] { #expect(try c.waitFor("room.notification").obj("data").int("eventType") == NotificationType.tempMuteAdd.rawValue) }
         #expect(!vip.drain().contains { $0.str("ev") == "room.notification" })
         for c in [vip, cn] {
-            #expect((try c.command("room.send", ["roomId": "7", "content": "x"])["error"] as? J)?["code"] as? Int == ChatErrorCode.muted.rawValue)
+            #expect((try c.command("room.send", ["roomId": "7", "content": "x"])["error"] as? J)?["code"] as? Int == ErrorCode.muted.rawValue)
         }
         _ = try plain.expectOK(try plain.command("room.send", ["roomId": "7", "content": "fine"]))
         let late = try g.client("late")
         _ = try late.expectOK(try late.command("room.join", ["roomId": "7", "tags": ["cn"]]))
-        #expect((try late.command("room.send", ["roomId": "7", "content": "x"])["error"] as? J)?["code"] as? Int == ChatErrorCode.muted.rawValue)
+        #expect((try late.command("room.send", ["roomId": "7", "content": "x"])["error"] as? J)?["code"] as? Int == ErrorCode.muted.rawValue)
         g.advance(seconds: 61)
         _ = try cn.expectOK(try cn.command("room.send", ["roomId": "7", "content": "again"]))
     }

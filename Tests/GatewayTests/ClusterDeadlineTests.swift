@@ -56,7 +56,7 @@ struct ClusterDeadlineTests {
         // Past it: the first is answered 50303; the second, younger, still waits.
         now.add(2, ordering: .relaxed)
         engine.tick()
-        #expect(first.code == ChatErrorCode.outcomeUnknown.rawValue)
+        #expect(first.code == ErrorCode.outcomeUnknown.rawValue)
         usleep(50_000)
         #expect(second.peek == nil)
         // The first entry comes back after all: applied (the room exists), its caller not answered again.
@@ -66,6 +66,6 @@ struct ClusterDeadlineTests {
                                                payload: appended[1].payload)])
         #expect(second.wait() != nil)
         if case .success = second.wait() {} else { Issue.record("the second change, back in time, is answered as made") }
-        #expect(first.code == ChatErrorCode.outcomeUnknown.rawValue)
+        #expect(first.code == ErrorCode.outcomeUnknown.rawValue)
     }
 }

@@ -70,12 +70,12 @@ struct HardeningTests {
                 }
             }
             #expect(error?["id"] is NSNull)
-            #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == GatewayErrorCode.badRequest.rawValue)
+            #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == ErrorCode.badRequest.rawValue)
             #expect(code == CloseCode.badRequest.rawValue)
             #expect(CloseCode.badRequest.reconnect == .never)
             // An unknown op with a valid envelope is only an error: the connection stays.
             let d = try g.client("dan")
-            #expect(try d.command("room.dance", ["roomId": "x"]).obj("error").int("code") == GatewayErrorCode.badRequest.rawValue)
+            #expect(try d.command("room.dance", ["roomId": "x"]).obj("error").int("code") == ErrorCode.badRequest.rawValue)
             _ = try d.expectOK(try d.command("room.join", ["roomId": "x", "mode": "enter"]))
         }
     }
@@ -179,12 +179,12 @@ struct HardeningTests {
             let headers = rest.signatureHeaders()
             #expect(try rest.call("POST", "/v1/rooms", ["roomId": "once"], headers: headers).status == 201)
             let replayed = try rest.call("POST", "/v1/rooms", ["roomId": "twice"], headers: headers)
-            #expect(replayed.status == 401 && replayed.json.int("code") == GatewayErrorCode.nonceReused.rawValue)
+            #expect(replayed.status == 401 && replayed.json.int("code") == ErrorCode.nonceReused.rawValue)
             g.stop() // kill -9
             g = try GatewayProcess(dataDirectory: data)
             defer { g.stop() }
             let afterRestart = try g.rest().call("POST", "/v1/rooms", ["roomId": "thrice"], headers: headers)
-            #expect(afterRestart.status == 401 && afterRestart.json.int("code") == GatewayErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
+            #expect(afterRestart.status == 401 && afterRestart.json.int("code") == ErrorCode.nonceReused.rawValue, "\(afterRestart.text)")
             #expect(try g.rest().call("GET", "/v1/rooms/thrice").status == 404)
             #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "fresh"]).status == 201)
         }
@@ -218,7 +218,7 @@ struct HardeningTests {
             for i in 0..<40 {
                 let r = try c.command("room.join", ["roomId": "flood\(i)", "mode": "enter"])
                 if r["ok"] != nil { created += 1 } else {
-                    #expect(r.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue)
+                    #expect(r.obj("error").int("code") == ErrorCode.limitExceeded.rawValue)
                     refused += 1
                     continue
                 }
@@ -292,7 +292,7 @@ struct HardeningTests {
                 }
             }
             let refused = try #require(refusal, "the disk never filled")
-            #expect(refused.status == 503 && refused.json.int("code") == ChatErrorCode.storageUnavailable.rawValue, "\(refused.text)")
+            #expect(refused.status == 503 && refused.json.int("code") == ErrorCode.storageUnavailable.rawValue, "\(refused.text)")
             #expect(refused.header("Retry-After") != nil)
             // Read-only: health and reads work, writes are refused, readiness says why.
             #expect(try rest.call("GET", "/healthz", headers: []).status == 200)
@@ -302,7 +302,7 @@ struct HardeningTests {
             #expect(try rest.call("GET", "/metrics", headers: []).text.contains("\nroomcast_store_writable 0\n"))
             #expect(try rest.call("GET", "/v1/rooms/r").status == 200)
             let again = try rest.call("POST", "/v1/rooms", ["roomId": "while-full"])
-            #expect(again.status == 503 && again.json.int("code") == ChatErrorCode.storageUnavailable.rawValue)
+            #expect(again.status == 503 && again.json.int("code") == ErrorCode.storageUnavailable.rawValue)
             // The watcher was told to reconnect.
             var code: UInt16?
             while let frame = try? watcher.ws.readFrame(timeout: 5) {

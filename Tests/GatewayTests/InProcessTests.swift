@@ -51,7 +51,7 @@ struct InProcessTests {
                               (["allowedOrigins": Array(repeating: "https://a.example", count: 101)], "allowedOrigins"),
                               (["notificationLevel": 3], "notificationLevel")] as [([String: Any], String)] {
             let r = try g.rest().call("PATCH", "/v1/settings", body)
-            #expect(r.status == 400 && r.json.int("code") == ChatErrorCode.invalidParameter.rawValue, "\(body)")
+            #expect(r.status == 400 && r.json.int("code") == ErrorCode.invalidParameter.rawValue, "\(body)")
             #expect(r.json.str("field") == field, "\(body)")
         }
         #expect(try g.rest().call("GET", "/v1/settings").body == before)
@@ -112,7 +112,7 @@ struct InProcessTests {
         defer { g.stop() }
         let c = try g.client("ann")
         let unknown = try c.command("room.dance", ["roomId": "r"])
-        #expect((unknown["error"] as? [String: Any])?["code"] as? Int == GatewayErrorCode.badRequest.rawValue)
+        #expect((unknown["error"] as? [String: Any])?["code"] as? Int == ErrorCode.badRequest.rawValue)
         let missing = try c.command("room.join", nil)
         #expect((missing["error"] as? [String: Any])?["field"] as? String == "args")
         let noRoom = try c.command("room.send", ["content": "hi"])
@@ -120,7 +120,7 @@ struct InProcessTests {
         let wrongType = try c.command("manage.mute", ["roomId": "r", "userIds": "bob"])
         #expect((wrongType["error"] as? [String: Any])?["field"] as? String == "args.userIds")
         let already = try c.command("connect", ["token": "x"])
-        #expect((already["error"] as? [String: Any])?["code"] as? Int == GatewayErrorCode.badRequest.rawValue)
+        #expect((already["error"] as? [String: Any])?["code"] as? Int == ErrorCode.badRequest.rawValue)
         // Every op of the table is known to the dispatcher (none answers "unknown op").
         for op in OpTable.all where op.name != "connect" {
             let r = try c.command(op.name, [:])
@@ -149,7 +149,7 @@ struct InProcessTests {
         }
         #expect(carol.eventNames().isEmpty)
         let refused = try dave.command("room.send", ["roomId": "rc", "content": "hi"])
-        #expect((refused["error"] as? [String: Any])?["code"] as? Int == ChatErrorCode.muted.rawValue)
+        #expect((refused["error"] as? [String: Any])?["code"] as? Int == ErrorCode.muted.rawValue)
         // Five minutes later the mute has expired (the engine's timer, on the manual clock).
         g.advance(seconds: 301)
         try dave.expectOK(dave.command("room.send", ["roomId": "rc", "content": "back"]))
@@ -162,9 +162,9 @@ struct InProcessTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let r = try g.rest().call("GET", "/v1/nothing-here")
-        #expect(r.status == 404 && r.json.int("code") == GatewayErrorCode.noSuchPath.rawValue)
+        #expect(r.status == 404 && r.json.int("code") == ErrorCode.noSuchPath.rawValue)
         let unsigned = try g.rest().call("GET", "/v1/rooms", headers: [])
-        #expect(unsigned.status == 401 && unsigned.json.int("code") == GatewayErrorCode.missingCredentials.rawValue)
+        #expect(unsigned.status == 401 && unsigned.json.int("code") == ErrorCode.missingCredentials.rawValue)
     }
 
     // BX-1 in-process (DeliveryTests keeps the same over a dropped TCP connection): a client that
@@ -238,7 +238,7 @@ struct InProcessTests {
         #expect(try rest.call("GET", "/v1/rooms/z").status == 200)
         g.advance(seconds: 2)
         #expect(try rest.call("GET", "/v1/rooms/z").status == 404)
-        #expect(try bob.command("room.join", ["roomId": "z"]).obj("error").int("code") == ChatErrorCode.roomNotFound.rawValue)
+        #expect(try bob.command("room.join", ["roomId": "z"]).obj("error").int("code") == ErrorCode.roomNotFound.rawValue)
     }
 
     // RC-6 7: a global mute ends when its minutes are over; until then the user cannot send in
@@ -251,9 +251,9 @@ struct InProcessTests {
         let carol = try g.client("carol")
         _ = try carol.expectOK(try carol.command("room.join", ["roomId": "r"]))
         #expect(try rest.call("POST", "/v1/global-mutes", ["userIds": ["carol"], "minutes": 1]).status == 200)
-        #expect(try carol.command("room.send", ["roomId": "r", "content": "x"]).obj("error").int("code") == ChatErrorCode.muted.rawValue)
+        #expect(try carol.command("room.send", ["roomId": "r", "content": "x"]).obj("error").int("code") == ErrorCode.muted.rawValue)
         g.advance(seconds: 59)
-        #expect(try carol.command("room.send", ["roomId": "r", "content": "x"]).obj("error").int("code") == ChatErrorCode.muted.rawValue)
+        #expect(try carol.command("room.send", ["roomId": "r", "content": "x"]).obj("error").int("code") == ErrorCode.muted.rawValue)
         g.advance(seconds: 2)
         _ = try carol.expectOK(try carol.command("room.send", ["roomId": "r", "content": "back"]))
         #expect((try rest.call("GET", "/v1/global-mutes").json["users"] as? [Any])?.isEmpty == true)
@@ -270,9 +270,9 @@ extension InProcessTests {
         let resume: [String: Any] = ["epoch": "e", "stream": "s", "offset": 1]
         for i in 0..<ClientSession.maxPendingResumes {
             let r = try c.command("room.join", ["roomId": "missing\(i)", "resume": resume])
-            #expect(r.obj("error").int("code") == ChatErrorCode.roomNotFound.rawValue)
+            #expect(r.obj("error").int("code") == ErrorCode.roomNotFound.rawValue)
         }
         let refused = try c.command("room.join", ["roomId": "one-more", "resume": resume])
-        #expect(refused.obj("error").int("code") == ChatErrorCode.limitExceeded.rawValue && refused.obj("error").str("field") == "args.resume")
+        #expect(refused.obj("error").int("code") == ErrorCode.limitExceeded.rawValue && refused.obj("error").str("field") == "args.resume")
     }
 }

@@ -77,13 +77,13 @@ struct LimitsTests {
                     let refused = try c.command(op.name, args)
                     let error = refused["error"] as? [String: Any] ?? [:]
                     let code = (error["code"] as? NSNumber)?.intValue
-                    #expect(code == ChatErrorCode.invalidParameter.rawValue || code == ChatErrorCode.limitExceeded.rawValue,
+                    #expect(code == ErrorCode.invalidParameter.rawValue || code == ErrorCode.limitExceeded.rawValue,
                             "\(op.name).\(name) one past its published bound was not refused: \(refused)")
                     #expect((error["field"] as? String)?.contains(name) == true, "\(op.name).\(name): \(refused)")
                     args[name] = at
                     let atBound = try c.command(op.name, args)
                     let e2 = atBound["error"] as? [String: Any] ?? [:]
-                    let refusedForIt = (e2["code"] as? NSNumber)?.intValue == ChatErrorCode.invalidParameter.rawValue
+                    let refusedForIt = (e2["code"] as? NSNumber)?.intValue == ErrorCode.invalidParameter.rawValue
                         && (e2["field"] as? String)?.contains(name) == true
                     #expect(!refusedForIt, "\(op.name).\(name) at its published bound was refused: \(atBound)")
                     checked += 1

@@ -48,7 +48,7 @@ struct MultiRoomSurfaceTests {
 
         // A missing room refuses the whole call with the field named; nothing reaches a or b.
         let missing = try rest.call("POST", "/v1/messages", ["roomIds": ["a", "nope"], "content": "x"])
-        #expect(missing.status == 404 && missing.json.int("code") == ChatErrorCode.roomNotFound.rawValue && missing.json.str("field") == "roomIds")
+        #expect(missing.status == 404 && missing.json.int("code") == ErrorCode.roomNotFound.rawValue && missing.json.str("field") == "roomIds")
         let tooMany = try rest.call("POST", "/v1/messages", ["roomIds": (0...Limits.maxRoomsPerSend).map { "r\($0)" }, "content": "x"])
         #expect(tooMany.status == 400 && tooMany.json.str("field") == "roomIds")
         g.settle()
@@ -63,7 +63,7 @@ struct MultiRoomSurfaceTests {
             #expect(got.map { $0.str("content") } == ["everyone"] && got.first?.str("messageId") == id && got.first?.str("priority") == "high")
         }
         let again = try rest.call("POST", "/v1/messages/broadcast", ["content": "too soon"])
-        #expect(again.status == 429 && again.json.int("code") == ChatErrorCode.rateLimited.rawValue)
+        #expect(again.status == 429 && again.json.int("code") == ErrorCode.rateLimited.rawValue)
         // Not kept: the room's history holds the list send only.
         let after = try rest.call("GET", "/v1/rooms/a/messages?order=asc").json["messages"] as? [J] ?? []
         #expect(after.map { $0.str("content") } == ["two rooms"])

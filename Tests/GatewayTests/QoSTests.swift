@@ -44,7 +44,7 @@ struct QoSTests {
         #expect(accepted == ["low": 16, "normal": 16, "high": 8])
         #expect(refusals.count == 12)
         for r in refusals {
-            #expect(r.status == 429 && r.json.int("code") == ChatErrorCode.roomBusy.rawValue && r.json.str("field") == "roomId", "\(r.text)")
+            #expect(r.status == 429 && r.json.int("code") == ErrorCode.roomBusy.rawValue && r.json.str("field") == "roomId", "\(r.text)")
             #expect(r.header("Retry-After") == String(Limits.roomBudgetRetryAfterSeconds))
         }
         g.settle()

@@ -61,7 +61,7 @@ struct RecallSurfaceTests {
         #expect(kept.count == 1 && kept.first?.str("messageId") == m.id && kept.first?["recalled"] as? Bool == true && kept.first?.str("content") == "")
         // Again: 404 40401, nobody is told.
         let again = try g.rest().call("DELETE", "/v1/rooms/7/messages/\(m.id)")
-        #expect(again.status == 404 && again.json.int("code") == ChatErrorCode.notFound.rawValue && again.json.str("field") == "messageId", "\(again.text)")
+        #expect(again.status == 404 && again.json.int("code") == ErrorCode.notFound.rawValue && again.json.str("field") == "messageId", "\(again.text)")
         g.settle()
         #expect(!bob.drain().contains { $0.str("ev") == "message.recalled" })
     }
@@ -110,11 +110,11 @@ struct RecallSurfaceTests {
         let second = try send(alice, "two")
         g.advance(seconds: 31)
         let late = try alice.command("room.recall", ["roomId": "7", "messageId": second.id])
-        #expect((late["error"] as? J)?.int("code") == ChatErrorCode.permissionDenied.rawValue, "\(late)")
+        #expect((late["error"] as? J)?.int("code") == ErrorCode.permissionDenied.rawValue, "\(late)")
         let bystander = try bob.command("room.recall", ["roomId": "7", "messageId": second.id])
-        #expect((bystander["error"] as? J)?.int("code") == ChatErrorCode.permissionDenied.rawValue)
+        #expect((bystander["error"] as? J)?.int("code") == ErrorCode.permissionDenied.rawValue)
         let outsider = try carol.command("room.recall", ["roomId": "7", "messageId": second.id])
-        #expect((outsider["error"] as? J)?.int("code") == ChatErrorCode.notInRoom.rawValue)
+        #expect((outsider["error"] as? J)?.int("code") == ErrorCode.notInRoom.rawValue)
         g.settle()
         _ = bob.drain()
         _ = try boss.expectOK(try boss.command("room.recall", ["roomId": "7", "messageId": second.id, "notifyExt": "by boss"]))
@@ -135,10 +135,10 @@ struct RecallSurfaceTests {
         _ = bob.drain()
         let base: [(String, String)] = [("conversationType", "4"), ("fromUserId", "alice"), ("targetId", "7"), ("messageUID", m.id)]
         let wrongTime = try g.rest().vendor(.rongCloud, "/message/recall.json", base + [("sentTime", String(m.time + 1))])
-        #expect(wrongTime.status == 404 && wrongTime.json.int("code") == ChatErrorCode.notFound.rawValue && wrongTime.json.str("field") == "sentTime", "\(wrongTime.text)")
+        #expect(wrongTime.status == 404 && wrongTime.json.int("code") == ErrorCode.notFound.rawValue && wrongTime.json.str("field") == "sentTime", "\(wrongTime.text)")
         let wrongSender = try g.rest().vendor(.rongCloud, "/message/recall.json",
                                               [("conversationType", "4"), ("fromUserId", "bob"), ("targetId", "7"), ("messageUID", m.id), ("sentTime", String(m.time))])
-        #expect(wrongSender.json.int("code") == ChatErrorCode.notFound.rawValue && wrongSender.json.str("field") == "fromUserId", "\(wrongSender.text)")
+        #expect(wrongSender.json.int("code") == ErrorCode.notFound.rawValue && wrongSender.json.str("field") == "fromUserId", "\(wrongSender.text)")
         let missing = try g.rest().vendor(.rongCloud, "/message/recall.json", [("conversationType", "4"), ("fromUserId", "alice"), ("targetId", "7"), ("sentTime", "1")])
         #expect(missing.status == 400 && missing.json.int("code") == 1002 && missing.json.str("field") == "messageUID", "\(missing.text)")
         let badExtra = try g.rest().vendor(.rongCloud, "/message/recall.json",
@@ -167,7 +167,7 @@ struct RecallSurfaceTests {
         _ = bob.drain()
         func delete(_ body: [String: Any]) throws -> RESTClient.Response { try g.rest().vendor(.nexconn, "/v4/message/delete", json: body) }
         let wrong = try delete(["fromUserId": "bob", "channelType": 4, "channelId": "7", "messageId": m.id])
-        #expect(wrong.status == 404 && wrong.json.int("code") == ChatErrorCode.notFound.rawValue && wrong.json.str("field") == "fromUserId", "\(wrong.text)")
+        #expect(wrong.status == 404 && wrong.json.int("code") == ErrorCode.notFound.rawValue && wrong.json.str("field") == "fromUserId", "\(wrong.text)")
         let wrongTime = try delete(["fromUserId": "alice", "channelType": 4, "channelId": "7", "messageId": m.id, "sentAt": m.time - 1])
         #expect(wrongTime.json.str("field") == "sentAt", "\(wrongTime.text)")
         let missing = try delete(["fromUserId": "alice", "channelType": 4, "channelId": "7"])

@@ -116,7 +116,7 @@ struct VendorSurfaceTests {
                 #expect(!events.isEmpty, "\(name): no event")
                 seen[name] = events
                 let refused = try dave.command("room.send", ["roomId": room, "content": "hi"])
-                #expect((refused["error"] as? J)?["code"] as? Int == ChatErrorCode.muted.rawValue, "\(name)")
+                #expect((refused["error"] as? J)?["code"] as? Int == ErrorCode.muted.rawValue, "\(name)")
             }
             let reference = seen["native"]!
             for (name, events) in seen { #expect(events == reference, "\(style): \(name) differs from native") }
@@ -178,7 +178,7 @@ struct VendorSurfaceTests {
         #expect(try alice.waitFor("room.block")["data"].map { "\($0)" }?.contains("e") == true)
         let blocked = try rc("/chatroom/user/block/list.json", [("chatroomId", "live")])["users"] as? [J] ?? []
         #expect(blocked.count == 1 && blocked[0].str("userId") == "bob" && blocked[0].str("time") == VendorTime.dateTime(milliseconds: g.clock.now + 600_000))
-        #expect((try bob.command("room.join", ["roomId": "live"])["error"] as? J)?["code"] as? Int == ChatErrorCode.blocked.rawValue)
+        #expect((try bob.command("room.join", ["roomId": "live"])["error"] as? J)?["code"] as? Int == ErrorCode.blocked.rawValue)
         _ = try rc("/chatroom/user/block/rollback.json", [("chatroomId", "live"), ("userId", "bob")])
         try bob.expectOK(bob.command("room.join", ["roomId": "live"]))
 
@@ -361,7 +361,7 @@ struct VendorSurfaceTests {
         #expect((role["desc"] as? J)?.str("type") == "MANAGER" && (role["desc"] as? J)?.str("accid") == "bob")
         let (mute, _) = try nim("temporaryMute", [("roomid", "4242"), ("operator", "host"), ("target", "alice"), ("muteDuration", "60")])
         #expect((mute["desc"] as? J)?.int("muteDuration") == 60)
-        #expect((try alice.command("room.send", ["roomId": "4242", "content": "x"])["error"] as? J)?["code"] as? Int == ChatErrorCode.muted.rawValue)
+        #expect((try alice.command("room.send", ["roomId": "4242", "content": "x"])["error"] as? J)?["code"] as? Int == ErrorCode.muted.rawValue)
         _ = try nim("temporaryMute", [("roomid", "4242"), ("operator", "host"), ("target", "alice"), ("muteDuration", "0")])
         try alice.expectOK(alice.command("room.send", ["roomId": "4242", "content": "x"]))
         _ = try nim("muteRoom", [("roomid", "4242"), ("operator", "host"), ("mute", "true"), ("needNotify", "true")])

@@ -13,7 +13,7 @@ public struct VendorCall: Sendable {
         /// Applied in order, each after the one before succeeded; a refusal whose code is in
         /// `tolerating` counts as success (RongCloud's old `create.json` re-creating a room).
         /// Every command is built, and so every field checked, before the first is applied.
-        case commands([Command], tolerating: Set<ChatErrorCode>)
+        case commands([Command], tolerating: Set<ErrorCode>)
         case query(Query)
         /// The command, then (once it succeeded) the query, whose reply is rendered.
         case commandThenQuery(Command, Query)
@@ -204,7 +204,7 @@ public enum Vendor: String, Sendable, CaseIterable {
     }
 
     /// A refused signature, app key, timestamp or nonce.
-    public func authFailure(_ code: GatewayErrorCode, message: String, field: String?) -> VendorAnswer {
+    public func authFailure(_ code: ErrorCode, message: String, field: String?) -> VendorAnswer {
         let c = VendorCodes.auth(self, code)
         return answer(code: c.code, status: c.status, message: message, field: field, retryAfter: nil)
     }
@@ -232,18 +232,19 @@ public enum VendorCodes {
     /// RongCloud and Nexconn share RongCloud's codes (1002, 23406, 23408, 23409, 23410, 24406);
     /// the domain's codes are already theirs where they define one, and Roomcast's own otherwise.
     /// NIM answers its status codes (414, 404, 403, 13002, 13003, 13004, 417, 419, 500).
-    public static func code(_ vendor: Vendor, _ code: ChatErrorCode) -> Int {
+    public static func code(_ vendor: Vendor, _ code: ErrorCode) -> Int {
         switch vendor {
         case .rongCloud, .nexconn: return code == .rateLimited || code == .roomBusy ? 1008 : code.rawValue
-        case .nim: return code.nimCode
+        // Every domain refusal has its NIM code; a gateway-only one answers as its HTTP status.
+        case .nim: return code.nimCode ?? code.httpStatus
         }
     }
 
     /// Signature refusals: RongCloud and Nexconn 1001 (unknown app key) or 1004 (HTTP 401);
     /// NIM 414 (431 for a replayed nonce, NIM's "repeated HTTP request"), HTTP 200.
-    public static func auth(_ vendor: Vendor, _ code: GatewayErrorCode) -> (code: Int, status: Int) {
+    public static func auth(_ vendor: Vendor, _ code: ErrorCode) -> (code: Int, status: Int) {
         switch vendor {
-        case .rongCloud, .nexconn: return (code == .unknownAppKey || code == .appDisabled ? 1001 : 1004, 401)
+        case .rongCloud, .nexconn: return (code == .unknownApp || code == .appDisabled ? 1001 : 1004, 401)
         case .nim: return (code == .nonceReused ? 431 : 414, 200)
         }
     }
@@ -265,16 +266,16 @@ public enum VendorCodes {
             rows.append((code, status, meaning))
         }
         add(vendor == .nexconn ? 0 : 200, 200, "success")
-        let authMeanings: [(GatewayErrorCode, String)] = vendor == .nim
+        let authMeanings: [(ErrorCode, String)] = vendor == .nim
             ? [(.badSignature, "parameter error, or an unknown app key, a missing, stale or wrong CheckSum"), (.nonceReused, "nonce already used (repeated request)")]
-            : [(.unknownAppKey, "unknown app key"), (.badSignature, "signature missing or wrong, stale timestamp or reused nonce")]
+            : [(.unknownApp, "unknown app key"), (.badSignature, "signature missing or wrong, stale timestamp or reused nonce")]
         for (g, meaning) in authMeanings {
             let c = auth(vendor, g)
             add(c.code, c.status, meaning)
         }
         // A replayed nonce and a reused key (also when a cluster's log refuses them) are answered
         // with the rows above and the vendor's parameter error or "already exists".
-        for c in ChatErrorCode.allCases where ![.nonceReused, .idempotencyKeyReused, .idempotencyKeyInFlight].contains(c) {
+        for c in ErrorCode.domainCodes where ![.nonceReused, .idempotencyKeyReused, .idempotencyKeyInFlight].contains(c) {
             add(code(vendor, c), vendor == .nim ? 200 : c.httpStatus, c.summary)
         }
         let u = unsupported(vendor)
