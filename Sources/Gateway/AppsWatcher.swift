@@ -151,14 +151,14 @@ final class AppsWatcher: Sendable {
 }
 
 /// A node's operator side, built with its core (the one hook in the gateway's wiring): the apps
-/// watcher (single node only) and the operator API's routes.
+/// watcher (where the node's apps live in its own store) and the operator API's routes.
 final class Operations: Sendable {
     let watcher: AppsWatcher?
     let api: OperatorAPI
 
-    init(configuration: GatewayConfiguration, store: Store, registry: AppRegistry, engine: Engine, hubs: HubTable, inCluster: Bool,
+    init(configuration: GatewayConfiguration, store: Store, registry: AppRegistry, engine: Engine, hubs: HubTable, appsInOwnStore: Bool,
          clock: @escaping @Sendable () -> Int64, logger: Logger) throws {
-        watcher = inCluster ? nil : try AppsWatcher(store: store, registry: registry, engine: engine, hubs: hubs,
+        watcher = !appsInOwnStore ? nil : try AppsWatcher(store: store, registry: registry, engine: engine, hubs: hubs,
                                                    pollMilliseconds: configuration.operations.appsPollMilliseconds, logger: logger)
         api = OperatorAPI(configuration: configuration.operations, store: store, watcher: watcher, dataDirectory: configuration.dataDirectory,
                           clock: clock, logger: logger)

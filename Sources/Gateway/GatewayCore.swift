@@ -266,15 +266,10 @@ final class GatewayCore: Sendable {
                                  nodeURLs: ownURLs, webhooks: webhooks, authenticator: authenticator, hubs: hubs,
                                  idempotency: Idempotency(store: store, clock: clock, engine: engine), role: role)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
-        var applyLag: (@Sendable () -> Int64)?
-        if let member = role as? ClusterMember {
-            let engine = self.engine
-            applyLag = { max(0, member.link.members.head - engine.applied) }
-        }
         metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
-                                  messages: engine.messageCounters, applyLag: applyLag)
+                                  messages: engine.messageCounters, applyLag: role.applyLag(engine))
         operations = try Operations(configuration: configuration, store: store, registry: registry, engine: engine, hubs: hubs,
-                                    inCluster: !(role is SingleNode), clock: clock, logger: logger)
+                                    appsInOwnStore: role.appsInOwnStore, clock: clock, logger: logger)
 
         var routes = Router.Builder()
         Self.registerHealth(&routes, ready: ready, store: store, role: role, engine: engine)

@@ -26,6 +26,13 @@ protocol NodeRole: Sendable {
     func flush()
     /// Leaves the log (stops a cluster's threads; the other nodes end this run's sessions).
     func stop()
+    /// OP-2: whether the apps this node serves live in its own store, where `roomcast apps` and
+    /// the operator API change them and the apps watcher picks the change up. A cluster's apps
+    /// are its nodes' `--app` list instead (the same on every node).
+    var appsInOwnStore: Bool { get }
+    /// How far this node's applied position is behind the log's head (`/metrics`), where the log
+    /// is shared; nil when the log is the node's own (nothing to lag behind).
+    func applyLag(_ engine: Engine) -> (@Sendable () -> Int64)?
 }
 
 /// A single node: the log is its own (`LocalLog`); every session is on this node.
@@ -37,6 +44,8 @@ final class SingleNode: NodeRole {
     }
 
     var headAtStart: Int64 { 0 }
+    var appsInOwnStore: Bool { true }
+    func applyLag(_ engine: Engine) -> (@Sendable () -> Int64)? { nil }
     func urlsByRun() -> [UInt64: String] { [0: ownURLs.value.first ?? ""] }
     var unavailable: Response? { nil }
     func describe(_ w: inout JSONWriter, applied: Int64) {}
@@ -68,6 +77,12 @@ final class ClusterMember: NodeRole {
     })
 
     var headAtStart: Int64 { link.headAtStart }
+    var appsInOwnStore: Bool { false }
+
+    func applyLag(_ engine: Engine) -> (@Sendable () -> Int64)? {
+        let link = self.link
+        return { max(0, link.members.head - engine.applied) }
+    }
 
     func urlsByRun() -> [UInt64: String] {
         var urls: [UInt64: String] = [:]
