@@ -200,8 +200,7 @@ final class Hub {
     }
 
     /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
-    /// the session counts what it lost, for its next `room.gap`). A session's pending gap in the
-    /// room goes out first, so the client learns of it in stream order. False: dropped.
+    /// the session counts what it lost, for its `room.gap`). False: dropped.
     @inline(__always)
     private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, drop: Drop?) -> Bool {
         if let drop, let room, s.queuedBytes > marks.limit(drop.lane) {
@@ -209,9 +208,19 @@ final class Hub {
             counters.dropped(drop.lane, drop.count)
             return false
         }
-        if s.hasGaps, let room { s.flushGap(room) }
+        if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
         s.send(frame)
         return true
+    }
+
+    /// QS-3: a session's pending gap in the room goes out before the room's next event once the
+    /// connection has caught up (its queue at or below the lowest mark). While it stays behind,
+    /// every loss of the room is counted into that one gap instead of a gap before each event it
+    /// still gets (high-priority messages, room events): a reader a whole class behind would
+    /// otherwise get a gap for every one of them, twice the frames it cannot keep up with.
+    @inline(__always)
+    private func flushGapIfCaughtUp(_ s: ClientSession, _ room: RoomKey) {
+        if s.queuedBytes <= marks.limit(.low) { s.flushGap(room) }
     }
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
@@ -221,9 +230,9 @@ final class Hub {
         case .room(let k):
             guard let members = rooms[k] else { return 0 }
             if drop == nil {
-                // Never dropped: only a pending gap of the room goes out first.
+                // Never dropped: only a pending gap of the room may go out first.
                 for s in members.list {
-                    if s.hasGaps, let room { s.flushGap(room) }
+                    if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
                     s.send(frame)
                 }
                 return members.list.count

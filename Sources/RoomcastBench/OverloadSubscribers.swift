@@ -17,8 +17,11 @@ struct SubscriberRecord {
     var gapLow = 0
     var gapTransient = 0
     var gapEvents = 0
-    /// Stream order: each message's offset and each gap's range must come after the last.
+    /// Stream order: each message's offset comes after the last message's and the last gap's
+    /// range; a gap's range comes after the previous gap's (it may span messages received while
+    /// the connection was behind: one gap tells everything lost until it caught up).
     var lastOffset: Int64 = 0
+    var lastGapTo: Int64 = 0
     var orderViolations = 0
     /// roomcast: high-priority messages (by content) whose event did not say `"priority":"high"`.
     var highUnmarked = 0
@@ -268,8 +271,9 @@ final class OverloadRunner: WSClientDelegate, @unchecked Sendable {
         case .gap(let g):
             phases[min(currentPhase, Self.maxPhases - 1)].gapEvents += 1
             if let from = g.from, let to = g.to {
-                if from <= records[i].lastOffset || to < from { records[i].orderViolations += 1 }
+                if from <= records[i].lastGapTo || to < from { records[i].orderViolations += 1 }
                 records[i].lastOffset = max(records[i].lastOffset, to)
+                records[i].lastGapTo = to
             }
             records[i].gapEvents += 1
             records[i].gapNormal += g.normal
