@@ -468,7 +468,8 @@ public enum Limits {
     public static let defaultSendsPerUserPerSecond = 20
     /// QS-2: RongCloud's published figure, 40 messages per 200 ms.
     public static let defaultRoomMessagesPerSecond = 200
-    public static let defaultHighPriorityReservePercent = 20
+    /// QS-2: RongCloud keeps 20 of its 40 per 200 ms for high-priority messages only.
+    public static let defaultHighPriorityReservePercent = 50
     /// AU-1: a member's tags (NIM's), the bytes of one, what an expression may name, and the
     /// distinct tags a room's members may carry (the room's tag index).
     public static let maxTagsPerMember = 10
