@@ -343,3 +343,50 @@ struct NIMOperatorRightsTests {
         #expect(try bob.waitFor("room.kicked").isEmpty == false)
     }
 }
+
+@Suite("NIM mutes by an operator (MO-7)")
+struct NIMOperatorMuteTests {
+    @Test("MO-7: temporaryMute and muteRoom take the creator or a manager acting on a member below it; anyone else gets 403 and nothing changes")
+    func mutesCheckTheOperator() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        func nim(_ name: String, _ form: [(String, String)]) throws -> RESTClient.Response {
+            try rest.vendor(.nim, "/nimserver/chatroom/\(name).action", form)
+        }
+        let created = try nim("create", [("creator", "host"), ("name", "Room")])
+        let room = try #require((created.json["chatroom"] as? [String: Any])?.int("roomid")).description
+        let bob = try g.client("bob"), carl = try g.client("carl"), dave = try g.client("dave")
+        for c in [bob, carl, dave] { _ = try c.expectOK(try c.command("room.join", ["roomId": room])) }
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "bob"), ("opt", "1"), ("optvalue", "true")]).json.int("code") == 200)
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "carl"), ("opt", "2"), ("optvalue", "true")]).json.int("code") == 200)
+        g.settle()
+        for c in [bob, carl, dave] { _ = c.drain() }
+        let refusals: [(String, [(String, String)])] = [
+            ("temporaryMute", [("roomid", room), ("operator", "carl"), ("target", "dave"), ("muteDuration", "60")]),   // a common member
+            ("temporaryMute", [("roomid", room), ("operator", "dave"), ("target", "carl"), ("muteDuration", "60")]),   // a guest
+            ("temporaryMute", [("roomid", room), ("operator", "bob"), ("target", "host"), ("muteDuration", "60")]),    // the creator is above a manager
+            ("temporaryMute", [("roomid", room), ("operator", "stranger"), ("target", "dave"), ("muteDuration", "60")]),
+            ("muteRoom", [("roomid", room), ("operator", "carl"), ("mute", "true")]),
+            ("muteRoom", [("roomid", room), ("operator", "stranger"), ("mute", "true")]),
+        ]
+        for (name, form) in refusals {
+            let r = try nim(name, form)
+            #expect(r.status == 200 && r.json.int("code") == 403 && r.json.str("field") != nil, "\(name) \(form): \(r.text)")
+        }
+        // Nothing changed: nobody was told, and everyone still sends.
+        g.settle()
+        for c in [bob, carl, dave] { #expect(!c.drain().contains { $0.str("ev") == "room.notification" }) }
+        for c in [carl, dave] { _ = try c.expectOK(try c.command("room.send", ["roomId": room, "content": "still here"])) }
+        // A manager mutes a guest for a minute: the room is told, with the manager as the source.
+        #expect(try nim("temporaryMute", [("roomid", room), ("operator", "bob"), ("target", "dave"), ("muteDuration", "60")]).json.int("code") == 200)
+        let note = try carl.waitFor("room.notification").obj("data")
+        #expect(note.int("eventType") != nil && note.obj("source").str("userId") == "bob", "\(note)")
+        #expect(try dave.command("room.send", ["roomId": room, "content": "muted"]).obj("error").int("code") == ErrorCode.muted.rawValue)
+        // The manager mutes the whole room; the creator lifts it.
+        #expect(try nim("muteRoom", [("roomid", room), ("operator", "bob"), ("mute", "true")]).json.int("code") == 200)
+        #expect(try carl.command("room.send", ["roomId": room, "content": "room muted"]).obj("error").int("code") == ErrorCode.muted.rawValue)
+        #expect(try nim("muteRoom", [("roomid", room), ("operator", "host"), ("mute", "false")]).json.int("code") == 200)
+        _ = try carl.expectOK(try carl.command("room.send", ["roomId": room, "content": "open again"]))
+    }
+}

@@ -13,7 +13,7 @@ struct RepositoryDocsTests {
 
     /// Every `XX-N` capability id in the test sources.
     func idsNamedByTests() throws -> Set<String> {
-        let pattern = try NSRegularExpression(pattern: #"\b(RC|UG|CS|NIM|ZIM|VC|WH|BX|PX|QS|AU|CL|OP)-[0-9]+\b"#)
+        let pattern = try NSRegularExpression(pattern: #"\b(RC|UG|CS|NIM|ZIM|VC|WH|BX|PX|QS|AU|MO|TR|CL|OP)-[0-9]+\b"#)
         var ids = Set<String>()
         let tests = Self.root.appendingPathComponent("Tests")
         let files = FileManager.default.enumerator(at: tests, includingPropertiesForKeys: nil)?.compactMap { $0 as? URL } ?? []

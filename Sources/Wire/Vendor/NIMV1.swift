@@ -325,17 +325,18 @@ public enum NIMV1 {
             return VendorCall.command(.kick(app: i.app, roomId: try roomId(p), target: try p.required("targetAccid"), .server,
                                             notifyExt: try p.string("notifyExt") ?? ""))
         },
-        // NIM-12/15 temporary mute in seconds; 0 lifts it.
+        // NIM-12/15 temporary mute in seconds; 0 lifts it. MO-7: the operator must be the room's
+        // creator or a manager, acting on a member below it (NIM's 403 otherwise).
         e("temporaryMute") { i throws(ChatError) in
             let p = i.params
             let room = try roomId(p)
-            _ = try p.required("operator")
+            let op = Actor.account(try p.required("operator"))
             let target = try p.required("target")
             let seconds = try p.requiredInt("muteDuration")
             let note = try notify(p, defaultOn: true)
             let command: Command = seconds == 0
-                ? .unmute(app: i.app, roomId: room, [target], .temporary, .server, rc: nil, nim: note)
-                : .mute(app: i.app, roomId: room, [target], .seconds(Int64(seconds)), .server, rc: nil, nim: note)
+                ? .unmute(app: i.app, roomId: room, [target], .temporary, op, rc: nil, nim: note)
+                : .mute(app: i.app, roomId: room, [target], .seconds(Int64(seconds)), op, rc: nil, nim: note)
             return VendorCall.command(command) { _, w in
                 w.key("desc")
                 w.beginObject()
@@ -343,12 +344,12 @@ public enum NIMV1 {
                 w.endObject()
             }
         },
-        // NIM-17 whole-room mute.
+        // NIM-17 whole-room mute. MO-7: the operator must be the room's creator or a manager.
         e("muteRoom") { i throws(ChatError) in
             let p = i.params
-            _ = try p.required("operator")
+            let op = Actor.account(try p.required("operator"))
             guard let mute = try p.bool("mute") else { throw ChatError(.invalidParameter, "mute is required (true or false)", field: "mute") }
-            return VendorCall.command(.setRoomMuted(app: i.app, roomId: try roomId(p), mute, .server, rc: nil, nim: try notify(p, defaultOn: true))) { _, w in
+            return VendorCall.command(.setRoomMuted(app: i.app, roomId: try roomId(p), mute, op, rc: nil, nim: try notify(p, defaultOn: true))) { _, w in
                 w.key("desc")
                 w.beginObject()
                 w.field("success", true)
