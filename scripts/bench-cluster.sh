@@ -134,6 +134,24 @@ size_run() {
   python3 -c "import sys; r=int(sys.argv[1] or 0); print(max(5000, min(400000, r * int(sys.argv[2]))))" \
     "$(sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-$1.out")" "$target_seconds"
 }
+# BENCH_PERF=DIR: each write run's first server process (the single node; the cluster's first
+# node) is sampled with `perf record -g` into DIR/LABEL.data while the run lasts (perf report
+# -i DIR/LABEL.data shows where a write's CPU goes).
+perf_pid=
+start_perf() { # pid label
+  [ -n "${BENCH_PERF:-}" ] || return 0
+  command -v perf >/dev/null || { echo "bench-cluster: BENCH_PERF set but perf is not installed"; return 0; }
+  mkdir -p "$BENCH_PERF"
+  perf record -F 499 -g -p "$1" -o "$BENCH_PERF/$2.data" >/dev/null 2>&1 &
+  perf_pid=$!
+  pids+=("$perf_pid")
+}
+stop_perf() {
+  [ -n "$perf_pid" ] || return 0
+  kill -INT "$perf_pid" 2>/dev/null || true
+  wait "$perf_pid" 2>/dev/null || true
+  perf_pid=
+}
 # A write run: warm-up, then the sized run with CPU snapshots around it.
 writes() { # ports label pid...
   local ports=$1 label=$2; shift 2
@@ -142,9 +160,11 @@ writes() { # ports label pid...
   m=$(size_run "$label-warmup")
   if [ -n "${before_writes:-}" ]; then $before_writes; fi
   cpu "$work/cpu-$label-0.json" "$@"
+  start_perf "$1" "$label"
   t0=$(now)
   bench "$ports" "$label-writes" --subscribers 3 --rate 0 --messages "$m" --publishers "$publishers" --pipeline "$pipeline" --room bench
   t1=$(now)
+  stop_perf
   cpu "$work/cpu-$label-1.json" "$@"
   echo "window $label-writes $t0 $t1" >>"$results"
 }
