@@ -63,6 +63,10 @@ final class ClientSession: WebSocketHandler {
     /// there is any (read per delivery).
     private var gaps: [RoomKey: Gap] = [:]
     @exclusivity(unchecked) private(set) var hasGaps = false
+    /// QS-3: some pending gap has waited a tick (a second) while the connection stayed behind:
+    /// such a gap goes out before its room's next event even so, so a reader that never catches
+    /// up is still told what it lost, about once a second per room instead of before every event.
+    @exclusivity(unchecked) private(set) var gapsDue = false
 
     /// Events of one room a slow connection lost: the stream offsets they span and how many of
     /// each lane (transient messages have no offsets).
@@ -73,6 +77,8 @@ final class ClientSession: WebSocketHandler {
         var normal = 0
         var low = 0
         var transient = 0
+        /// It has waited a tick: it goes out before the room's next event, caught up or not.
+        var due = false
     }
     static let maxPendingResumes = 64
 
@@ -141,7 +147,13 @@ final class ClientSession: WebSocketHandler {
     func flushGap(_ room: RoomKey) {
         guard let g = gaps.removeValue(forKey: room) else { return }
         hasGaps = !gaps.isEmpty
+        if !hasGaps { gapsDue = false }
         sendJSON(Encode.gap(roomId: room.roomId, epoch: g.epoch, first: g.first, last: g.last, normal: g.normal, low: g.low, transient: g.transient))
+    }
+
+    /// Sends the room's pending `room.gap` if it has waited a tick.
+    func flushGapIfDue(_ room: RoomKey) {
+        if gaps[room]?.due == true { flushGap(room) }
     }
 
     /// Sends every pending `room.gap` (the hub's tick, once the connection has room again).
@@ -527,7 +539,14 @@ final class ClientSession: WebSocketHandler {
     /// Called once a second by the hub: connect timeout and token expiry with its grace.
     func tick(now: Int64) {
         // QS-3: what was lost is told even when the room goes quiet, once there is room for it.
-        if hasGaps, queuedBytes <= hub.marks.limit(.low) { flushGaps() }
+        if hasGaps {
+            if queuedBytes <= hub.marks.limit(.low) {
+                flushGaps()
+            } else {
+                for room in gaps.keys { gaps[room]!.due = true }
+                gapsDue = true
+            }
+        }
         if !authenticated {
             if !connecting && now - openedAt > context.connectTimeoutMilliseconds {
                 close(.notAuthenticated, "connect timeout")

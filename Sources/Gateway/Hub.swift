@@ -214,13 +214,14 @@ final class Hub {
     }
 
     /// QS-3: a session's pending gap in the room goes out before the room's next event once the
-    /// connection has caught up (its queue at or below the lowest mark). While it stays behind,
-    /// every loss of the room is counted into that one gap instead of a gap before each event it
-    /// still gets (high-priority messages, room events): a reader a whole class behind would
-    /// otherwise get a gap for every one of them, twice the frames it cannot keep up with.
+    /// connection has caught up (its queue at or below the lowest mark), or once the gap has
+    /// waited a tick (`gapsDue`). While it stays behind, the losses of a second are counted into
+    /// one gap instead of a gap before each event it still gets (high-priority messages, room
+    /// events): a reader a whole class behind would otherwise get a gap for every one of them,
+    /// twice the frames it cannot keep up with.
     @inline(__always)
     private func flushGapIfCaughtUp(_ s: ClientSession, _ room: RoomKey) {
-        if s.queuedBytes <= marks.limit(.low) { s.flushGap(room) }
+        if s.queuedBytes <= marks.limit(.low) { s.flushGap(room) } else if s.gapsDue { s.flushGapIfDue(room) }
     }
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.

@@ -173,6 +173,36 @@ struct QoSTests {
         #expect(gap.obj("data").obj("dropped").int("normal") == 1 && gap.str("epoch") != nil)
     }
 
+    // QS-3: a reader that stays behind is still told what it lost: a gap that has waited a tick
+    // goes out before the room's next event it gets; until it goes, losses are gathered in it.
+    @Test func aReaderThatStaysBehindIsToldOnceASecond() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let slow = try g.client("slow")
+        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
+        _ = slow.drain()
+        slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
+        for (i, p) in ["normal", "high", "normal", "high"].enumerated() { #expect(try Self.send(rest, "r", "a\(i)", priority: p).status == 201) }
+        g.settle()
+        g.onLoop { g.core.hubs.hub(0)!.tick() }
+        for (i, p) in ["normal", "high"].enumerated() { #expect(try Self.send(rest, "r", "b\(i)", priority: p).status == 201) }
+        g.settle()
+        let seen = slow.drain()
+        let names = seen.compactMap { e -> String? in
+            e.str("ev") == "room.gap" ? "gap \(e.obj("data").obj("dropped").int("normal") ?? 0)"
+                : e.str("ev") == "room.message" ? e.obj("data").obj("message").str("content") : nil
+        }
+        // Still behind at the tick: the gap, by then due, gathers b0 too and goes out before b1.
+        #expect(names == ["a1", "a3", "gap 3", "b1"], "\(names)")
+        // Nothing else was pending: caught up, no further gap comes.
+        slow.queued.store(0, ordering: .relaxed)
+        g.onLoop { g.core.hubs.hub(0)!.tick() }
+        g.settle()
+        #expect(!slow.drain().contains { $0.str("ev") == "room.gap" })
+    }
+
     // QS-5: a transient message reaches the room's members, is not stored (history), has no
     // offset (not in the stream: a resume does not replay it) and is not sent to webhooks.
     @Test func transientMessagesAreNotStoredNorReplayed() throws {
