@@ -226,11 +226,9 @@ public final class Connection: EventHandler {
 
     /// QS-3: when the peer last took output (or output was first queued after an empty queue).
     private(set) var lastProgress = Instant(nanoseconds: 0)
-    /// When the peer last took queued output (the kernel accepted some of it): a WebSocket whose
-    /// pong is late but which still reads is not closed for it (QS-3).
-    private var lastDrained: Instant?
-    /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
-    private var lastUnsent: Int?
+    /// When the peer last took output: a WebSocket whose pong is late but which still reads is
+    /// not closed for it (QS-3).
+    private var progress = OutputProgress()
 
     /// QS-3, the server's budget of all connections' output: closed now, a WebSocket with the
     /// slow-consumer code (what it has not started to receive is dropped).
@@ -257,15 +255,11 @@ public final class Connection: EventHandler {
             if !httpActions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            // QS-3: while a pong is awaited, the kernel's unacknowledged bytes falling means the
-            // peer is reading (a slow reader takes what sits before the ping at its own pace).
-            if ws!.awaitingPong, let unsent = Socket.unsentBytes(fd) {
-                if let last = lastUnsent, unsent < last { lastDrained = now }
-                lastUnsent = unsent
-            } else {
-                lastUnsent = nil
-            }
-            ws!.tick(now: now, outputDrainedAt: lastDrained, into: &actions)
+            // QS-3: while a pong is awaited, the kernel's unacknowledged bytes say whether the
+            // peer is still reading (a slow reader takes what sits before the ping at its pace).
+            let unsent = ws!.awaitingPong ? Socket.unsentBytes(fd) : nil
+            let drained = progress.tick(now: now, unsent: unsent, patience: context.configuration.sendTimeout)
+            ws!.tick(now: now, outputDrainedAt: drained, into: &actions)
             if !actions.isEmpty { perform(actions) }
         case .lingering(let deadline):
             if now >= deadline { closeNow() }
@@ -580,7 +574,7 @@ public final class Connection: EventHandler {
             }
             if output.pendingBytes < before {
                 lastProgress = context.now
-                lastDrained = context.now
+                progress.wrote(at: context.now)
             }
             if (readPending || (phase == .http && httpState!.machine.isOutputBlocked)) && output.heldBytes <= maxOutboundBytes {
                 resumeInput()

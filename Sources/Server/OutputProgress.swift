@@ -1,0 +1,35 @@
+import Reactor
+
+/// QS-3: when a WebSocket's peer was last seen taking output, as its pong timeout counts it. A
+/// slow reader's pong waits behind everything it has not read yet, so a late pong alone does not
+/// say the peer is gone. Pure: the connection feeds it what it writes and what the kernel holds.
+///
+/// The peer took output when the kernel accepted more of the connection's queue, or when the
+/// kernel's unacknowledged bytes fell between two ticks. A reader slow enough that TCP's receive
+/// window opens only every few tens of seconds shows neither for that long: while the kernel still
+/// holds bytes for it, it is taken as reading for up to `patience` (the send timeout) after it last
+/// visibly took any. A peer that stopped reading altogether is closed once that has passed.
+public struct OutputProgress: Sendable {
+    /// When the peer last visibly took output.
+    public private(set) var lastTaken: Instant?
+    /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
+    private var lastUnsent: Int?
+
+    public init() {}
+
+    /// The kernel accepted some of the queue.
+    public mutating func wrote(at now: Instant) { lastTaken = now }
+
+    /// A tick: the kernel's unacknowledged bytes while a pong is awaited (nil otherwise, or when
+    /// they cannot be read). Returns when the pong timeout should count from.
+    public mutating func tick(now: Instant, unsent: Int?, patience: Duration) -> Instant? {
+        guard let unsent else {
+            lastUnsent = nil
+            return lastTaken
+        }
+        if let last = lastUnsent, unsent < last { lastTaken = now }
+        lastUnsent = unsent
+        if unsent > 0, let taken = lastTaken, now - taken < patience { return now }
+        return lastTaken
+    }
+}
