@@ -16,7 +16,8 @@
 #    `"priority":"high"`, open-loop (latency counts from each message's due time). The slow readers
 #    read a tenth (BENCH_SLOW_FRACTION) of the bytes a subscriber is sent at that rate, in 50 ms
 #    slices, with SO_RCVBUF 128 KiB (BENCH_SLOW_RCVBUF; the kernel doubles it); after the publishers' last answer they read at full speed, and
-#    every subscriber is waited for (up to 20 s) until it has received or been told of everything.
+#    every subscriber is waited for (up to BENCH_DRAIN, 20 s) until it has received or been told of
+#    everything.
 # 3. The build before issue 27 (BENCH_BEFORE, default 3b5fe65: the build before issues 26 and 27,
 #    the one issue 26's before/after pairs use too; no priorities, no gaps, no budgets) and nchan
 #    get the same offered rate (no search: its rate is the one measured in 1.).
@@ -111,7 +112,7 @@ overload() {
   local out
   out=$(timeout -k 10 "$((left < 240 ? left : 240))" "$bin/roomcast-bench" overload --target "$kind" --port "$port" \
     --subscribers "$n" --slow-readers "$slow" --duration "$duration" --overload-factor "$factor" --capacity-p99-ms "$p99" \
-    --slow-fraction "$slow_fraction" --slow-receive-buffer "$slow_rcvbuf" --client-loops 2 --server-pids "$spids" "$@" 2>&1) || true
+    --slow-fraction "$slow_fraction" --slow-receive-buffer "$slow_rcvbuf" --drain "${BENCH_DRAIN:-20}" --client-loops 2 --server-pids "$spids" "$@" 2>&1) || true
   echo "$out" >"$work/$label.out"
   echo "$out" | sed "s/^/[$label] /"
   echo "$out" | sed -n "s/^overload: /$label /p" >>"$results"
