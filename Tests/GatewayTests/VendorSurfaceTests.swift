@@ -364,6 +364,13 @@ struct VendorSurfaceTests {
         #expect(addr["addr"] as? [String] == ["gateway.test:80"] && addr["urls"] as? [String] == ["ws://gateway.test/ws"])
         let (batch, batchText) = try nim("getBatch", [("roomids", "[\"4242\",\"999\"]")])
         #expect((batch["succRooms"] as? [J])?.count == 1 && batchText.contains(#""noExistRooms":[999]"#))
+        // MO-7: as NIM's Java SDK sends them (List<Long>: JSON numbers), the same answer.
+        let (sdkBatch, sdkBatchText) = try nim("getBatch", [("roomids", "[4242,999]")])
+        #expect((sdkBatch["succRooms"] as? [J])?.count == 1 && sdkBatchText.contains(#""noExistRooms":[999]"#))
+        for bad in ["[4242.5]", "[true]", "[-1]", "[\"04242\"]", "4242"] {
+            let r = try rest.vendor(.nim, "/nimserver/chatroom/getBatch.action", [("roomids", bad)])
+            #expect(r.json.int("code") == 414 && r.json.str("field") == "roomids", "\(bad): \(r.text)")
+        }
 
         let alice = try g.client("alice"), bob = try g.client("bob")
         try alice.expectOK(alice.command("room.join", ["roomId": "4242"]))

@@ -197,7 +197,10 @@ public enum NIMV1 {
             }
         },
         e("getBatch") { i throws(ChatError) in
-            let ids = try jsonList(i.params, "roomids")
+            // The official SDKs send the ids as numbers, others as strings: both are taken.
+            guard let ids = try i.params.jsonIdArray("roomids"), !ids.isEmpty else {
+                throw ChatError(.invalidParameter, "roomids is required (a JSON array of room ids)", field: "roomids")
+            }
             for id in ids {
                 guard let n = Int64(id), n > 0, String(n) == id else { throw ChatError(.invalidParameter, "roomids must hold positive numbers", field: "roomids") }
             }

@@ -188,6 +188,22 @@ public struct VendorParams: Sendable {
         }
     }
 
+    /// MO-7: a JSON array of ids that the official SDKs send as numbers (NIM's Java SDK sends
+    /// `List<Long>`) or as strings; each as its canonical decimal string.
+    public func jsonIdArray(_ name: String) throws(ChatError) -> [String]? {
+        guard let text = try string(name), !text.isEmpty else { return nil }
+        guard case .array(let items)? = JSONValue.parse(Array(text.utf8)) else {
+            throw ChatError(.invalidParameter, "\(name) must be a JSON array of ids (numbers or strings)", field: name)
+        }
+        return try items.map { (v: JSONValue) throws(ChatError) -> String in
+            switch v {
+            case .string(let s): return s
+            case .int(let n): return String(n)
+            default: throw ChatError(.invalidParameter, "\(name) must be a JSON array of ids (numbers or strings)", field: name)
+            }
+        }
+    }
+
     /// A JSON object carried as one form value, or given as an object in a JSON body.
     public func object(_ name: String) throws(ChatError) -> [String: JSONValue]? {
         switch source {
