@@ -406,6 +406,8 @@ public enum Query: Sendable {
     /// The app's settings (→ `Reply.appSettings`).
     case appSettings(app: String)
     case room(app: String, roomId: String)
+    /// MO-7: the room, refused as NIM refuses the address lookup of a closed room (13002).
+    case openRoom(app: String, roomId: String)
     case rooms(app: String, [String])
     /// NIM-10: room info as a member sees it (members only).
     case roomAsMember(SessionID, roomId: String)

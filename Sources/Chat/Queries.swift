@@ -15,6 +15,11 @@ extension ChatDomain {
         case .room(let appKey, let roomId):
             return .room(roomInfo(try room(try app(appKey), roomId)))
 
+        case .openRoom(let appKey, let roomId):
+            let room = try room(try app(appKey), roomId)
+            guard room.open else { throw ChatError(.roomClosed, "room \(roomId) is closed", field: "roomId") }
+            return .room(roomInfo(room))
+
         case .rooms(let appKey, let ids):
             let app = try app(appKey)
             guard ids.count <= 100 else { throw .invalid("ids", "at most 100 room ids") }

@@ -339,8 +339,14 @@ struct NIMOperatorRightsTests {
         // A manager blocks the common member; the creator closes the room.
         #expect(try nim("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "carl"), ("opt", "-1"), ("optvalue", "true")]).json.int("code") == 200)
         #expect(try carl.waitFor("room.kicked").isEmpty == false)
+        #expect(try nim("requestAddr", [("roomid", room), ("accid", "dave")]).json.int("code") == 200)
         #expect(try nim("toggleCloseStat", [("roomid", room), ("operator", "host"), ("valid", "false")]).json.int("code") == 200)
         #expect(try bob.waitFor("room.kicked").isEmpty == false)
+        // MO-7: a closed room gives no address to enter by (NIM 13002), naming NIM's roomid.
+        let closed = try nim("requestAddr", [("roomid", room), ("accid", "dave")])
+        #expect(closed.json.int("code") == 13002 && closed.json.str("field") == "roomid", "\(closed.text)")
+        #expect(try nim("toggleCloseStat", [("roomid", room), ("operator", "host"), ("valid", "true")]).json.int("code") == 200)
+        #expect(try nim("requestAddr", [("roomid", room), ("accid", "dave")]).json.int("code") == 200)
     }
 }
 

@@ -270,7 +270,8 @@ public enum NIMV1 {
                 throw ChatError(.invalidParameter, "clienttype must be 1 (web), 2 (other) or 3 (mini program)", field: "clienttype")
             }
             let urls = i.publicURLs
-            return VendorCall.query(.room(app: i.app, roomId: room)) { _, w in
+            // MO-7: a closed room has no address to enter by (NIM 13002).
+            return VendorCall.query(.openRoom(app: i.app, roomId: room)) { _, w in
                 w.field("addr", urls.map(hostPort))
                 w.field("urls", urls)
             }
