@@ -99,6 +99,9 @@ final class Hub {
         return matching.count
     }
 
+    /// TR-5: the last block transcoded for this loop's compact sessions.
+    var compactCache = CompactFrameCache()
+
     // MARK: The engine's stream
 
     func apply(_ items: [Published]) {
