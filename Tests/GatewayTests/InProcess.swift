@@ -335,7 +335,7 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
         guard serverClose == nil else { return }
         blocks += 1
         for text in texts {
-            FrameLog.record(logId, "in", text)
+            FrameLog.record(logId, "in", text, compact: compact)
             inbox.append(text)
         }
         condition.broadcast()
