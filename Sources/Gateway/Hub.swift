@@ -100,7 +100,8 @@ final class Hub {
     }
 
     /// TR-5: the last block transcoded for this loop's compact sessions.
-    var compactCache = CompactFrameCache()
+    /// Confined to the loop, so the per-delivery access skips the dynamic exclusivity check.
+    @exclusivity(unchecked) var compactCache = CompactFrameCache()
 
     // MARK: The engine's stream
 
