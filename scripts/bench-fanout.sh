@@ -18,6 +18,12 @@
 # prints roomcast/nchan ratios of both. --payload-bytes pads every published message to N bytes
 # (the send time, then padding) so the two servers carry payloads of the same size.
 #
+# Encodings (TR-5): roomcast runs twice per case, its subscribers asking for the JSON encoding
+# (target "roomcast") and for the compact one (target "roomcast-compact", subprotocol
+# roomcast.compact.v1); the summary prints wire bytes and server CPU per delivery of both, and
+# each against nchan's in the same run (target for the paced cases: compact <= 0.75x nchan's CPU
+# per delivery; wire bytes <= 120 per delivery of the short message).
+#
 # roomcast and nchan both get two workers (event loops); the load generator (roomcast-bench,
 # our own reactor, two client loops) shares the same two cores.
 #
@@ -57,14 +63,16 @@ results="$work/results"
 # The server's processes: roomcast's, or nginx's master and workers (roomcast-bench --server-pids
 # reads their CPU time).
 server_pids() { # target
-  if [ "$1" = roomcast ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
+  if [ "$1" != nchan ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
 }
 run() { # target port label args...
   local target=$1 port=$2 label=$3; shift 3
   local out pids
   pids=$(server_pids "$target")
-  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$target" --port "$port" --client-loops 2 --payload-bytes "$payload" \
-    --server-pids "$(echo $pids | tr ' ' ',')" "$@" 2>&1) || true
+  local as=$target encoding=()
+  if [ "$target" = roomcast-compact ]; then as=roomcast; encoding=(--encoding compact); fi
+  out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$as" --port "$port" --client-loops 2 --payload-bytes "$payload" \
+    --server-pids "$(echo $pids | tr ' ' ',')" "${encoding[@]}" "$@" 2>&1) || true
   echo "$out" | sed "s/^/[$target $label] /"
   local per p50 p99 p999 delivered wire runcpu pubcpu errors
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
@@ -78,20 +86,25 @@ run() { # target port label args...
   echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} ${runcpu:-0} ${pubcpu:-0} ${errors:-nan}" >>"$results"
 }
 
-# BENCH_TARGETS / BENCH_CASES narrow a run while iterating (the summary needs both targets).
-targets=${BENCH_TARGETS:-roomcast nchan}
+# BENCH_TARGETS / BENCH_CASES narrow a run while iterating (the summary needs nchan and a roomcast
+# target): BENCH_CASES=throughput runs the throughput cases alone, BENCH_CASES=paced the paced
+# cases 1,000 x 100/s and N x 10/s alone.
+targets=${BENCH_TARGETS:-roomcast roomcast-compact nchan}
+portof() { [ "$1" = nchan ] && echo "$ng_port" || echo "$rc_port"; }
+cases=${BENCH_CASES:-all}
 for p in 4 16; do
+  [ "$cases" = paced ] && break
   for t in $targets; do
-    port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
-    run $t "$port" "throughput-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "tp$p"
+    run $t "$(portof $t)" "throughput-p$p" --subscribers "$n" --rate 0 --messages 300 --publishers "$p" --pipeline 1 --room "tp$p-$t"
   done
 done
 [ "${BENCH_CASES:-all}" = throughput ] && { cat "$results"; exit 0; }
-for c in "1000 100" "$n 10" "$n 100"; do
+paced=("1000 100" "$n 10" "$n 100")
+[ "$cases" = paced ] && paced=("1000 100" "$n 10")
+for c in "${paced[@]}"; do
   read -r subs rate <<<"$c"
   for t in $targets; do
-    port=$([ $t = roomcast ] && echo "$rc_port" || echo "$ng_port")
-    run $t "$port" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration 3 --publishers 4 --pipeline 1 --room "lat$subs-$rate"
+    run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration 3 --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t"
   done
 done
 
@@ -103,6 +116,8 @@ for line in open(sys.argv[1]):
     rows[(t, label)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu), float(pubcpu), errors)
 n = sys.argv[2]
 for label in ("throughput-p4", "throughput-p16"):
+    if ("roomcast", label) not in rows or ("nchan", label) not in rows:
+        continue
     r, g = rows[("roomcast", label)][0], rows[("nchan", label)][0]
     ratio = r / g if g else float("inf")
     print(f"bench-fanout: {label} subscribers={n}: roomcast {r:,} msg/s, nchan {g:,} msg/s, ratio {ratio:.2f}x (target >= 2x);"
@@ -117,9 +132,25 @@ for label in ("throughput-p4", "throughput-p16"):
               f" {wire} wire bytes per delivery")
     print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x whole run,"
           f" {pub['roomcast'] / pub['nchan']:.2f}x publish phase")
+def per_delivery(t, label):
+    _, _, _, _, delivered, wire, cpu, pubcpu, _ = rows[(t, label)]
+    return (cpu / delivered * 1e6 if delivered else float("nan"), pubcpu / delivered * 1e6 if delivered else float("nan"), wire, delivered)
+# TR-5: the two encodings, each against nchan in the same run (whole run and publish phase).
+for label in ("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{n}-10", f"latency-{n}-100"):
+    if ("roomcast-compact", label) not in rows or ("nchan", label) not in rows:
+        continue
+    ncpu, npub, nwire, _ = per_delivery("nchan", label)
+    for t in ("roomcast", "roomcast-compact"):
+        cpu, pub, wire, delivered = per_delivery(t, label)
+        enc = "compact" if t.endswith("compact") else "json"
+        print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
+              f" server CPU per million deliveries {cpu:.2f} whole run, {pub:.2f} publish phase;"
+              f" vs nchan {cpu / ncpu:.2f}x whole run, {pub / npub:.2f}x publish phase; delivered {delivered:,}")
 for label in ("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100"):
+    if ("nchan", label) not in rows:
+        continue
     rate = label.rsplit("-", 1)[1]
-    for t in ("roomcast", "nchan"):
+    for t in [x for x in ("roomcast", "roomcast-compact", "nchan") if (x, label) in rows]:
         per, p50, p99, p999 = rows[(t, label)][:4]
         print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms);"
               f" publish errors {rows[(t, label)][8]}")

@@ -20,6 +20,7 @@ def validator(ref):
 
 
 server = validator("#/$defs/ServerMessage")
+compact = validator("#/$defs/CompactServerMessage")
 client = validator("#/$defs/ClientMessage")
 ops = {m["properties"]["op"]["const"]: m["x-reply"] for m in defs["ClientMessage"]["oneOf"]}
 reply_validators = {op: validator(ref) for op, ref in ops.items()}
@@ -27,7 +28,7 @@ events = {defs[r["$ref"].split("/")[-1]]["properties"]["ev"]["const"] for r in d
           if "ev" in defs[r["$ref"].split("/")[-1]]["properties"]}
 
 pending = {}  # (conn, id) -> command
-seen_ops, seen_events, failures, frames = set(), set(), [], 0
+seen_ops, seen_events, failures, frames, seen_compact = set(), set(), [], 0, 0
 for line in open(sys.argv[2]):
     rec = json.loads(line)
     frames += 1
@@ -35,12 +36,16 @@ for line in open(sys.argv[2]):
     if rec["dir"] == "out":
         pending[(conn, frame.get("id"))] = frame
         continue
-    errors = [e.message for e in server.iter_errors(frame)]
+    is_compact = rec.get("encoding") == "compact"
+    errors = [e.message for e in (compact if is_compact else server).iter_errors(frame)]
     if errors:
-        failures.append(f"server frame {json.dumps(frame)[:300]}: {errors[:2]}")
+        failures.append(f"{'compact ' if is_compact else ''}server frame {json.dumps(frame)[:300]}: {errors[:2]}")
         continue
     if "ev" in frame:
         seen_events.add(frame["ev"])
+        continue
+    if is_compact and ("e" in frame or "m" in frame):
+        seen_compact += 1
         continue
     command = pending.pop((conn, frame.get("id")), None)
     if command is None or "ok" not in frame:
@@ -57,8 +62,10 @@ for line in open(sys.argv[2]):
         failures.append(f"answer to {op} {json.dumps(frame['ok'])[:300]}: {e.message}")
         break
 
-print(f"websocket-schema: {frames} frames checked; ops answered ok: {len(seen_ops)}/{len(ops)}; events seen: {len(seen_events)}/{len(events)}")
+print(f"websocket-schema: {frames} frames checked; ops answered ok: {len(seen_ops)}/{len(ops)}; events seen: {len(seen_events)}/{len(events)}; compact events: {seen_compact}")
 missing_ops, missing_events = sorted(set(ops) - seen_ops), sorted(events - seen_events)
+if seen_compact == 0:
+    failures.append("no test received a compact event (TR-5)")
 if missing_ops:
     failures.append(f"ops no test completed: {missing_ops}")
 if missing_events:

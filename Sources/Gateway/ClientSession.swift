@@ -82,11 +82,15 @@ final class ClientSession: WebSocketHandler {
     }
     static let maxPendingResumes = 64
 
-    init(context: GatewayContext, hub: Hub, origin: String?, now: Int64) {
+    /// TR-5: the event encoding negotiated in the handshake.
+    let compact: Bool
+
+    init(context: GatewayContext, hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json) {
         self.context = context
         self.hub = hub
         self.origin = origin
         self.openedAt = now
+        compact = encoding == .compact
     }
 
     // MARK: WebSocketHandler
@@ -121,7 +125,9 @@ final class ClientSession: WebSocketHandler {
 
     // MARK: Sending
 
-    func send(_ frame: ByteBlock) { connection?.sendFrame(frame) }
+    /// Every frame to the client goes through here: a compact session gets the events in the
+    /// compact encoding (TR-5), transcoded once per block on this loop (the hub's cache).
+    func send(_ frame: ByteBlock) { connection?.sendFrame(compact ? hub.compactCache.frame(for: frame) : frame) }
 
     /// Bytes queued on the connection (0 once it is gone).
     var queuedBytes: Int { connection?.queuedBytes ?? 0 }

@@ -53,7 +53,15 @@ public final class Gateway: Sendable {
                     refusal.headers.add("Retry-After", String(Limits.rateLimitRetryAfterSeconds))
                     return .reject(refusal)
                 }
-                return .accept(core.session(hub: hub, origin: head.headers["origin"]))
+                // TR-5: the event encoding the client asked for (none: JSON, nothing echoed).
+                switch WireEncoding.negotiate(offers: head.headers.values("sec-websocket-protocol")) {
+                case .failure(let refusal):
+                    return .reject(.json(.badRequest, ErrorTable.body(GatewayError(.badRequest, refusal.message, field: "Sec-WebSocket-Protocol"))))
+                case .success(let chosen):
+                    let session = core.session(hub: hub, origin: head.headers["origin"], encoding: chosen.encoding)
+                    guard let name = chosen.echo else { return .accept(session) }
+                    return .acceptSpeaking(session, subprotocol: name)
+                }
             },
             errorRenderer: GatewayCore.errorRenderer,
             onLoopStart: { loop, index in

@@ -335,8 +335,8 @@ final class GatewayCore: Sendable {
     }
 
     /// A new session on `hub`'s loop.
-    func session(hub: Hub, origin: String?) -> ClientSession {
-        ClientSession(context: context, hub: hub, origin: origin, now: context.clock())
+    func session(hub: Hub, origin: String?, encoding: WireEncoding = .json) -> ClientSession {
+        ClientSession(context: context, hub: hub, origin: origin, now: context.clock(), encoding: encoding)
     }
 
     // MARK: Start and stop

@@ -99,6 +99,10 @@ final class Hub {
         return matching.count
     }
 
+    /// TR-5: the last block transcoded for this loop's compact sessions.
+    /// Confined to the loop, so the per-delivery access skips the dynamic exclusivity check.
+    @exclusivity(unchecked) var compactCache = CompactFrameCache()
+
     // MARK: The engine's stream
 
     func apply(_ items: [Published]) {

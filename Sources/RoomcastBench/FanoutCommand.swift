@@ -63,6 +63,9 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "Bytes of each published message's content (roomcast) or body (nchan): the send time, then padding; 0: the send time alone.")
     var payloadBytes = 0
 
+    @Option(help: "Event encoding the roomcast subscribers ask for (TR-5): json (no subprotocol offered) or compact (roomcast.compact.v1).")
+    var encoding = "json"
+
     @Option(help: "Room (roomcast) or channel (nchan) id.")
     var room = "fanout"
 
@@ -114,7 +117,7 @@ struct FanoutCommand: ParsableCommand {
             let share = subscribers / clientLoops + (i < subscribers % clientLoops ? 1 : 0)
             let runner = SubscriberRunner(loop: loop, addresses: addresses, target: target, first: i * (subscribers / clientLoops + 1),
                                           count: share, concurrency: max(1, concurrency / clientLoops), room: room,
-                                          appKey: appKey, appSecret: appSecret)
+                                          appKey: appKey, appSecret: appSecret, compact: encoding == "compact")
             loops.append(loop)
             runners.append(runner)
             loop.execute { runner.startMore() }
@@ -175,7 +178,7 @@ struct FanoutCommand: ParsableCommand {
         let publishSeconds = seconds(publishEnd - publishStart)
         let perSecond = elapsed > 0 ? Double(delivered) / elapsed : 0
         func ms(_ us: UInt64) -> String { fixed(Double(us) / 1000, 2) }
-        print("fanout: target=\(target.rawValue) subscribers=\(ready) published=\(publisher.accepted)/\(total) "
+        print("fanout: target=\(target.rawValue)\(target == .roomcast ? " encoding=\(encoding)" : "") subscribers=\(ready) published=\(publisher.accepted)/\(total) "
             + "publish_errors=\(publisher.errors) publish_seconds=\(fixed(publishSeconds, 2)) "
             + "published_per_s=\(Int(publishSeconds > 0 ? Double(publisher.accepted) / publishSeconds : 0)) "
             + "rate=\(rate > 0 ? String(Int(rate)) : "max")")
@@ -276,6 +279,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     let room: String
     let appKey: String
     let appSecret: String
+    /// TR-5: the subscribers offer roomcast.compact.v1.
+    let compact: Bool
     private var clients: [WSClientConnection] = []
     private var started = 0
     private var inFlight = 0
@@ -303,7 +308,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     private static let connecting = 0, authenticating = 1, joining = 2, subscribed = 3, dead = 4
 
     init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, first: Int, count: Int, concurrency: Int,
-         room: String, appKey: String, appSecret: String) {
+         room: String, appKey: String, appSecret: String, compact: Bool = false) {
+        self.compact = compact
         self.loop = loop
         self.addresses = addresses
         self.target = target
@@ -319,7 +325,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
         let path = target == .roomcast ? "/ws" : "/sub?id=\(room)"
         while started < count && inFlight < concurrency {
             let address = addresses[(first + started) % addresses.count]
-            let c = WSClientConnection(loop: loop, id: first + started, host: "127.0.0.1", port: address.port, path: path)
+            let headers = compact && target == .roomcast ? [("Sec-WebSocket-Protocol", WireEncoding.compact.rawValue)] : []
+            let c = WSClientConnection(loop: loop, id: first + started, host: "127.0.0.1", port: address.port, path: path, headers: headers)
             c.delegate = self
             clients.append(c)
             started += 1
@@ -410,9 +417,11 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
         case .nchan:
             return digits(b, from: 0)
         case .roomcast:
-            // `{"ev":"room.message"` … `"content":"<digits>"`, found without allocating.
+            // `{"ev":"room.message"` … `"content":"<digits>"`, or compact `{"m":` … `"c":"<digits>"`
+            // (TR-5), found without allocating.
+            let compact = b.count > 5 && b[2] == UInt8(ascii: "m") && b[3] == UInt8(ascii: "\"")
             return b.withUnsafeBufferPointer { p -> UInt64? in
-                let prefix = messagePrefix, key = contentKey
+                let prefix = compact ? compactPrefix : messagePrefix, key = compact ? compactContentKey : contentKey
                 guard p.count > prefix.count + key.count else { return nil }
                 for j in 0..<prefix.count where p[j] != prefix[j] { return nil }
                 var i = prefix.count
@@ -431,6 +440,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
 
     private static let messagePrefix = Array(#"{"ev":"room.message""#.utf8)
     private static let contentKey = Array(#""content":""#.utf8)
+    private static let compactPrefix = Array(#"{"m":"#.utf8)
+    private static let compactContentKey = Array(#""c":""#.utf8)
 
     static func digits(_ b: [UInt8], from start: Int) -> UInt64? {
         var v: UInt64 = 0

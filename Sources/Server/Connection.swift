@@ -17,6 +17,9 @@ public protocol WebSocketHandler: AnyObject {
 /// The application's answer to a valid WebSocket handshake.
 public enum UpgradeDecision {
     case accept(WebSocketHandler)
+    /// Accepted speaking this subprotocol, one the client offered: echoed in the 101's
+    /// `Sec-WebSocket-Protocol` (RFC 6455 §4.2.2).
+    case acceptSpeaking(WebSocketHandler, subprotocol: String)
     case reject(Response)
 }
 
@@ -404,8 +407,16 @@ public final class Connection: EventHandler {
             acceptance = a
         }
         let decision = context.upgradeHandler(head, peer, context.index)
-        guard case .accept(let handler) = decision else {
-            if case .reject(let response) = decision { write(response, headRequest: head.method == .HEAD, close: true) }
+        let handler: WebSocketHandler
+        var subprotocol: String?
+        switch decision {
+        case .accept(let h):
+            handler = h
+        case .acceptSpeaking(let h, let name):
+            handler = h
+            subprotocol = name
+        case .reject(let response):
+            write(response, headRequest: head.method == .HEAD, close: true)
             beginClose()
             return
         }
@@ -423,6 +434,7 @@ public final class Connection: EventHandler {
         for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflateParameters).responseHeaders {
             responseHead.headers.add(h.name, h.value)
         }
+        if let subprotocol { responseHead.headers.add("Sec-WebSocket-Protocol", subprotocol) }
         let size = HTTPResponseEncoder.encodedSize(responseHead, body: [], date: nil, close: false, headRequest: false)
         enqueue(ByteBlock.make(count: size) { out in
             HTTPResponseEncoder.write(responseHead, body: [], date: nil, close: false, headRequest: false, to: out.baseAddress!)

@@ -126,10 +126,12 @@ public enum FrameLog {
     public static func nextConnection() -> Int { counter.withLock { $0 += 1; return $0 } }
 
     /// Appends one frame: `dir` is "out" (client to server) or "in"; `text` must be JSON.
-    public static func record(_ conn: Int, _ dir: String, _ text: String) {
+    /// `compact`: a server frame of a connection that chose the compact encoding (TR-5), checked
+    /// against `CompactServerMessage`.
+    public static func record(_ conn: Int, _ dir: String, _ text: String, compact: Bool = false) {
         sink.withLock { h in
             guard let h else { return }
-            let line = "{\"conn\":\(conn),\"dir\":\"\(dir)\",\"frame\":\(text)}\n"
+            let line = "{\"conn\":\(conn),\"dir\":\"\(dir)\",\(compact ? "\"encoding\":\"compact\"," : "")\"frame\":\(text)}\n"
             h.write(Data(line.utf8))
         }
     }

@@ -275,13 +275,17 @@ public enum WebSocketDocument {
             serverMessages.append(ref(name))
         }
         defs["ServerMessage"] = ["oneOf": serverMessages, "description": "What the server sends: answers and events"]
+        // TR-5: the compact encoding's frames.
+        defs.merge(compactDefs(events: events)) { a, _ in a }
         let doc: [String: Any] = [
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": "https://roomcast.dev/schemas/websocket.json",
             "title": "Roomcast WebSocket protocol",
             "description": "GET /ws upgrades (permessage-deflate offered). Text frames of JSON. The first message is connect. "
                 + "Commands are ClientMessage and are answered in order with Reply (the op's x-reply) or ErrorReply; events are "
-                + "ServerMessage too. See openapi/websocket.md.",
+                + "ServerMessage too; a connection that chose the subprotocol roomcast.compact.v1 gets CompactServerMessage instead. "
+                + "See openapi/websocket.md.",
+            "x-subprotocols": WireEncoding.names,
             "x-endpoint": "GET /ws",
             "x-close-codes": Dictionary(uniqueKeysWithValues: CloseCode.allCases.map {
                 (String($0.rawValue), ["meaning": $0.meaning, "reconnect": $0.reconnect.rawValue])
@@ -339,6 +343,7 @@ public enum WebSocketDocument {
         for e in events {
             md += "| `\(e.ev)` | \(e.summary) | \(e.audience) | \(e.stream.text) | \(fieldList(e.data)) | \(e.spec.joined(separator: ", ")) |\n"
         }
+        md += compactMarkdown
         md += "\n## Close codes\n\nEvery close code the server sends, and whether the client should connect again "
             + "(`yes, with backoff`: exponential backoff with jitter, then join with `resume`; `yes, with a new token`: ask the app "
             + "server for a fresh token first; `no`: the same attempt would fail again).\n\n" + ErrorTable.closeCodeMarkdown

@@ -167,11 +167,11 @@ final class InProcessGateway: @unchecked Sendable {
 
     /// A session that has not sent `connect` (as `ProtocolClient(port:origin:)` is a socket that
     /// has not).
-    func session(origin: String? = nil) -> SessionClient {
+    func session(origin: String? = nil, encoding: WireEncoding = .json) -> SessionClient {
         let core = self.core
-        let c = SessionClient(gateway: self)
+        let c = SessionClient(gateway: self, compact: encoding == .compact)
         onLoop {
-            let s = core.session(hub: core.hubs.hub(0)!, origin: origin)
+            let s = core.session(hub: core.hubs.hub(0)!, origin: origin, encoding: encoding)
             c.session = s
             s.opened(c)
             return true
@@ -181,8 +181,8 @@ final class InProcessGateway: @unchecked Sendable {
 
     /// A session connected as `user` with a token from the REST API (nickname: the capitalised
     /// user id), after its conversation-status sync (as `GatewayProcess.client`).
-    func client(_ user: String, device: String? = nil, cursor: Int64? = nil) throws -> SessionClient {
-        let c = session()
+    func client(_ user: String, device: String? = nil, cursor: Int64? = nil, encoding: WireEncoding = .json) throws -> SessionClient {
+        let c = session(encoding: encoding)
         try c.connect(token: try rest().token(user, nickname: user.capitalized, device: device), device: device, conversationCursor: cursor)
         return c
     }
@@ -307,9 +307,18 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     /// The cursor `conversation.statusSynced` handed out.
     private(set) var conversationCursor: Int64 = 0
 
-    init(gateway: InProcessGateway) {
+    /// TR-5: the session speaks the compact encoding; frames are decoded as the JS client does
+    /// (`CompactDecoder`), with each room's epoch from its join answer.
+    let compact: Bool
+    private var epochs: [String: String] = [:]
+
+    init(gateway: InProcessGateway, compact: Bool = false) {
         self.gateway = gateway
+        self.compact = compact
     }
+
+    /// Every text frame received so far, as sent (the compact tests read the bytes).
+    var rawFrames: [String] { condition.withLock { inbox } }
 
     // MARK: SessionTransport (on the hub's loop)
 
@@ -326,7 +335,7 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
         guard serverClose == nil else { return }
         blocks += 1
         for text in texts {
-            FrameLog.record(logId, "in", text)
+            FrameLog.record(logId, "in", text, compact: compact)
             inbox.append(text)
         }
         condition.broadcast()
@@ -397,7 +406,13 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
                 read = 0
             }
             condition.unlock()
-            return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsable": text]
+            let parsed = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["unparsable": text]
+            guard compact else { return parsed }
+            if let ok = parsed["ok"] as? [String: Any], let room = (ok["joinInfo"] as? [String: Any])?["room"] as? [String: Any],
+               let roomId = room["roomId"] as? String, let epoch = room["epoch"] as? String {
+                epochs[roomId] = epoch
+            }
+            return CompactDecoder.decode(parsed, epochs: epochs)
         }
         let code = serverClose
         condition.unlock()

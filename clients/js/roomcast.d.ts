@@ -31,6 +31,8 @@ export declare const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>>;
 export declare const DEFAULT_REQUEST_TIMEOUT_MS: number;
 
 /** Every event name the protocol defines. */
+/** TR-5: the subprotocols of the two event encodings. */
+export declare const ENCODINGS: Readonly<{ compact: 'roomcast.compact.v1'; json: 'roomcast.json.v1' }>;
 export declare const EVENT_NAMES: readonly (keyof ServerEventMap)[];
 
 /**
@@ -83,8 +85,10 @@ export interface WebSocketLike {
   onmessage: ((event: { data: unknown }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
   onerror: ((event: unknown) => void) | null;
+  /** The subprotocol the server chose (browsers set it once open). */
+  readonly protocol?: string;
 }
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
 export interface RoomcastClientOptions {
   /** A client token (JWT). Used for the first connect; reconnects use getToken when given. */
@@ -109,6 +113,12 @@ export interface RoomcastClientOptions {
   backoff?: BackoffOptions;
   /** Reconnect after a lost connection. Default true. */
   autoReconnect?: boolean;
+  /**
+   * TR-5: how events travel. Default `'compact'`: the client offers the subprotocol
+   * `roomcast.compact.v1` (with `roomcast.json.v1` after it) and decodes the compact events, so
+   * handlers get the same event objects either way. `'json'`: offers nothing (any server).
+   */
+  encoding?: 'compact' | 'json';
   /** Default `globalThis.WebSocket`. */
   WebSocket?: WebSocketConstructor;
   /** Default `Math.random`; used for backoff jitter only. */

@@ -74,6 +74,20 @@ export const EVENT_NAMES = Object.freeze([
   'conversation.statusChanged', 'conversation.statusSynced', 'token.expired',
 ]);
 
+/** TR-5: the WebSocket subprotocols of the two event encodings (openapi/websocket.md, Encodings). */
+export const ENCODINGS = Object.freeze({ compact: 'roomcast.compact.v1', json: 'roomcast.json.v1' });
+
+/** TR-5: a compact room.message's short keys and the message fields they stand for. */
+const COMPACT_MESSAGE_KEYS = Object.freeze({
+  i: 'messageId', s: 'sender', n: 'senderNickname', a: 'senderAvatar', x: 'roomExt', k: 'type', c: 'content', t: 'time',
+  f: 'fromServer', pr: 'priority', y: 'messageType', tr: 'transient', rc: 'recalled', to: 'targets', tt: 'targetTags',
+});
+/** Message fields a compact frame leaves out when they have these values. */
+const COMPACT_MESSAGE_DEFAULTS = Object.freeze({ senderNickname: '', senderAvatar: '', roomExt: '', type: 'text', content: '', fromServer: false });
+const COMPACT_FLAGS = new Set(['fromServer', 'transient', 'recalled']);
+/** Ops whose answer names a room's epoch (the compact events of that room wait for it). */
+const EPOCH_ANSWERS = new Set(['room.join', 'room.switch', 'room.observe']);
+
 /** What sendMessage passes on to room.send besides the room and the content. */
 const SEND_OPTIONS = Object.freeze(['type', 'priority', 'messageType', 'transient']);
 
@@ -177,6 +191,12 @@ export class RoomcastClient {
 
   /** @type {Map<string, Set<Function>>} */
   #handlers = new Map();
+
+  // TR-5: the compact encoding.
+  /** The current socket speaks roomcast.compact.v1 (the server echoed it). */
+  #compact = false;
+  /** roomId → compact events that came before the answer naming the room's epoch. @type {Map<string, object[]>} */
+  #waitingForEpoch = new Map();
 
   /**
    * @param {string} url the server's WebSocket URL, e.g. "wss://chat.example.com/ws"
@@ -340,7 +360,8 @@ export class RoomcastClient {
     if (generation !== this.#generation || this.#closed) return;
     let ws;
     try {
-      ws = new this.#WebSocket(this.#url);
+      // TR-5: compact unless the application asked for JSON (then nothing is offered: any server speaks it).
+      ws = this.#options.encoding === 'json' ? new this.#WebSocket(this.#url) : new this.#WebSocket(this.#url, [ENCODINGS.compact, ENCODINGS.json]);
     } catch (err) {
       // A malformed URL or a blocked port: trying again would fail the same way.
       this.#lost(undefined, String(err?.message ?? err), true, new RoomcastError('disconnected', String(err?.message ?? err), { cause: err }));
@@ -349,6 +370,8 @@ export class RoomcastClient {
     this.#ws = ws;
     ws.onopen = () => {
       if (this.#ws !== ws) return;
+      this.#compact = ws.protocol === ENCODINGS.compact;
+      this.#waitingForEpoch.clear();
       this.#write('connect', args, (err, ok) => {
         if (err === null) this.#connectedWith(ok);
         else if (err.code === 'timeout') this.#abandon(ws, 'connect timed out');
@@ -539,6 +562,10 @@ export class RoomcastClient {
       this.#emit('error', { type: 'protocol', error: new RoomcastError('protocol', `unreadable frame from the server: ${err.message}`, { cause: err }) });
       return;
     }
+    if (this.#compact && !('id' in frame)) {
+      frame = this.#expand(frame);
+      if (frame === null) return;
+    }
     if (typeof frame.ev === 'string') this.#event(frame);
     else if ('id' in frame) this.#answer(frame);
     else this.#emit('error', { type: 'protocol', error: new RoomcastError('protocol', 'a frame with neither ev nor id') });
@@ -557,12 +584,77 @@ export class RoomcastClient {
     this.#pending.delete(frame.id);
     this.#clearTimeout(p.timer);
     if (e) {
+      if (EPOCH_ANSWERS.has(p.op)) this.#releaseWaiting(this.#roomOf(p), undefined);
       p.done(new RoomcastError(e.code, e.message, { field: e.field }));
       return;
     }
     const ok = frame.ok ?? {};
     this.#bookkeep(p.op, p.args, ok);
+    if (EPOCH_ANSWERS.has(p.op)) this.#releaseWaiting(this.#roomOf(p), ok.joinInfo?.room?.epoch ?? ok.epoch);
     p.done(null, ok);
+  }
+
+  /** The room a join, switch or observe is about. */
+  #roomOf(p) { return p.op === 'room.switch' ? p.args.to?.roomId : p.args.roomId; }
+
+  /**
+   * TR-5: a compact frame as the JSON encoding's event (the application sees the same objects).
+   * A stream event's epoch is the room's, from its join or observe answer; one that comes before
+   * that answer (a resume's replay, or events of the join's own change) waits for it: null.
+   */
+  #expand(f) {
+    let ev, roomId, data;
+    if (typeof f.m === 'string') {
+      roomId = f.m;
+      const message = { ...COMPACT_MESSAGE_DEFAULTS, roomId };
+      for (const [key, value] of Object.entries(f)) {
+        const long = COMPACT_MESSAGE_KEYS[key];
+        if (long !== undefined) message[long] = COMPACT_FLAGS.has(long) ? value === 1 || value === true : value;
+      }
+      ev = 'room.message';
+      data = { message };
+    } else if (typeof f.e === 'string') {
+      ev = f.e;
+      roomId = f.r;
+      data = f.d ?? {};
+    } else {
+      return f;
+    }
+    const out = { ev };
+    if (roomId !== undefined) out.roomId = roomId;
+    if (typeof f.p === 'string') out.epoch = f.p;
+    if (typeof f.o === 'number') {
+      out.offset = f.o;
+      const waiting = this.#waitingForEpoch.get(roomId);
+      if (waiting || this.#epochPending(roomId)) {
+        if (waiting) waiting.push(out);
+        else this.#waitingForEpoch.set(roomId, [out]);
+        out.data = data;
+        return null;
+      }
+      const epoch = this.#positions.get(roomId)?.epoch;
+      if (typeof epoch === 'string') out.epoch = epoch;
+    }
+    out.data = data;
+    return out;
+  }
+
+  /** Whether an answer that names the room's epoch is awaited. */
+  #epochPending(roomId) {
+    for (const p of this.#pending.values()) if (EPOCH_ANSWERS.has(p.op) && this.#roomOf(p) === roomId) return true;
+    return false;
+  }
+
+  /** Hands on the room's waiting compact events with the epoch the answer named (before the answer resolves). */
+  #releaseWaiting(roomId, epoch) {
+    const waiting = this.#waitingForEpoch.get(roomId);
+    if (!waiting) return;
+    this.#waitingForEpoch.delete(roomId);
+    const known = typeof epoch === 'string' ? epoch : this.#positions.get(roomId)?.epoch;
+    for (const event of waiting) {
+      if (typeof known === 'string') event.epoch = known;
+      this.#event(event);
+    }
   }
 
   /** What a successful answer changes in the client's own records (BX-1). */

@@ -16,8 +16,13 @@ export function makeSocketClass() {
     static instances = [];
     static get last() { return FakeSocket.instances[FakeSocket.instances.length - 1]; }
 
-    constructor(url) {
+    /** TR-5: the subprotocol `open()` reports as the server's choice ('' : none echoed). */
+    static answerProtocol = '';
+
+    constructor(url, protocols) {
       this.url = url;
+      this.protocols = protocols;
+      this.protocol = '';
       this.readyState = 0;
       this.sent = [];
       this.closeCalls = [];
@@ -46,6 +51,7 @@ export function makeSocketClass() {
     get lastFrame() { return this.frames[this.frames.length - 1]; }
 
     open() {
+      this.protocol = FakeSocket.answerProtocol;
       this.readyState = 1;
       this.onopen?.({});
     }
@@ -106,8 +112,9 @@ export const CONNECTED = { sessionId: 's1', userId: 'u1', anonymous: false, stre
  * answered with `connected`. Returns everything a test needs, with the state and error events
  * recorded.
  */
-export async function connectedClient(options = {}, connected = CONNECTED) {
+export async function connectedClient(options = {}, connected = CONNECTED, server = {}) {
   const WS = makeSocketClass();
+  WS.answerProtocol = server.protocol ?? '';
   const timers = fakeTimers();
   const client = new RoomcastClient('ws://gateway.test/ws', {
     token: 'tok-1',
