@@ -306,16 +306,36 @@ struct UnservedVendorEndpointTests {
 /// go through.
 @Suite("NIM operator rights (MO-7)")
 struct NIMOperatorRightsTests {
+    /// NIM's endpoints through the gateway, and a room "host" created through NIM's `create`.
+    struct NIMRoom {
+        let rest: InProcessREST
+        let room: String
+
+        init(_ g: InProcessGateway) throws {
+            rest = g.rest()
+            let created = try rest.vendor(.nim, "/nimserver/chatroom/create.action", [("creator", "host"), ("name", "Room")])
+            room = try #require((created.json["chatroom"] as? [String: Any])?.int("roomid")).description
+        }
+
+        func call(_ name: String, _ form: [(String, String)]) throws -> RESTClient.Response {
+            try rest.vendor(.nim, "/nimserver/chatroom/\(name).action", form)
+        }
+
+        /// Each call is refused with NIM's 403 (HTTP 200) and names a field.
+        func expectRefused(_ calls: [(String, [(String, String)])]) throws {
+            for (name, form) in calls {
+                let r = try call(name, form)
+                #expect(r.status == 200 && r.json.int("code") == 403 && r.json.str("field") != nil, "\(name) \(form): \(r.text)")
+            }
+        }
+    }
+
     @Test("MO-7: setMemberRole and toggleCloseStat answer 403 for an operator without the right, and change nothing")
     func operatorRights() throws {
         let g = try InProcessGateway()
         defer { g.stop() }
-        let rest = g.rest()
-        func nim(_ name: String, _ form: [(String, String)]) throws -> RESTClient.Response {
-            try rest.vendor(.nim, "/nimserver/chatroom/\(name).action", form)
-        }
-        let created = try nim("create", [("creator", "host"), ("name", "Room")])
-        let room = try #require((created.json["chatroom"] as? [String: Any])?.int("roomid")).description
+        let fixture = try NIMRoom(g)
+        let (rest, room, nim) = (fixture.rest, fixture.room, fixture.call)
         let bob = try g.client("bob"), carl = try g.client("carl")
         for c in [bob, carl] { _ = try c.expectOK(try c.command("room.join", ["roomId": room])) }
         // bob becomes a manager by the creator; carl a common member by bob.
@@ -328,10 +348,7 @@ struct NIMOperatorRightsTests {
             ("setMemberRole", [("roomid", room), ("operator", "bob"), ("target", "host"), ("opt", "-1"), ("optvalue", "true")]),
             ("toggleCloseStat", [("roomid", room), ("operator", "bob"), ("valid", "false")]),
         ]
-        for (name, form) in refusals {
-            let r = try nim(name, form)
-            #expect(r.status == 200 && r.json.int("code") == 403 && r.json.str("field") != nil, "\(name) \(form): \(r.text)")
-        }
+        try fixture.expectRefused(refusals)
         let members = try rest.call("GET", "/v1/rooms/\(room)/members?type=regular").json["members"] as? [[String: Any]] ?? []
         #expect(Dictionary(uniqueKeysWithValues: members.compactMap { m in m.str("userId").map { ($0, m.str("type") ?? "") } })
                 == ["host": "creator", "bob": "manager", "carl": "common"], "\(members)")
@@ -350,18 +367,13 @@ struct NIMOperatorRightsTests {
     }
 }
 
-@Suite("NIM mutes by an operator (MO-7)")
-struct NIMOperatorMuteTests {
+extension NIMOperatorRightsTests {
     @Test("MO-7: temporaryMute and muteRoom take the creator or a manager acting on a member below it; anyone else gets 403 and nothing changes")
     func mutesCheckTheOperator() throws {
         let g = try InProcessGateway()
         defer { g.stop() }
-        let rest = g.rest()
-        func nim(_ name: String, _ form: [(String, String)]) throws -> RESTClient.Response {
-            try rest.vendor(.nim, "/nimserver/chatroom/\(name).action", form)
-        }
-        let created = try nim("create", [("creator", "host"), ("name", "Room")])
-        let room = try #require((created.json["chatroom"] as? [String: Any])?.int("roomid")).description
+        let fixture = try NIMRoom(g)
+        let (room, nim) = (fixture.room, fixture.call)
         let bob = try g.client("bob"), carl = try g.client("carl"), dave = try g.client("dave")
         for c in [bob, carl, dave] { _ = try c.expectOK(try c.command("room.join", ["roomId": room])) }
         #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "bob"), ("opt", "1"), ("optvalue", "true")]).json.int("code") == 200)
@@ -376,10 +388,7 @@ struct NIMOperatorMuteTests {
             ("muteRoom", [("roomid", room), ("operator", "carl"), ("mute", "true")]),
             ("muteRoom", [("roomid", room), ("operator", "stranger"), ("mute", "true")]),
         ]
-        for (name, form) in refusals {
-            let r = try nim(name, form)
-            #expect(r.status == 200 && r.json.int("code") == 403 && r.json.str("field") != nil, "\(name) \(form): \(r.text)")
-        }
+        try fixture.expectRefused(refusals)
         // Nothing changed: nobody was told, and everyone still sends.
         g.settle()
         for c in [bob, carl, dave] { #expect(!c.drain().contains { $0.str("ev") == "room.notification" }) }
