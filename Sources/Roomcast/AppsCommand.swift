@@ -29,8 +29,7 @@ struct AppsCommand: ParsableCommand {
         var secrets = false
 
         func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: false, migrate: false)
+            try data.withStore(migrate: false) { file in
                 let (_, apps) = try file.operatorApps()
                 let now = wallClockMilliseconds()
                 if apps.isEmpty { print("no apps in \(data.dataDir)") }
@@ -55,8 +54,7 @@ struct AppsCommand: ParsableCommand {
         var secret: String?
 
         func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: true, migrate: true)
+            try data.withStore(create: true) { file in
                 let app = try file.addApp(key: key, secret: secret ?? randomHex(24), now: wallClockMilliseconds())
                 print("App-Key:    \(app.key)\nApp-Secret: \(app.secret)")
                 printNodeNote(file)
@@ -74,8 +72,7 @@ struct AppsCommand: ParsableCommand {
         var secret: String?
 
         func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: false, migrate: true)
+            try data.withStore { file in
                 let app = try file.rotateAppSecret(key: key, secret: secret ?? randomHex(24), now: wallClockMilliseconds(),
                                                    graceMilliseconds: OperationsConfiguration.secretGraceMilliseconds)
                 print("App-Key:    \(app.key)\nApp-Secret: \(app.secret)")
@@ -92,14 +89,7 @@ struct AppsCommand: ParsableCommand {
         var key: String
         @OptionGroup var data: DataDirectoryOption
 
-        func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: false, migrate: true)
-                let app = try file.setAppActive(key: key, false)
-                print("\(app.key): \(app.status.rawValue)")
-                printNodeNote(file)
-            }
-        }
+        func run() throws { try setActive(key, false, data) }
     }
 
     struct Enable: ParsableCommand {
@@ -108,14 +98,7 @@ struct AppsCommand: ParsableCommand {
         var key: String
         @OptionGroup var data: DataDirectoryOption
 
-        func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: false, migrate: true)
-                let app = try file.setAppActive(key: key, true)
-                print("\(app.key): \(app.status.rawValue)")
-                printNodeNote(file)
-            }
-        }
+        func run() throws { try setActive(key, true, data) }
     }
 
     struct Remove: ParsableCommand {
@@ -125,8 +108,7 @@ struct AppsCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            try refusing {
-                let file = try StoreFile(directory: data.dataDir, create: false, migrate: true)
+            try data.withStore { file in
                 switch try file.removeApp(key: key, nodeRunning: file.nodeRunning) {
                 case .deleted: print("\(key): removed with all its data")
                 case .atNextStart:
@@ -134,6 +116,22 @@ struct AppsCommand: ParsableCommand {
                 }
             }
         }
+    }
+}
+
+extension DataDirectoryOption {
+    /// Runs `body` on the directory's database, a refusal printed as `roomcast apps` prints it.
+    func withStore(create: Bool = false, migrate: Bool = true, _ body: (StoreFile) throws -> Void) throws {
+        try refusing { try body(try StoreFile(directory: dataDir, create: create, migrate: migrate)) }
+    }
+}
+
+/// `apps disable` and `apps enable`.
+private func setActive(_ key: String, _ active: Bool, _ data: DataDirectoryOption) throws {
+    try data.withStore { file in
+        let app = try file.setAppActive(key: key, active)
+        print("\(app.key): \(app.status.rawValue)")
+        printNodeNote(file)
     }
 }
 
