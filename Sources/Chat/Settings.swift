@@ -454,6 +454,9 @@ public enum Limits {
     public static let maxRoomIdBytes = 64
     /// Rooms one observer connection may watch at once (BX-3, `room.observe`).
     public static let maxObservedRooms = 100
+    /// TR-4: the most messages a join may ask to be given first (RongCloud gives a new member up
+    /// to the room's last 50).
+    public static let maxRewindMessages = 50
     /// Rooms per page of the room directory (PX-5), and the default.
     public static let maxDirectoryPage = 100
     public static let defaultDirectoryPage = 20

@@ -52,6 +52,9 @@ final class ClientSession: WebSocketHandler {
     private var observeSequence: UInt64 = 0
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
+    /// TR-4: joins that asked for the room's last messages first, until they take effect (counted
+    /// with the pending resumes: at most `maxPendingResumes` together).
+    var pendingRewind: [String: Int] = [:]
     /// AU-1: the member's tags in each room that gave it some (kept by the hub from the engine's
     /// stream; empty for most sessions).
     private var roomTags: [RoomKey: [String]] = [:]
@@ -469,15 +472,25 @@ final class ClientSession: WebSocketHandler {
             reply(rid, .failure(error))
             return
         }
-        if let r = a.resume {
-            // A resume waits for its join to take effect; a join that fails leaves it behind, so
-            // a session holds at most this many.
-            guard pendingResume[roomId] != nil || pendingResume.count < Self.maxPendingResumes else {
-                reply(rid, .failure(ChatError(.limitExceeded, "at most \(Self.maxPendingResumes) joins with resume may wait at once", field: "args.resume")))
+        let rewind: Int?
+        do {
+            rewind = try a.rewindCount()
+        } catch {
+            reply(rid, .failure(error))
+            return
+        }
+        if a.resume != nil || rewind != nil {
+            // A resume (or rewind) waits for its join to take effect; a join that fails leaves it
+            // behind, so a session holds at most this many.
+            let waiting = pendingResume.count + pendingRewind.count
+            guard pendingResume[roomId] != nil || pendingRewind[roomId] != nil || waiting < Self.maxPendingResumes else {
+                reply(rid, .failure(ChatError(.limitExceeded, "at most \(Self.maxPendingResumes) joins with resume or rewind may wait at once",
+                                              field: a.resume != nil ? "args.resume" : "args.rewind")))
                 return
             }
-            pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset)
         }
+        if let r = a.resume { pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset) }
+        if let rewind { pendingRewind[roomId] = rewind }
         var p: EnterProfile
         do {
             p = try a.fields.profile()

@@ -126,7 +126,7 @@ final class Hub {
                 }
                 // QS-5: a transient message is outside the stream: no resume window for it.
                 let inStream = lane != .transient
-                if inStream { ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: clock(), window: resumeWindow) }
+                if inStream { ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, lane: lane, at: clock(), window: resumeWindow) }
                 events += 1
                 // Consecutive events of one batch for the same audience and lane (a room's messages
                 // committed together) go out as one block: each recipient's queue takes one
@@ -136,7 +136,7 @@ final class Hub {
                 var last = offset
                 while i < items.count, case .deliver(let f, let a, let o, let e, let l) = items[i], a == audience, l == lane,
                       bytes + f.count <= Self.maxMergedBytes {
-                    if inStream { ring(room, epoch: e).append(offset: o, frame: f, audience: a, at: clock(), window: resumeWindow) }
+                    if inStream { ring(room, epoch: e).append(offset: o, frame: f, audience: a, lane: l, at: clock(), window: resumeWindow) }
                     if run.isEmpty { run.append(frame) }
                     run.append(f)
                     bytes += f.count
@@ -160,6 +160,8 @@ final class Hub {
                 addToRoom(s, room)
                 if let request = s.pendingResume.removeValue(forKey: room.roomId) {
                     resume(s, room, epoch: epoch, offset: offset, from: request)
+                } else if let n = s.pendingRewind.removeValue(forKey: room.roomId) {
+                    rewind(s, room, epoch: epoch, count: n)
                 }
             case .redact(let room, let epoch, let offset, let frame):
                 rings[room]?.redact(epoch: epoch, offset: offset, frame: frame)
@@ -184,8 +186,8 @@ final class Hub {
     /// Fills the resume windows with the events kept from before a restart (BX-1).
     func restore(_ items: [Published], at times: [Int64]) {
         for (item, at) in zip(items, times) {
-            guard case .deliver(let frame, let audience, let offset, let epoch, _) = item, let room = audience.room else { continue }
-            ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, at: at, window: resumeWindow)
+            guard case .deliver(let frame, let audience, let offset, let epoch, let lane) = item, let room = audience.room else { continue }
+            ring(room, epoch: epoch).append(offset: offset, frame: frame, audience: audience, lane: lane, at: at, window: resumeWindow)
         }
     }
 
@@ -336,6 +338,13 @@ final class Hub {
         return r
     }
 
+    /// TR-4: gives a member that just joined the room's last `count` messages it may see, oldest
+    /// first, before anything published after its join (as many as the resume window holds).
+    private func rewind(_ s: ClientSession, _ room: RoomKey, epoch: String, count: Int) {
+        guard let ring = rings[room], ring.epoch == epoch else { return }
+        for e in ring.lastMessages(count, now: clock(), window: resumeWindow, include: { $0.reaches(s) }) { s.send(e.frame) }
+    }
+
     /// Sends the events a reconnecting client missed, or tells it why it cannot have them.
     private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, offset current: Int64, from request: ResumeRequest) {
         if request.epoch != epoch {
@@ -443,6 +452,8 @@ final class EventRing {
         let at: Int64
         var frame: ByteBlock
         let audience: Audience
+        /// Messages travel in a class's lane; every other event in `.system` (TR-4 rewinds messages).
+        let lane: Lane
 
         func reaches(_ s: ClientSession) -> Bool {
             switch audience {
@@ -466,8 +477,8 @@ final class EventRing {
 
     var newestAt: Int64? { entries.last?.at }
 
-    func append(offset: Int64, frame: ByteBlock, audience: Audience, at: Int64, window: ResumeWindow) {
-        entries.append(Entry(offset: offset, at: at, frame: frame, audience: audience))
+    func append(offset: Int64, frame: ByteBlock, audience: Audience, lane: Lane, at: Int64, window: ResumeWindow) {
+        entries.append(Entry(offset: offset, at: at, frame: frame, audience: audience, lane: lane))
         bytes += frame.count
         while head < entries.count - 1
                 && (entries.count - head > window.maxEvents || bytes > window.maxBytes || at - entries[head].at > window.maxAgeMilliseconds) {
@@ -501,14 +512,30 @@ final class EventRing {
     /// The entries after `offset`, or nil if some of them have already left the window (or the
     /// offset is ahead of this stream).
     func entries(after offset: Int64, now: Int64, window: ResumeWindow) -> [Entry]? {
-        while head < entries.count && now - entries[head].at > window.maxAgeMilliseconds {
-            bytes -= entries[head].frame.count
-            head += 1
-        }
+        dropAged(now: now, window: window)
         guard let last = entries.last else { return offset == 0 ? [] : nil }
         if offset > last.offset { return nil }
         if offset == last.offset { return [] }
         guard head < entries.count, entries[head].offset <= offset + 1 else { return nil }
         return entries[head...].filter { $0.offset > offset }
+    }
+
+    /// TR-4: the last `count` messages the window holds that `include` takes, oldest first.
+    func lastMessages(_ count: Int, now: Int64, window: ResumeWindow, include: (Entry) -> Bool) -> [Entry] {
+        dropAged(now: now, window: window)
+        var picked: [Entry] = []
+        var i = entries.count - 1
+        while i >= head && picked.count < count {
+            if entries[i].lane != .system && include(entries[i]) { picked.append(entries[i]) }
+            i -= 1
+        }
+        return picked.reversed()
+    }
+
+    private func dropAged(now: Int64, window: ResumeWindow) {
+        while head < entries.count && now - entries[head].at > window.maxAgeMilliseconds {
+            bytes -= entries[head].frame.count
+            head += 1
+        }
     }
 }

@@ -699,16 +699,29 @@ public struct JoinRequest: Decodable, Sendable {
     public var mode: String?
     public var room: RoomSpec?
     public var resume: ResumeSpec?
+    /// TR-4: the room's last messages (at most `Limits.maxRewindMessages`) first.
+    public var rewind: Int?
     public var fields: ProfileFields
 
-    enum CodingKeys: String, CodingKey { case mode, room, resume }
+    enum CodingKeys: String, CodingKey { case mode, room, resume, rewind }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         mode = try c.decodeIfPresent(String.self, forKey: .mode)
         room = try c.decodeIfPresent(RoomSpec.self, forKey: .room)
         resume = try c.decodeIfPresent(ResumeSpec.self, forKey: .resume)
+        rewind = try c.decodeIfPresent(Int.self, forKey: .rewind)
         fields = try ProfileFields(from: decoder)
+    }
+
+    /// TR-4: how many of the room's last messages to give first (nil: none). A join that resumes
+    /// gets what it missed instead: the messages before its position it already had.
+    public func rewindCount() throws(ChatError) -> Int? {
+        guard let n = rewind else { return nil }
+        guard (1...Limits.maxRewindMessages).contains(n) else {
+            throw ChatError(.invalidParameter, "rewind is 1 to \(Limits.maxRewindMessages) messages", field: "rewind")
+        }
+        return resume == nil ? n : nil
     }
 
     /// The join mode; enter and create carry the room's configuration (its id defaults to `roomId`).
