@@ -354,6 +354,8 @@ export interface JoinOptions {
   notifyExt?: string;
   /** Set by the client itself when it re-joins; apps normally leave it out. */
   resume?: { epoch: string; stream: string; offset: number };
+  /** TR-4: the room's last messages first (1-50), before live events; not sent again on a re-join. */
+  rewind?: number;
 }
 
 export interface SwitchOptions {

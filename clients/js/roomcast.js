@@ -589,8 +589,16 @@ export class RoomcastClient {
       return;
     }
     const ok = frame.ok ?? {};
+    // The room's events that came before the answer go first, as a JSON connection's do: a
+    // resume's replay moves the position the answer then keeps, and a rewind's messages (TR-4,
+    // before the first position) are not taken for replays of what was seen.
+    const roomId = this.#roomOf(p);
+    const epoch = ok.joinInfo?.room?.epoch ?? ok.epoch;
+    const highest = EPOCH_ANSWERS.has(p.op) ? this.#releaseWaiting(roomId, epoch) : -1;
     this.#bookkeep(p.op, p.args, ok);
-    if (EPOCH_ANSWERS.has(p.op)) this.#releaseWaiting(this.#roomOf(p), ok.joinInfo?.room?.epoch ?? ok.epoch);
+    // An event after the answer's position that came before it still counts as seen.
+    const place = this.#positions.get(roomId);
+    if (place && place.epoch === epoch && place.offset !== null && highest > place.offset) place.offset = highest;
     p.done(null, ok);
   }
 
@@ -645,16 +653,22 @@ export class RoomcastClient {
     return false;
   }
 
-  /** Hands on the room's waiting compact events with the epoch the answer named (before the answer resolves). */
+  /**
+   * Hands on the room's waiting compact events with the epoch the answer named (before the answer
+   * resolves). Returns the highest offset among them (-1: none).
+   */
   #releaseWaiting(roomId, epoch) {
     const waiting = this.#waitingForEpoch.get(roomId);
-    if (!waiting) return;
+    if (!waiting) return -1;
     this.#waitingForEpoch.delete(roomId);
     const known = typeof epoch === 'string' ? epoch : this.#positions.get(roomId)?.epoch;
+    let highest = -1;
     for (const event of waiting) {
       if (typeof known === 'string') event.epoch = known;
+      if (typeof event.offset === 'number' && event.offset > highest) highest = event.offset;
       this.#event(event);
     }
+    return highest;
   }
 
   /** What a successful answer changes in the client's own records (BX-1). */

@@ -87,3 +87,16 @@ test('TR-5: without the server echoing compact, frames are read as JSON', async 
   assert.equal(seen.length, 1);
   assert.equal(seen[0].data.message.content, 'x');
 });
+
+test('TR-4: a rewind\'s messages (before the join\'s position) reach handlers once, and the position is the answer\'s', async () => {
+  const ctx = await connectedClient({}, undefined, COMPACT);
+  const seen = [];
+  ctx.client.on('room.message', (e) => seen.push([e.epoch, e.offset, e.data.message.content]));
+  const joining = ctx.client.join('r1', { rewind: 2 });
+  ctx.ws.receive('{"m":"r1","o":5,"i":"m5","s":"u2","c":"five","t":5}');
+  ctx.ws.receive('{"m":"r1","o":6,"i":"m6","s":"u2","c":"six","t":6}');
+  ctx.ws.answerLast(joinReply('r1', 'E7', 10));
+  await joining;
+  assert.deepEqual(seen, [['E7', 5, 'five'], ['E7', 6, 'six']]);
+  assert.deepEqual(ctx.client.position('r1'), { epoch: 'E7', offset: 10, stream: 'stream-A' });
+});
