@@ -98,9 +98,8 @@ public enum CompactEncoding {
         out.reserveCapacity(json.count / 2)
         func append(_ s: String) { out.append(contentsOf: s.utf8) }
         func append(_ r: Range<Int>) { out.append(contentsOf: json[r]) }
-        if let room, bytes(json, ev) == Array(#""room.message""#.utf8), let message = flatMessage(json, data: data, room: room) {
-            append(#"{"m":"#)
-            append(room)
+        // The stream position: the offset, or the epoch when there is none (room.gap).
+        func appendPosition() {
             if let offset {
                 append(#","o":"#)
                 append(offset)
@@ -108,6 +107,11 @@ public enum CompactEncoding {
                 append(#","p":"#)
                 append(epoch)
             }
+        }
+        if let room, bytes(json, ev) == Array(#""room.message""#.utf8), let message = flatMessage(json, data: data, room: room) {
+            append(#"{"m":"#)
+            append(room)
+            appendPosition()
             for (key, value) in message {
                 append(",\"\(key)\":")
                 if bytes(json, value) == Array("true".utf8) { append("1") } else { append(value) }
@@ -121,13 +125,7 @@ public enum CompactEncoding {
             append(#","r":"#)
             append(room)
         }
-        if let offset {
-            append(#","o":"#)
-            append(offset)
-        } else if let epoch {
-            append(#","p":"#)
-            append(epoch)
-        }
+        appendPosition()
         append(#","d":"#)
         append(data)
         append("}")
