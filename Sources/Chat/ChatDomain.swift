@@ -27,6 +27,8 @@ public final class ChatDomain {
         case offline(app: String, user: String)
         /// AU-1: a tag's temporary mute ends.
         case tagMute(RoomKey, String)
+        /// AU-4: a room's `room.members` summary is due.
+        case memberSummary(RoomKey)
     }
 
     /// PX-3: how long after a user's last connection closes `user.offline` is sent; a connection

@@ -76,8 +76,12 @@ public struct EnterProfile: Equatable, Sendable, Codable {
     public var tags: [String]?
     /// AU-1: the enter and exit notifications go only to members whose tags match.
     public var notifyTargetTags: TagExpression?
+    /// AU-4: this connection wants only the room's member counts (`room.members` without ids),
+    /// never one event per member who joins or leaves. nil: every member event.
+    public var memberCountsOnly: Bool?
     public init(nickname: String = "", avatar: String = "", ext: String = "", notifyExt: String = "", tags: [String]? = nil,
-                notifyTargetTags: TagExpression? = nil) {
+                notifyTargetTags: TagExpression? = nil, memberCountsOnly: Bool? = nil) {
+        self.memberCountsOnly = memberCountsOnly
         self.nickname = nickname
         self.avatar = avatar
         self.ext = ext

@@ -106,6 +106,9 @@ struct RoomImage: Codable, Equatable, Sendable {
     var distributionStopped: Bool?
     var budget: BucketImage?
     var tagMutes: [KeyedValue<Int64>]?
+    /// AU-4 (absent in images made before it).
+    var countsOnly: [UInt64]?
+    var memberSummary: PendingMemberSummary?
 }
 
 struct ChannelImage: Codable, Equatable, Sendable {
@@ -239,7 +242,8 @@ extension ChatDomain {
             historyCapacity: r.history.capacity, history: r.history.messages, historyBytes: r.history.bytes,
             historyTruncated: r.history.truncated, protectedSenders: r.protectedSenders.isEmpty ? nil : r.protectedSenders,
             distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image,
-            tagMutes: r.tagMutes.isEmpty ? nil : sortedPairs(r.tagMutes).map { KeyedValue(key: $0.0, value: $0.1) })
+            tagMutes: r.tagMutes.isEmpty ? nil : sortedPairs(r.tagMutes).map { KeyedValue(key: $0.0, value: $0.1) },
+            countsOnly: r.countsOnly.isEmpty ? nil : r.countsOnly.map(\.raw).sorted(), memberSummary: r.memberSummary)
     }
 
     private static func image(of g: UltraGroup) -> GroupImage {
@@ -320,6 +324,8 @@ extension ChatDomain {
             room.distributionStopped = r.distributionStopped ?? false
             room.budget = r.budget.map(TokenBucket.init(image:))
             for t in r.tagMutes ?? [] { room.tagMutes[t.key] = t.value }
+            room.countsOnly = Set((r.countsOnly ?? []).map(SessionID.init))
+            room.memberSummary = r.memberSummary
             guard app.rooms[r.roomId] == nil else { throw .inconsistent("room \(r.roomId) twice") }
             app.rooms[r.roomId] = room
         }

@@ -11,6 +11,12 @@ public enum Audience: Equatable, Sendable {
     case roomUsers(RoomKey, [String], except: Exclusion)
     /// AU-1: the sessions in the room whose member's tags match, but `except`.
     case roomTagged(RoomKey, TagExpression, except: Exclusion)
+    /// AU-4: one member's own join or departure (`room.memberChanged`, NIM's 301/302): the
+    /// sessions in the room, but `except`, whose member's tags match `tags` (when given), and not
+    /// those that asked for member counts only.
+    case roomMemberDetail(RoomKey, except: Exclusion, tags: TagExpression?)
+    /// AU-4: the sessions in the room that asked for member counts only.
+    case roomCountsOnly(RoomKey)
     /// Every online session of these users, wherever they are.
     case users(app: String, [String])
     /// Exactly these sessions (one connection; one user's other devices).
@@ -19,7 +25,8 @@ public enum Audience: Equatable, Sendable {
     /// The room whose ordered stream this event belongs to (BX-1), if any.
     public var room: RoomKey? {
         switch self {
-        case .room(let r), .roomExceptUsers(let r, _), .roomExceptSession(let r, _), .roomUsers(let r, _, _), .roomTagged(let r, _, _): return r
+        case .room(let r), .roomExceptUsers(let r, _), .roomExceptSession(let r, _), .roomUsers(let r, _, _), .roomTagged(let r, _, _),
+             .roomMemberDetail(let r, _, _), .roomCountsOnly(let r): return r
         case .users, .sessions: return nil
         }
     }
@@ -250,6 +257,31 @@ public struct MemberChangedEvent: Equatable, Sendable {
     }
 }
 
+/// AU-4: who joined and left a big room since its last summary (instead of one event each),
+/// and how many members it has now. A counts-only connection's copy names nobody.
+public struct MembersSummaryEvent: Equatable, Sendable {
+    public var roomId: String
+    /// Members present now.
+    public var memberCount: Int
+    /// How many members joined and how many left since the previous summary (exact).
+    public var joined: Int
+    public var left: Int
+    /// The first of them, at most `Limits.maxMemberSummaryIds` each (empty in a counts-only copy).
+    public var joinedIds: [String]
+    public var leftIds: [String]
+    public var time: Int64
+
+    public init(roomId: String, memberCount: Int, joined: Int, left: Int, joinedIds: [String], leftIds: [String], time: Int64) {
+        self.roomId = roomId
+        self.memberCount = memberCount
+        self.joined = joined
+        self.left = left
+        self.joinedIds = joinedIds
+        self.leftIds = leftIds
+        self.time = time
+    }
+}
+
 /// RC-3 multi-device sync.
 public struct MultiLoginSyncEvent: Equatable, Sendable {
     public var roomId: String
@@ -453,6 +485,8 @@ public enum ChatEvent: Equatable, Sendable {
     case roomStatus(RoomStatusEvent)
     case kicked(KickedEvent)
     case memberChanged(MemberChangedEvent)
+    /// AU-4.
+    case membersSummary(MembersSummaryEvent)
     case multiLoginSync(MultiLoginSyncEvent)
     case block(BlockEvent)
     case ban(BanEvent)
@@ -478,6 +512,7 @@ public enum ChatEvent: Equatable, Sendable {
         case .roomStatus: return "room.status"
         case .kicked: return "room.kicked"
         case .memberChanged: return "room.memberChanged"
+        case .membersSummary: return "room.members"
         case .multiLoginSync: return "room.multiLoginSync"
         case .block: return "room.block"
         case .ban: return "room.ban"

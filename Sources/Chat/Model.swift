@@ -322,6 +322,10 @@ final class Room {
     @exclusivity(unchecked) var tagCounts: [String: Int] = [:]
     /// AU-1: tags whose members may not send, and until when (ms).
     var tagMutes: [String: Int64] = [:]
+    /// AU-4: the sessions in the room that asked for member counts only, and the changes the next
+    /// `room.members` summary tells (nil: none since the last).
+    var countsOnly: Set<SessionID> = []
+    var memberSummary: PendingMemberSummary?
 
     /// AU-1: whether a member's tags are muted at `now`.
     func isTagMuted(_ tags: [String], now: Int64) -> Bool {

@@ -243,13 +243,17 @@ extension ChatDomain {
             out.mutations.append(.putMember(room.key, MemberRecord(userId: user, role: m.role, nickname: m.nickname, avatar: m.avatar, ext: m.ext)))
         }
 
+        // AU-4: the connection's choice of member events.
+        if profile.memberCountsOnly == true { room.countsOnly.insert(sid) }
         if newlyPresent {
-            if app.settings.memberChangeEvents {
+            let batched = summarizesMembers(room, app, count: room.memberCount)
+            noteMemberChange(room, app, user, joined: true, batched: batched, now: now)
+            if app.settings.memberChangeEvents && !batched {
                 let change = MemberChange(userId: user, action: .join, nickname: member.nickname, avatar: member.avatar)
                 out.deliver(.memberChanged(MemberChangedEvent(roomId: room.key.roomId, changes: [change], memberCount: room.memberCount)),
-                            to: .roomExceptUsers(room.key, [user]))
+                            to: .roomMemberDetail(room.key, except: .user(user), tags: nil))
             }
-            if app.settings.enterExitNotifications && room.enterExitNotifications {
+            if app.settings.enterExitNotifications && room.enterExitNotifications && !batched {
                 let info = memberInfo(room, user, member: member, now: now)
                 out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .enter, source: info, targets: [info],
                                                             notifyExt: profile.notifyExt, ext: .none, time: now)),
@@ -267,9 +271,9 @@ extension ChatDomain {
     }
 
     /// AU-1: a member's enter and exit notifications go to the members its `notifyTargetTags`
-    /// match, or to everyone else in the room.
+    /// match, or to everyone else in the room (AU-4: not to counts-only connections).
     static func notifyAudience(_ room: RoomKey, _ member: Member) -> Audience {
-        member.notifyTargetTags.map { .roomTagged(room, $0, except: .user(member.userId)) } ?? .roomExceptUsers(room, [member.userId])
+        .roomMemberDetail(room, except: .user(member.userId), tags: member.notifyTargetTags)
     }
 
     // MARK: Leave
@@ -339,6 +343,7 @@ extension ChatDomain {
         // One look-up: take the session out of the member record in place.
         guard let member = room.members[user]?.removeSession(sid) else { return }
         sessions[sid]?.rooms.removeAll { $0 == room.key.roomId }
+        if !room.countsOnly.isEmpty { room.countsOnly.remove(sid) }
 
         // What the departing connection is told.
         switch cause {
@@ -358,14 +363,16 @@ extension ChatDomain {
         // AU-1: a member that left carries no tags in the room's index.
         if fullyLeft { reindexTags(room, from: member.tags, to: []) }
         if fullyLeft && cause != .roomGone {
+            let batched = summarizesMembers(room, app, count: room.memberCount)
             room.present.remove(user)
-            if app.settings.memberChangeEvents {
+            noteMemberChange(room, app, user, joined: false, batched: batched, now: now)
+            if app.settings.memberChangeEvents && !batched {
                 let change = MemberChange(userId: user, action: .quit, nickname: member.nickname, avatar: member.avatar)
                 out.deliver(.memberChanged(MemberChangedEvent(roomId: room.key.roomId, changes: [change], memberCount: room.memberCount)),
-                            to: .roomExceptUsers(room.key, [user]))
+                            to: .roomMemberDetail(room.key, except: .user(user), tags: nil))
             }
             let exitNotice = cause == .voluntary || cause == .disconnected || cause == .switched
-            if exitNotice && app.settings.enterExitNotifications && room.enterExitNotifications {
+            if exitNotice && app.settings.enterExitNotifications && room.enterExitNotifications && !batched {
                 let info = memberInfo(room, user, member: member, now: now)
                 out.deliver(.notification(NotificationEvent(roomId: room.key.roomId, type: .exit, source: info, targets: [info],
                                                             notifyExt: "", ext: .none, time: now)),

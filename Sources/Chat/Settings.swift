@@ -66,6 +66,13 @@ public struct AppSettings: Equatable, Sendable, Codable {
     public var sensitiveWords: [SensitiveWord] = []
     /// MO-2: the app server's messages are checked too (RongCloud does not by default).
     public var sensitiveWordsOnServerSends = false
+    /// AU-4: past this many members present in a room, its members no longer get one event per
+    /// join and departure (`room.memberChanged`, NIM's 301/302 notifications): they get one
+    /// `room.members` summary per `memberSummaryIntervalMilliseconds` instead. 0 (the default):
+    /// never, every member event goes out as the vendors send it.
+    public var memberEventsThreshold = 0
+    /// AU-4: how often a room's `room.members` summary may go out.
+    public var memberSummaryIntervalMilliseconds = Limits.defaultMemberSummaryIntervalMilliseconds
 
     public init() {}
 
@@ -99,6 +106,9 @@ public struct AppSettings: Equatable, Sendable, Codable {
         recallWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .recallWindowSeconds) ?? d.recallWindowSeconds
         sensitiveWords = try c.decodeIfPresent([SensitiveWord].self, forKey: .sensitiveWords) ?? d.sensitiveWords
         sensitiveWordsOnServerSends = try c.decodeIfPresent(Bool.self, forKey: .sensitiveWordsOnServerSends) ?? d.sensitiveWordsOnServerSends
+        memberEventsThreshold = try c.decodeIfPresent(Int.self, forKey: .memberEventsThreshold) ?? d.memberEventsThreshold
+        memberSummaryIntervalMilliseconds = try c.decodeIfPresent(Int.self, forKey: .memberSummaryIntervalMilliseconds)
+            ?? d.memberSummaryIntervalMilliseconds
     }
 
     /// QS-1, QS-4: the app's lists that decide a message's class.
@@ -243,6 +253,9 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
     public var transientWebhooks: Bool?
     public var recallWindowSeconds: Int?
     public var sensitiveWordsOnServerSends: Bool?
+    /// AU-4.
+    public var memberEventsThreshold: Int?
+    public var memberSummaryIntervalMilliseconds: Int?
 
     public init(memberChangeEvents: Bool? = nil, multipleRoomsPerUser: Bool? = nil, enterExitNotifications: Bool? = nil,
                 maxRoomsPerUser: Int? = nil, maxRooms: Int? = nil, historyRetentionSeconds: Int64? = nil, historyLimitPerRoom: Int? = nil,
@@ -336,6 +349,16 @@ public struct AppSettingsPatch: Equatable, Sendable, Codable {
             s.recallWindowSeconds = v
         }
         if let v = sensitiveWordsOnServerSends { s.sensitiveWordsOnServerSends = v }
+        if let v = memberEventsThreshold {
+            guard L.memberEventsThreshold.contains(v) else { throw L.rangeError("memberEventsThreshold", L.memberEventsThreshold) }
+            s.memberEventsThreshold = v
+        }
+        if let v = memberSummaryIntervalMilliseconds {
+            guard L.memberSummaryIntervalMilliseconds.contains(v) else {
+                throw L.rangeError("memberSummaryIntervalMs", L.memberSummaryIntervalMilliseconds)
+            }
+            s.memberSummaryIntervalMilliseconds = v
+        }
         if let v = allowedOrigins {
             try L.validateAllowedOrigins(v)
             s.allowedOrigins = v.isEmpty ? nil : v
@@ -374,6 +397,10 @@ public enum SettingsLimits {
     /// QS-1, QS-4: entries of each of an app's message lists, and the bytes of a message type.
     public static let maxListEntries = 100
     public static let maxMessageTypeBytes = 64
+    /// AU-4: members present past which a room's member events are summarized (0 = never), and
+    /// how often a summary may go out (milliseconds).
+    public static let memberEventsThreshold: ClosedRange<Int> = 0...1_000_000
+    public static let memberSummaryIntervalMilliseconds: ClosedRange<Int> = 100...60_000
 
     /// A list as given, checked (each entry 1 to its bytes, at most `maxListEntries`), without
     /// repeats, in the order given.
@@ -623,6 +650,10 @@ public enum Limits {
     public static let maxSensitiveWordChars = 32
     public static let maxSensitiveWordsPerCall = 100
     public static let maxSensitiveWordsPerRongCloudBatch = 50
+    /// AU-4: a new app's interval between two `room.members` summaries of a room, and the user
+    /// ids of those who joined and of those who left one summary names (the counts are exact).
+    public static let defaultMemberSummaryIntervalMilliseconds = 1000
+    public static let maxMemberSummaryIds = 50
     /// MO-1: the recall window of a new app (RongCloud's, NIM's and ZIM's two minutes).
     public static let defaultRecallWindowSeconds = 120
     /// Quota defaults of a new app (each app may change them).

@@ -39,6 +39,8 @@ extension ChatDomain {
                 out.mutations.append(.putRoom(record(room)))
                 out.webhooks.append(WebhookRecord(app: key.app, type: .moderationChanged, roomId: key.roomId, time: now,
                                                   details: ["action": "tagMuteExpired", "tag": tag]))
+            case .memberSummary(let key):
+                sendMemberSummary(key, now: now, &out)
             case .room(let key):
                 guard let app = apps[key.app], let room = app.rooms[key.roomId], !room.keepAlive else { continue }
                 let deadline: Int64?

@@ -482,8 +482,10 @@ public final class Engine: @unchecked Sendable {
                     case .roomUsers(_, let users, let exclusion):
                         addressed = .users(users)
                         if case .user(let u) = exclusion { except = [u] }
-                    case .roomTagged(_, let tags, let exclusion):
+                    case .roomTagged(_, let tags, let exclusion), .roomMemberDetail(_, let exclusion, let tags?):
                         addressed = .tags(tags)
+                        if case .user(let u) = exclusion { except = [u] }
+                    case .roomMemberDetail(_, let exclusion, nil):
                         if case .user(let u) = exclusion { except = [u] }
                     default: break
                     }

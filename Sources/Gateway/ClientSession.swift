@@ -60,6 +60,9 @@ final class ClientSession: WebSocketHandler {
     private var roomTags: [RoomKey: [String]] = [:]
 
     func tags(in room: RoomKey) -> [String] { roomTags.isEmpty ? [] : roomTags[room] ?? [] }
+    /// AU-4: rooms this connection joined for member counts only.
+    private(set) var memberCountsRooms: Set<RoomKey> = []
+    func memberCountsOnly(in room: RoomKey) -> Bool { !memberCountsRooms.isEmpty && memberCountsRooms.contains(room) }
     func setTags(_ tags: [String], in room: RoomKey) { roomTags[room] = tags.isEmpty ? nil : tags }
 
     /// QS-3: what this session lost per room since the last `room.gap` it was sent, and whether
@@ -473,8 +476,10 @@ final class ClientSession: WebSocketHandler {
             return
         }
         let rewind: Int?
+        let countsOnly: Bool
         do {
             rewind = try a.rewindCount()
+            countsOnly = try a.memberCountsOnly()
         } catch {
             reply(rid, .failure(error))
             return
@@ -502,6 +507,14 @@ final class ClientSession: WebSocketHandler {
         if p.avatar.isEmpty { p.avatar = profile.avatar }
         // AU-1: the token's tags, unless the join gives its own.
         if p.tags == nil { p.tags = profile.tags }
+        // AU-4: the hub leaves this connection out of the room's per-member events from now on.
+        let key = RoomKey(app: app, roomId: roomId)
+        if countsOnly {
+            p.memberCountsOnly = true
+            memberCountsRooms.insert(key)
+        } else if !memberCountsRooms.isEmpty {
+            memberCountsRooms.remove(key)
+        }
         command(rid, .join(id, roomId: roomId, p, mode))
     }
 

@@ -266,6 +266,16 @@ final class Hub {
                 && offer(frame, to: s, room: room, drop: drop) {
                 n += 1
             }
+        case .roomMemberDetail(let k, let except, let tags):
+            // AU-4: one member's join or departure: not to connections that asked for counts only.
+            guard let members = rooms[k] else { return 0 }
+            for s in members.list where !except.excludes(s.id, user: s.userId) && !s.memberCountsOnly(in: k)
+                && (tags?.matches(s.tags(in: k)) ?? true) && offer(frame, to: s, room: room, drop: drop) {
+                n += 1
+            }
+        case .roomCountsOnly(let k):
+            guard let members = rooms[k] else { return 0 }
+            for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, drop: drop) { n += 1 }
         case .users(let app, let list):
             for u in list {
                 users[UserKey(app: app, user: u)]?.forEach { s in
@@ -461,6 +471,9 @@ final class EventRing {
             case .roomExceptSession(_, let sid): return sid != s.id
             case .roomUsers(_, let users, let except): return users.contains(s.userId) && !except.excludes(s.id, user: s.userId)
             case .roomTagged(let k, let tags, let except): return tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
+            case .roomMemberDetail(let k, let except, let tags):
+                return !except.excludes(s.id, user: s.userId) && !s.memberCountsOnly(in: k) && (tags?.matches(s.tags(in: k)) ?? true)
+            case .roomCountsOnly(let k): return s.memberCountsOnly(in: k)
             default: return true
             }
         }

@@ -43,6 +43,8 @@ extension LogRecord {
             guard let options else { return 1 }
             return options.targets.isEmpty && options.targetTags == nil ? 3 : 4
         case .join(_, _, let profile, _)?:
+            // AU-4: an older node would give a counts-only connection every member event.
+            if profile.memberCountsOnly == true { return 6 }
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?, .queueBatchOffer?, .updateMemberInfo?:
             return 4
@@ -50,9 +52,13 @@ extension LogRecord {
             return 5
         case .updateAppSettings(_, let patch)?:
             // MO-1, MO-2: an older node would drop the settings it does not know.
+            // AU-4: and the member-event threshold and summary interval.
+            if patch.memberEventsThreshold != nil || patch.memberSummaryIntervalMilliseconds != nil { return 6 }
             return patch.recallWindowSeconds == nil && patch.sensitiveWordsOnServerSends == nil ? 1 : 5
         case .configureApp(_, let settings)?:
             let d = AppSettings()
+            if settings.memberEventsThreshold != d.memberEventsThreshold
+                || settings.memberSummaryIntervalMilliseconds != d.memberSummaryIntervalMilliseconds { return 6 }
             return settings.recallWindowSeconds == d.recallWindowSeconds && settings.sensitiveWords.isEmpty
                 && settings.sensitiveWordsOnServerSends == d.sensitiveWordsOnServerSends ? 1 : 5
         default:
@@ -94,7 +100,8 @@ extension LogRecord {
             w.tag(.leave)
             w.varint(sid.raw)
             w.string(roomId)
-        case .command(.join(let sid, let roomId, let profile, .join)) where profile.tags == nil && profile.notifyTargetTags == nil:
+        case .command(.join(let sid, let roomId, let profile, .join))
+            where profile.tags == nil && profile.notifyTargetTags == nil && profile.memberCountsOnly == nil:
             w.tag(.joinRoom)
             w.varint(sid.raw)
             w.string(roomId)

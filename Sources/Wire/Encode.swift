@@ -181,6 +181,13 @@ public enum Encode {
             }
             w.endArray()
             w.field("memberCount", e.memberCount)
+        case .membersSummary(let e):
+            w.field("memberCount", e.memberCount)
+            w.field("joined", e.joined)
+            w.field("left", e.left)
+            if !e.joinedIds.isEmpty { w.key("joinedIds"); w.stringArray(e.joinedIds) }
+            if !e.leftIds.isEmpty { w.key("leftIds"); w.stringArray(e.leftIds) }
+            w.field("time", e.time)
         case .multiLoginSync(let e):
             w.field("roomId", e.roomId)
             w.field("status", e.status)
@@ -375,6 +382,7 @@ extension ChatEvent {
         case .roomStatus(let e): return e.roomId
         case .kicked(let e): return e.roomId
         case .memberChanged(let e): return e.roomId
+        case .membersSummary(let e): return e.roomId
         case .multiLoginSync(let e): return e.roomId
         case .block(let e): return e.roomId
         case .ban(let e): return e.roomId
@@ -712,6 +720,8 @@ extension Encode {
             w.field("recallWindowSeconds", s.recallWindowSeconds)
             w.field("sensitiveWordsOnServerSends", s.sensitiveWordsOnServerSends)
             w.field("sensitiveWordCount", s.sensitiveWords.count)
+            w.field("memberEventsThreshold", s.memberEventsThreshold)
+            w.field("memberSummaryIntervalMs", s.memberSummaryIntervalMilliseconds)
             w.key("beforeSend")
             if let b = s.beforeSend {
                 w.beginObject()

@@ -287,6 +287,11 @@ public enum OpenAPIDocument {
             "sensitiveWordsOnServerSends": bool("MO-2: the app server's text messages are screened for the app's sensitive words too (default false, as RongCloud)"),
             "recallWindowSeconds": int("MO-1: how long after sending a member may recall its own message from its client (default \(Limits.defaultRecallWindowSeconds), the vendors' two minutes; 0: not at all); creators, managers and the app server are not bound by it",
                                        minimum: SettingsLimits.recallWindowSeconds.lowerBound, maximum: SettingsLimits.recallWindowSeconds.upperBound),
+            "memberEventsThreshold": int("AU-4: past this many members present in a room, members get one room.members summary per memberSummaryIntervalMs (counts, and the first \(Limits.maxMemberSummaryIds) user ids who joined and who left) instead of room.memberChanged and enter/exit notifications for each member; 0 (default): never. Webhooks still tell every member",
+                                         minimum: SettingsLimits.memberEventsThreshold.lowerBound, maximum: SettingsLimits.memberEventsThreshold.upperBound),
+            "memberSummaryIntervalMs": int("AU-4: how often a room's room.members summary may go out (default \(Limits.defaultMemberSummaryIntervalMilliseconds))",
+                                           minimum: SettingsLimits.memberSummaryIntervalMilliseconds.lowerBound,
+                                           maximum: SettingsLimits.memberSummaryIntervalMilliseconds.upperBound),
         ]
         let userExpiry = obj(["userId": str(), "until": ["type": ["integer", "null"], "description": "ms; null: no expiry"]], required: ["userId"])
         let attribute = obj(["key": str(), "value": str(), "owner": str(), "autoDelete": bool()], required: ["key", "value"])

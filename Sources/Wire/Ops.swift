@@ -153,7 +153,7 @@ public enum OpTable {
             .with("token.refresh", "Replace the token before it expires (same user and app)", spec: ["§2"], args: TokenRefreshRequest.self,
                   schema: { S.obj(["token": S.str()], required: ["token"]) }, reply: "Empty") { a, _ in .refreshToken(a.token) },
             .with("room.join", "Join (room must exist), enter (create if missing) or create (must not exist) a room",
-                  spec: ["RC-1", "RC-2", "RC-3", "RC-4", "NIM-4", "NIM-5", "ZIM-1", "ZIM-2", "ZIM-3", "BX-1", "TR-4"],
+                  spec: ["RC-1", "RC-2", "RC-3", "RC-4", "NIM-4", "NIM-5", "ZIM-1", "ZIM-2", "ZIM-3", "BX-1", "TR-4", "AU-4"],
                   args: Addressed<RoomAddress, JoinRequest>.self, schema: {
                       var roomSpec = WebSocketDocument.openAPISchemas["CreateRoom"] as? [String: Any] ?? [:]
                       roomSpec["required"] = nil
@@ -162,7 +162,10 @@ public enum OpTable {
                                          description: "Replay what this client missed: the room epoch, connect's stream and the last offset seen (BX-1)")
                       let rewind = S.int("TR-4: give this many of the room's last messages (those this member may see, that the resume window still holds) before live events, in stream order; not with resume, which replays what was missed instead",
                                          minimum: 1, maximum: Limits.maxRewindMessages)
-                      return S.obj(with(["roomId": S.id, "mode": enumeration(["join", "enter", "create"]), "room": roomSpec, "resume": resume, "rewind": rewind], profile()),
+                      var memberEvents = enumeration(JoinRequest.memberEventsModes)
+                      memberEvents["description"] = "AU-4: counts: this connection gets the room's member counts only (room.members without ids, at most once per the app's memberSummaryIntervalMilliseconds), never room.memberChanged or enter/exit notifications; all (default): every member event"
+                      return S.obj(with(["roomId": S.id, "mode": enumeration(["join", "enter", "create"]), "room": roomSpec, "resume": resume, "rewind": rewind,
+                                         "memberEvents": memberEvents], profile()),
                                    required: ["roomId"])
                   }, reply: "JoinReply") { a, _ in .join(roomId: a.address.roomId, a.body) },
             .with("room.leave", "Leave a room", spec: ["RC-1", "RC-2", "RC-3", "ZIM-4"], args: RoomAddress.self, schema: roomOnly,

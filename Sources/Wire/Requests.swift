@@ -701,9 +701,24 @@ public struct JoinRequest: Decodable, Sendable {
     public var resume: ResumeSpec?
     /// TR-4: the room's last messages (at most `Limits.maxRewindMessages`) first.
     public var rewind: Int?
+    /// AU-4: `counts` for the room's member counts only (`room.members` without ids, never one
+    /// event per member); `all` (the default) for every member event.
+    public var memberEvents: String?
     public var fields: ProfileFields
 
-    enum CodingKeys: String, CodingKey { case mode, room, resume, rewind }
+    enum CodingKeys: String, CodingKey { case mode, room, resume, rewind, memberEvents }
+
+    /// AU-4: the values `memberEvents` takes.
+    public static let memberEventsModes = ["all", "counts"]
+
+    /// AU-4: whether the join asks for member counts only.
+    public func memberCountsOnly() throws(ChatError) -> Bool {
+        switch memberEvents ?? "all" {
+        case "all": return false
+        case "counts": return true
+        default: throw ChatError(.invalidParameter, "memberEvents must be all or counts", field: "memberEvents")
+        }
+    }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -711,6 +726,7 @@ public struct JoinRequest: Decodable, Sendable {
         room = try c.decodeIfPresent(RoomSpec.self, forKey: .room)
         resume = try c.decodeIfPresent(ResumeSpec.self, forKey: .resume)
         rewind = try c.decodeIfPresent(Int.self, forKey: .rewind)
+        memberEvents = try c.decodeIfPresent(String.self, forKey: .memberEvents)
         fields = try ProfileFields(from: decoder)
     }
 
@@ -921,6 +937,9 @@ public struct SettingsPatchRequest: Decodable, Sendable {
     public var recallWindowSeconds: Int?
     /// MO-2: the app server's text messages are screened too.
     public var sensitiveWordsOnServerSends: Bool?
+    /// AU-4: members present past which member events are summarized (0: never), and how often.
+    public var memberEventsThreshold: Int?
+    public var memberSummaryIntervalMs: Int?
 
     public struct BeforeSendRequest: Decodable, Sendable {
         public var url: String?
@@ -949,6 +968,8 @@ public struct SettingsPatchRequest: Decodable, Sendable {
         p.transientWebhooks = transientWebhooks
         p.recallWindowSeconds = recallWindowSeconds
         p.sensitiveWordsOnServerSends = sensitiveWordsOnServerSends
+        p.memberEventsThreshold = memberEventsThreshold
+        p.memberSummaryIntervalMilliseconds = memberSummaryIntervalMs
         p.beforeSend = beforeSend.map {
             BeforeSendPatch(url: $0.url, timeoutMilliseconds: $0.timeoutMs, failOpen: $0.failOpen, bypassServerMessages: $0.bypassServerMessages,
                             signing: $0.signing)

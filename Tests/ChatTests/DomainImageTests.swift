@@ -55,6 +55,14 @@ struct DomainImageTests {
             .disconnect(s),
             .join(s, roomId: room, EnterProfile(nickname: "N" + user, ext: r.bool() ? "x" : ""), .join),
             .join(s, roomId: room, EnterProfile(), .enter(config)),
+            // AU-4: counts-only members, and summaries past a threshold pending across the cut.
+            .join(s, roomId: room, EnterProfile(memberCountsOnly: true), .join),
+            .updateAppSettings(app: app, {
+                var p = AppSettingsPatch()
+                p.memberEventsThreshold = r.pick([0, 1, 2])
+                p.memberSummaryIntervalMilliseconds = r.pick([100, 1000])
+                return p
+            }()),
             .join(s, roomId: room, EnterProfile(), .create(config)),
             .leave(s, roomId: room), .leaveAll(s),
             .switchRoom(s, from: room, to: RoomConfig(roomId: r.pick(rooms)), createIfMissing: r.bool(), EnterProfile()),

@@ -31,8 +31,15 @@ final class Harness {
 
     func key(_ room: String) -> RoomKey { RoomKey(app: app, roomId: room) }
 
+    /// AU-4: sessions that joined a room for member counts only, as the hubs keep them.
+    var countsOnly: Set<TagKey> = []
+
     @discardableResult
     func run(_ command: Command) -> Outcome {
+        if case .join(let s, let roomId, let profile, _) = command {
+            let k = TagKey(session: s, room: key(roomId))
+            if profile.memberCountsOnly == true { countsOnly.insert(k) } else { countsOnly.remove(k) }
+        }
         let out = domain.apply(command, now: now)
         process(out)
         return out
@@ -74,6 +81,13 @@ final class Harness {
             return (roomIndex[k] ?? []).filter {
                 tags.matches(tagIndex[TagKey(session: $0, room: k)] ?? []) && !except.excludes($0, user: connected[$0] ?? "")
             }
+        case .roomMemberDetail(let k, let except, let tags):
+            return (roomIndex[k] ?? []).filter {
+                !except.excludes($0, user: connected[$0] ?? "") && !countsOnly.contains(TagKey(session: $0, room: k))
+                    && (tags?.matches(tagIndex[TagKey(session: $0, room: k)] ?? []) ?? true)
+            }
+        case .roomCountsOnly(let k):
+            return (roomIndex[k] ?? []).filter { countsOnly.contains(TagKey(session: $0, room: k)) }
         }
     }
 
@@ -177,6 +191,7 @@ extension ChatEvent {
     var kicked: KickedEvent? { if case .kicked(let e) = self { return e } else { return nil } }
     var message: ChatMessage? { if case .message(let e) = self { return e } else { return nil } }
     var attributes: AttributesEvent? { if case .attributesChanged(let e) = self { return e } else { return nil } }
+    var membersSummary: MembersSummaryEvent? { if case .membersSummary(let e) = self { return e } else { return nil } }
 }
 
 extension Array where Element == ChatEvent {
@@ -189,6 +204,7 @@ extension Array where Element == ChatEvent {
     var kicks: [KickedEvent] { compactMap(\.kicked) }
     var messages: [ChatMessage] { compactMap(\.message) }
     var attributeChanges: [AttributesEvent] { compactMap(\.attributes) }
+    var summaries: [MembersSummaryEvent] { compactMap(\.membersSummary) }
 }
 
 extension Outcome {

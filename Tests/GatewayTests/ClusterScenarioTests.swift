@@ -29,6 +29,8 @@ final class ClusterGateway: ScenarioGateway {
         try c.connect(token: try cluster[0].rest().token(user, nickname: user.capitalized, device: device), device: device, conversationCursor: cursor)
         return c
     }
+
+    func letTimePass(seconds: Int64) { Thread.sleep(forTimeInterval: Double(seconds)) }
 }
 
 /// The scenarios of ScenarioTests, GroupsAndConversationsTests and SmokeTests, unchanged, against
@@ -59,6 +61,11 @@ struct ClusterScenarioTests {
     // CL-2 with AU-1, AU-2: who receives is decided alike on every node.
     @Test func audiences() async throws {
         try await offPool { () throws in try Scenarios.audiences(try ClusterGateway(database: "aud")) }
+    }
+
+    // CL-2 with AU-4: every node sends the same summaries.
+    @Test func memberSummaries() async throws {
+        try await offPool { () throws in try Scenarios.memberSummaries(try ClusterGateway(database: "msum")) }
     }
 
     @Test func roomQoS() async throws {

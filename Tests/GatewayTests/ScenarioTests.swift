@@ -23,6 +23,13 @@ struct ScenarioTests {
         try Scenarios.audiences(g)
     }
 
+    // AU-4
+    @Test func memberSummaries() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.memberSummaries(g)
+    }
+
     // MO-1, MO-2
     @Test func moderation() throws {
         let g = try InProcessGateway()

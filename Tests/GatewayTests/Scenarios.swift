@@ -31,6 +31,8 @@ protocol ScenarioGateway {
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response
     /// A connected client of `user` on `device` (nil: the default device), synced from `cursor`.
     func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> Client
+    /// Lets time pass for the gateway's timers (a manual clock moves; a real one is waited for).
+    func letTimePass(seconds: Int64)
 }
 
 extension ScenarioGateway {
@@ -58,11 +60,13 @@ extension SessionClient: ScenarioClient {
 extension GatewayProcess: ScenarioGateway {
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response { try rest().call(method, path, body) }
     func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> ProtocolClient { try client(user, device: device, cursor: cursor) }
+    func letTimePass(seconds: Int64) { Thread.sleep(forTimeInterval: Double(seconds)) }
 }
 
 extension InProcessGateway: ScenarioGateway {
     func restCall(_ method: String, _ path: String, _ body: Any?) throws -> RESTClient.Response { try rest().call(method, path, body) }
     func connectClient(_ user: String, device: String?, cursor: Int64?) throws -> SessionClient { try client(user, device: device, cursor: cursor) }
+    func letTimePass(seconds: Int64) { advance(seconds: seconds) }
 }
 
 /// Scenarios run in-process (ScenarioTests, GroupsAndConversationsTests), against the binary
@@ -180,6 +184,58 @@ enum Scenarios {
             seen += c.drain(for: 0.2).filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
         }
         return seen
+    }
+
+    /// AU-4 wherever the clients are: past the app's threshold nobody is told of a member one by
+    /// one; every member gets `room.members` summaries whose counts add up to every join and
+    /// departure and whose ids name them; a counts-only join gets counts without ids; a member of
+    /// another room gets nothing.
+    static func memberSummaries<G: ScenarioGateway>(_ g: G) throws {
+        let set = try g.restCall("PATCH", "/v1/settings", ["memberEventsThreshold": 2, "memberSummaryIntervalMs": 200])
+        #expect(set.status == 200, "\(set.text)")
+        for room in ["ms", "ms-other"] { #expect(try g.restCall("POST", "/v1/rooms", ["roomId": room]).status == 201) }
+        let elsewhere = try g.connectClient("ms-elsewhere")
+        _ = try join(elsewhere, "ms-other")
+        let counter = try g.connectClient("ms-counter")
+        _ = try join(counter, "ms", ["memberEvents": "counts"])
+        let first = try g.connectClient("ms-a")
+        _ = try join(first, "ms")
+        var late: [G.Client] = []
+        for u in ["ms-b", "ms-c", "ms-d"] {
+            let c = try g.connectClient(u)
+            _ = try join(c, "ms")
+            late.append(c)
+        }
+        // Summaries until their counts account for `joined` joins and `left` departures.
+        func summaries(_ c: G.Client, joined: Int, left: Int) -> (frames: [[String: Any]], others: [String]) {
+            var frames: [[String: Any]] = [], others: [String] = []
+            for _ in 0..<20 {
+                g.letTimePass(seconds: 1)
+                for f in c.drain(for: 0.2) {
+                    if f.str("ev") == "room.members" { frames.append(f) } else if let ev = f.str("ev") { others.append(ev) }
+                }
+                let j = frames.reduce(0) { $0 + ($1.obj("data").int("joined") ?? 0) }
+                let l = frames.reduce(0) { $0 + ($1.obj("data").int("left") ?? 0) }
+                if j >= joined && l >= left { break }
+            }
+            return (frames, others)
+        }
+        let (seen, other) = summaries(first, joined: 3, left: 0)
+        #expect(!other.contains("room.memberChanged") && !other.contains("room.notification"), "\(other)")
+        #expect(seen.flatMap { $0.obj("data")["joinedIds"] as? [String] ?? [] } == ["ms-b", "ms-c", "ms-d"], "\(seen)")
+        #expect(seen.last?.obj("data").int("memberCount") == 5)
+        #expect(seen.allSatisfy { $0.int("offset") != nil })
+        let (counts, counterOther) = summaries(counter, joined: 5, left: 0)
+        #expect(counts.reduce(0) { $0 + ($1.obj("data").int("joined") ?? 0) } == 5, "\(counts)")
+        #expect(counts.allSatisfy { $0.obj("data")["joinedIds"] == nil && $0.obj("data")["leftIds"] == nil })
+        #expect(!counterOther.contains("room.memberChanged") && !counterOther.contains("room.notification"), "\(counterOther)")
+
+        _ = try late[2].expectOK(try late[2].send("room.leave", ["roomId": "ms"]))
+        let (gone, _) = summaries(first, joined: 0, left: 1)
+        #expect(gone.flatMap { $0.obj("data")["leftIds"] as? [String] ?? [] } == ["ms-d"], "\(gone)")
+        #expect(gone.last?.obj("data").int("memberCount") == 4)
+        #expect(!elsewhere.drain(for: 0.3).contains { $0.str("ev") == "room.members" })
+        #expect(try g.restCall("PATCH", "/v1/settings", ["memberEventsThreshold": 0]).status == 200)
     }
 
     /// AU-1, AU-2 wherever the clients are (on a cluster, on other nodes than the REST calls):

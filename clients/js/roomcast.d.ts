@@ -195,6 +195,8 @@ export interface RoomStatusData {
 }
 export interface RoomKickedData { reason: number; time: number; ext?: string }
 export interface RoomMemberChangedData { memberCount: number; members: Record<string, any>[] }
+/** AU-4: who joined and left a big room since its last summary (ids absent for counts-only joins). */
+export interface RoomMembersData { memberCount: number; joined: number; left: number; joinedIds?: string[]; leftIds?: string[]; time: number }
 export interface RoomMultiLoginSyncData { reason: number; roomId: string; status: number; time: number; extra?: string }
 export interface RoomBlockData { durationTime: number; operateTime: number; operateType: number; roomId: string; userIdList: string[]; extra?: string }
 export interface RoomBanData { banType: number; durationTime: number; operateTime: number; roomId: string; userIdList: string[]; extra?: string }
@@ -247,6 +249,7 @@ export interface ServerEventMap {
   'room.status': EventFrame<'room.status', RoomStatusData>;
   'room.kicked': EventFrame<'room.kicked', RoomKickedData>;
   'room.memberChanged': EventFrame<'room.memberChanged', RoomMemberChangedData>;
+  'room.members': EventFrame<'room.members', RoomMembersData>;
   'room.multiLoginSync': EventFrame<'room.multiLoginSync', RoomMultiLoginSyncData>;
   'room.block': EventFrame<'room.block', RoomBlockData>;
   'room.ban': EventFrame<'room.ban', RoomBanData>;
@@ -356,6 +359,8 @@ export interface JoinOptions {
   resume?: { epoch: string; stream: string; offset: number };
   /** TR-4: the room's last messages first (1-50), before live events; not sent again on a re-join. */
   rewind?: number;
+  /** AU-4: 'counts' for the room's member counts only (room.members without ids), never an event per member. */
+  memberEvents?: 'all' | 'counts';
 }
 
 export interface SwitchOptions {

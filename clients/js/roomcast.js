@@ -68,7 +68,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
 
 /** Every event name the protocol defines (the client emits any other `ev` by its name too). */
 export const EVENT_NAMES = Object.freeze([
-  'room.status', 'room.kicked', 'room.memberChanged', 'room.multiLoginSync', 'room.block', 'room.ban',
+  'room.status', 'room.kicked', 'room.memberChanged', 'room.members', 'room.multiLoginSync', 'room.block', 'room.ban',
   'room.notification', 'room.message', 'message.recalled', 'room.gap', 'room.attributes', 'room.resume', 'room.tagsUpdated',
   'group.channelTypeChanged', 'group.channelDisbanded', 'group.channelUserKicked',
   'conversation.statusChanged', 'conversation.statusSynced', 'token.expired',

@@ -1,0 +1,72 @@
+import Chat
+import Testing
+import TestKit
+import Wire
+
+/// AU-4 through the gateway: the app's threshold and interval are settings, a join may ask for
+/// member counts only, and `room.members` reaches whom the WebSocket document says, in the room's
+/// stream; nobody else gets it.
+@Suite("Member summaries through the gateway (AU-4)")
+struct MemberSummaryGatewayTests {
+    static func events(_ frames: [[String: Any]], _ name: String) -> [[String: Any]] { frames.filter { $0.str("ev") == name } }
+
+    @Test("AU-4: past the threshold joins are summarized in the stream; counts-only joins get counts; another room's members get nothing")
+    func summariesOverTheWire() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        let set = try rest.call("PATCH", "/v1/settings", ["memberEventsThreshold": 2, "memberSummaryIntervalMs": 1000])
+        #expect(set.status == 200 && set.json["memberEventsThreshold"] as? Int == 2 && set.json["memberSummaryIntervalMs"] as? Int == 1000)
+        for room in ["r", "other"] { #expect(try rest.call("POST", "/v1/rooms", ["roomId": room]).status == 201) }
+        let elsewhere = try g.client("elsewhere")
+        _ = try elsewhere.expectOK(try elsewhere.command("room.join", ["roomId": "other"]))
+        let counter = try g.client("counter")
+        _ = try counter.expectOK(try counter.command("room.join", ["roomId": "r", "memberEvents": "counts"]))
+        let alice = try g.client("alice")
+        _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+        var late: [SessionClient] = []
+        for u in ["b", "c", "d"] {
+            let s = try g.client(u)
+            _ = try s.expectOK(try s.command("room.join", ["roomId": "r"]))
+            late.append(s)
+        }
+        g.settle()
+        let aliceBefore = alice.drain()
+        // alice joined second (told to no one one by one but counter, which takes counts only);
+        // b, c and d past the threshold: nobody is told of them one by one.
+        #expect(Self.events(aliceBefore, "room.memberChanged").isEmpty, "\(aliceBefore)")
+        #expect(Self.events(aliceBefore, "room.notification").isEmpty)
+        #expect(Self.events(counter.drain(), "room.memberChanged").isEmpty)
+        g.advance(seconds: 1)
+        g.settle()
+        let summary = Self.events(alice.drain(), "room.members")
+        #expect(summary.count == 1)
+        let data = summary.first?.obj("data")
+        #expect(data?.int("memberCount") == 5 && data?.int("joined") == 3 && data?.int("left") == 0)
+        #expect((data?["joinedIds"] as? [String]) == ["b", "c", "d"])
+        // In the room's stream: it has an offset, so a resume replays it.
+        #expect(summary.first?.int("offset") != nil)
+        let counts = Self.events(counter.drain(), "room.members")
+        #expect(counts.count == 1 && counts.first?.obj("data").int("joined") == 5 && counts.first?.obj("data")["joinedIds"] == nil)
+        #expect(Self.events(elsewhere.drain(), "room.members").isEmpty)
+    }
+
+    @Test("AU-4: a bad memberEvents or setting names its field and changes nothing")
+    func badInputNamesTheField() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let bob = try g.client("bob")
+        let reply = try bob.command("room.join", ["roomId": "r", "memberEvents": "some"])
+        #expect(reply.obj("error").int("code") == ErrorCode.invalidParameter.rawValue && reply.obj("error").str("field") == "memberEvents", "\(reply)")
+        let members = try rest.call("GET", "/v1/rooms/r/members").json["members"] as? [[String: Any]] ?? []
+        #expect(members.isEmpty, "\(members)")
+        for (body, field) in [(["memberEventsThreshold": -1], "memberEventsThreshold"), (["memberSummaryIntervalMs": 10], "memberSummaryIntervalMs")] {
+            let r = try rest.call("PATCH", "/v1/settings", body)
+            #expect(r.status == 400 && r.json["field"] as? String == field, "\(r.json)")
+        }
+        let settings = try rest.call("GET", "/v1/settings").json
+        #expect(settings["memberEventsThreshold"] as? Int == 0 && settings["memberSummaryIntervalMs"] as? Int == Limits.defaultMemberSummaryIntervalMilliseconds)
+    }
+}
