@@ -203,6 +203,24 @@ struct CommandCodecTests {
         _ = try LogRecord.encode(.command(.updateAppSettings(app: "a", AppSettingsPatch(maxRooms: 3))), format: 4)
     }
 
+    /// AU-4: a counts-only join and the member-event settings need log format 6 (a format-5 node
+    /// would send such a connection every member event, or keep sending them past the
+    /// threshold); a plain join keeps its binary form.
+    @Test func memberSummariesNeedFormatSix() throws {
+        var patch = AppSettingsPatch()
+        patch.memberEventsThreshold = 100
+        var interval = AppSettingsPatch()
+        interval.memberSummaryIntervalMilliseconds = 500
+        let records: [LogRecord] = [.command(.join(SessionID(7), roomId: "r", EnterProfile(memberCountsOnly: true), .join)),
+                                    .command(.updateAppSettings(app: "a", patch)), .command(.updateAppSettings(app: "a", interval))]
+        for record in records {
+            #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 5) }
+            #expect(try LogRecord.decode(try LogRecord.encode(record, format: 6)) == record)
+        }
+        let plain = LogRecord.command(.join(SessionID(7), roomId: "r", EnterProfile(nickname: "n"), .join))
+        #expect(try LogRecord.encode(plain, format: 2).first != UInt8(ascii: "{"))
+    }
+
     @Test func malformedPayloadsAreRefusedNotCrashed() {
         let bad = ["", "{}", "[]", "null", #"{"leave":{}}"#, #"{"disconnect":{"_0":"x"}}"#, #"{"disconnect":{"_0":-1}}"#,
                    #"{"sendMessage":{"app":"a","roomId":"r","_2":{"server":{}},"_3":"text","content":"x"}}"#, "\u{FF}"]
