@@ -7,7 +7,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomcast-bench",
         abstract: "Load generator for Roomcast and its peers.",
-        subcommands: [IdleCommand.self, FanoutCommand.self, WritesCommand.self, OverloadCommand.self])
+        subcommands: [IdleCommand.self, FanoutCommand.self, WritesCommand.self, OverloadCommand.self, JoinstormCommand.self])
 }
 
 func seconds(_ d: Duration) -> Double {
