@@ -66,6 +66,12 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: "Event encoding the roomcast subscribers ask for (TR-5): json (no subprotocol offered) or compact (roomcast.compact.v1).")
     var encoding = "json"
 
+    @Option(help: "AU-1 (roomcast): every Nth subscriber joins with the tag --target-tag (0: none).")
+    var taggedEvery = 0
+
+    @Option(help: "AU-1 (roomcast): each message goes to the members carrying this tag only (targetTags); deliveries are expected at the tagged subscribers only.")
+    var targetTag: String?
+
     @Option(help: "Room (roomcast) or channel (nchan) id.")
     var room = "fanout"
 
@@ -117,7 +123,8 @@ struct FanoutCommand: ParsableCommand {
             let share = subscribers / clientLoops + (i < subscribers % clientLoops ? 1 : 0)
             let runner = SubscriberRunner(loop: loop, addresses: addresses, target: target, first: i * (subscribers / clientLoops + 1),
                                           count: share, concurrency: max(1, concurrency / clientLoops), room: room,
-                                          appKey: appKey, appSecret: appSecret, compact: encoding == "compact")
+                                          appKey: appKey, appSecret: appSecret, compact: encoding == "compact",
+                                          tag: taggedEvery > 0 ? (targetTag ?? "tagged") : nil, taggedEvery: taggedEvery)
             loops.append(loop)
             runners.append(runner)
             loop.execute { runner.startMore() }
@@ -125,7 +132,9 @@ struct FanoutCommand: ParsableCommand {
         }
         while runners.reduce(0, { $0 + $1.settled }) < subscribers { usleep(10_000) }
         let ready = runners.reduce(0) { $0 + $1.readyCount }
-        print("fanout: subscribers ready=\(ready)/\(subscribers) in \(fixed(seconds(Instant.now() - setupStart), 2)) s")
+        // AU-1: a targeted message is expected at the tagged subscribers only.
+        let recipients = targetTag != nil ? runners.reduce(0) { $0 + $1.taggedReadyCount } : ready
+        print("fanout: subscribers ready=\(ready)/\(subscribers)\(targetTag != nil ? " tagged=\(recipients)" : "") in \(fixed(seconds(Instant.now() - setupStart), 2)) s")
         if let f = runners.compactMap(\.firstFailure).first { print("fanout: first subscriber failure: \(f)") }
         fflush(nil)
         guard ready > 0 else {
@@ -138,7 +147,7 @@ struct FanoutCommand: ParsableCommand {
         let total = rate > 0 ? Int((rate * duration).rounded()) : messages
         let pubLoop = try EventLoop(name: "fanout-pub")
         let publisher = Publisher(loop: pubLoop, addresses: addresses, target: target, room: room, appKey: appKey, appSecret: appSecret,
-                                  payloadBytes: payloadBytes,
+                                  payloadBytes: payloadBytes, targetTag: targetTag,
                                   total: total, rate: rate, connections: publishers, pipeline: pipeline)
         let pubThread = PosixThread.start(name: "fanout-pub") { pubLoop.run() }
         let cpuStart = Self.cpuSeconds(pids)
@@ -146,7 +155,7 @@ struct FanoutCommand: ParsableCommand {
         pubLoop.execute { publisher.start() }
         while !publisher.finished { usleep(5_000) }
         let publishEnd = Instant.now()
-        let expected = UInt64(publisher.accepted) * UInt64(ready)
+        let expected = UInt64(publisher.accepted) * UInt64(recipients)
         // Wait for the deliveries (or the drain time).
         let deadline = Instant.now() + .milliseconds(Int64(drain * 1000))
         while Instant.now() < deadline {
@@ -281,6 +290,11 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     let appSecret: String
     /// TR-5: the subscribers offer roomcast.compact.v1.
     let compact: Bool
+    /// AU-1: every `taggedEvery`th subscriber joins with `tag`.
+    let tag: String?
+    let taggedEvery: Int
+    private let taggedReady = Atomic<Int>(0)
+    var taggedReadyCount: Int { taggedReady.load(ordering: .relaxed) }
     private var clients: [WSClientConnection] = []
     private var started = 0
     private var inFlight = 0
@@ -308,8 +322,10 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
     private static let connecting = 0, authenticating = 1, joining = 2, subscribed = 3, dead = 4
 
     init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, first: Int, count: Int, concurrency: Int,
-         room: String, appKey: String, appSecret: String, compact: Bool = false) {
+         room: String, appKey: String, appSecret: String, compact: Bool = false, tag: String? = nil, taggedEvery: Int = 0) {
         self.compact = compact
+        self.tag = tag
+        self.taggedEvery = taggedEvery
         self.loop = loop
         self.addresses = addresses
         self.target = target
@@ -335,9 +351,12 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
         }
     }
 
+    private func isTagged(_ id: Int) -> Bool { tag != nil && taggedEvery > 0 && id % taggedEvery == 0 }
+
     private func becameReady(_ c: WSClientConnection) {
         c.tag = Self.subscribed
         ready.add(1, ordering: .relaxed)
+        if isTagged(c.id) { taggedReady.add(1, ordering: .relaxed) }
         inFlight -= 1
         startMore()
     }
@@ -373,7 +392,8 @@ final class SubscriberRunner: WSClientDelegate, @unchecked Sendable {
             guard Self.isReply(bytes, id: 1) else { return }
             guard Self.contains(bytes, #""ok":"#) else { return fail(client, "connect refused: " + String(decoding: bytes.prefix(160), as: UTF8.self)) }
             client.tag = Self.joining
-            client.sendText(Array(#"{"id":2,"op":"room.join","args":{"roomId":"\#(room)"}}"#.utf8))
+            let tags = isTagged(client.id) ? #","tags":["\#(tag ?? "")"]"# : ""
+            client.sendText(Array(#"{"id":2,"op":"room.join","args":{"roomId":"\#(room)"\#(tags)}}"#.utf8))
         case Self.joining:
             guard Self.isReply(bytes, id: 2) else { return }
             guard Self.contains(bytes, #""ok":"#) else { return fail(client, "join refused: " + String(decoding: bytes.prefix(160), as: UTF8.self)) }
@@ -480,6 +500,8 @@ final class Publisher: PublisherConnectionOwner, @unchecked Sendable {
     let pipeline: Int
     /// Content (body) bytes of each message: the send time, a space, then padding.
     let payloadBytes: Int
+    /// AU-1: messages go to the members with this tag only.
+    let targetTag: String?
     private var connections: [PublisherConnection] = []
     private var sent = 0
     private var startedAt = Instant(nanoseconds: 0)
@@ -499,8 +521,9 @@ final class Publisher: PublisherConnectionOwner, @unchecked Sendable {
     }
 
     init(loop: EventLoop, addresses: [Socket.Address], target: FanoutCommand.Target, room: String, appKey: String, appSecret: String,
-         payloadBytes: Int = 0, total: Int, rate: Double, connections: Int, pipeline: Int) {
+         payloadBytes: Int = 0, targetTag: String? = nil, total: Int, rate: Double, connections: Int, pipeline: Int) {
         self.payloadBytes = payloadBytes
+        self.targetTag = targetTag
         self.loop = loop
         self.addresses = addresses
         self.target = target
@@ -545,7 +568,8 @@ final class Publisher: PublisherConnectionOwner, @unchecked Sendable {
         case .nchan:
             return Array("POST /pub?id=\(room) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: \(stamp.utf8.count)\r\n\r\n\(stamp)".utf8)
         case .roomcast:
-            let body = #"{"content":"\#(stamp)","fromUserId":"publisher"}"#
+            let targeted = targetTag.map { #","targetTags":{"tag":"\#($0)"}"# } ?? ""
+            let body = #"{"content":"\#(stamp)","fromUserId":"publisher"\#(targeted)}"#
             var r = "POST /v1/rooms/\(room)/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             for (k, v) in RoomcastSignature.headers(appKey: appKey, secret: appSecret) { r += "\(k): \(v)\r\n" }
             r += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
