@@ -33,7 +33,8 @@ extension ClusterNodes {
     /// longer listed (the cluster declared it dead).
     public static func beat(_ db: PGConnection, id: String, incarnation: Int64, urls: [String], applied: Int64) throws(PGError) -> Bool {
         let r = try db.query("""
-            UPDATE roomcast_nodes SET heartbeat_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, urls = $3, applied = $4
+            UPDATE roomcast_nodes SET heartbeat_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, urls = $3, applied = $4,
+                backend_pid = pg_backend_pid()
             WHERE node_id = $1 AND incarnation = $2
             """, [id, String(incarnation), urls.joined(separator: "\n"), String(applied)])
         return r.command == "UPDATE 1"
@@ -49,9 +50,35 @@ extension ClusterNodes {
     /// once; a node that beat in between is left alone. Returns the nodes ended.
     public static func endDead(_ db: PGConnection, timeout: Int64, origin: String, except: String,
                                endSessions: (Int64) -> [UInt8]) throws(PGError) -> [Node] {
+        try end(try dead(db, now: try serverTime(db), timeout: timeout), db, origin: origin, except: except, endSessions: endSessions)
+    }
+
+    /// CL-6: the leader's quick round: each node run whose membership connection PostgreSQL no
+    /// longer has (its backend is gone from `pg_stat_activity`: the process died and its socket
+    /// was closed) and that has not beaten for `grace` ms is ended as `endDead` ends it, without
+    /// waiting for the node timeout, so its pending webhook deliveries pass to a live run at
+    /// once. A node that merely lost its connection beats again from a new one within a round or
+    /// two (and records the new backend), so `grace` is a few rounds. Only a backend recorded by a
+    /// beat since PostgreSQL's own start counts (after a restart every backend is new, and a node
+    /// that has not beaten since is left to the timeout). A paused or partitioned node keeps its
+    /// backend and is left to the timeout too.
+    public static func endGone(_ db: PGConnection, grace: Int64, origin: String, except: String,
+                               endSessions: (Int64) -> [UInt8]) throws(PGError) -> [Node] {
         let now = try serverTime(db)
+        let gone = try nodes(db, """
+            WHERE backend_pid <> 0 AND heartbeat_at < $1
+              AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = roomcast_nodes.backend_pid)
+              AND heartbeat_at > (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint
+            """, [String(now - grace)])
+        return try end(gone, db, origin: origin, except: except, endSessions: endSessions)
+    }
+
+    /// Removes each node (unless it beat meanwhile) and appends `endSessions` for its run, in one
+    /// transaction each.
+    private static func end(_ candidates: [Node], _ db: PGConnection, origin: String, except: String,
+                            endSessions: (Int64) -> [UInt8]) throws(PGError) -> [Node] {
         var ended: [Node] = []
-        for node in try dead(db, now: now, timeout: timeout) where node.id != except {
+        for node in candidates where node.id != except {
             let gone = try db.transaction { () throws(PGError) -> Bool in
                 let r = try db.query("DELETE FROM roomcast_nodes WHERE node_id = $1 AND incarnation = $2 AND heartbeat_at = $3",
                                      [node.id, String(node.incarnation), String(node.heartbeatAt)])

@@ -123,6 +123,11 @@ public enum ClusterSchema {
             replica bytea NOT NULL
         )
         """,
+    ], [
+        // CL-6: the PostgreSQL backend of each node run's membership connection, so the leader
+        // can see a node run is gone (its session ended: the process died) without waiting for
+        // the node timeout. 0: not known (a node of the previous version).
+        "ALTER TABLE roomcast_nodes ADD COLUMN backend_pid integer NOT NULL DEFAULT 0",
     ]]
 
     public static var version: Int { migrations.count }

@@ -42,6 +42,10 @@ public final class ClusterReplicator: @unchecked Sendable {
     /// whole node timeout, so nodes reconnecting after an outage are not taken for dead.
     static let beatMilliseconds = 1_000
 
+    /// CL-6: how long a node whose PostgreSQL session is gone may go without beating before the
+    /// leader ends its run: three rounds, and never more than half the node timeout.
+    static func goneGraceMilliseconds(_ nodeTimeout: Int64) -> Int64 { min(3 * Int64(beatMilliseconds), max(nodeTimeout / 2, 1)) }
+
     /// `onMembers`: the live nodes' URLs after each membership round (the address lookup, CL-5).
     public init(link: ClusterLink, engine: Engine, halt: Halt, onMembers: @escaping @Sendable ([String]) -> Void) {
         self.link = link
@@ -382,6 +386,17 @@ public final class ClusterReplicator: @unchecked Sendable {
                         }
                         for node in ended {
                             logger.warning("cluster: a node stopped beating; its sessions end", metadata: ["node": "\(node.id)"])
+                        }
+                    }
+                    if link.isLeader {
+                        let gone = try ClusterNodes.endGone(conn, grace: Self.goneGraceMilliseconds(configuration.nodeTimeoutMilliseconds),
+                                                            origin: origin,
+                                                            except: configuration.nodeID) { incarnation in
+                            (try? LogRecord.encode(.endSessions(incarnation: UInt64(incarnation)), format: link.settings.logFormat)) ?? []
+                        }
+                        for node in gone {
+                            logger.warning("cluster: a node's connection to PostgreSQL is gone and it stopped beating; its sessions end and its webhook deliveries pass on",
+                                           metadata: ["node": "\(node.id)"])
                         }
                     }
                     if link.isLeader { snapshotIfDue(engine, now: now) }
