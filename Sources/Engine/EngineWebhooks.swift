@@ -87,7 +87,7 @@ extension Engine {
             if webhookEntries.run == nil || endedIncarnations.contains(owner) { webhookEntries.orphans.insert(owner) }
             applied = webhooks.apply(replay, at: e.at, owner: owner)
         case .webhookOutcomes(let outcomes):
-            applied = webhooks.apply(outcomes)
+            applied = webhooks.apply(outcomes, fromAnotherRun: webhookEntries.run != log.incarnation)
         default:
             return
         }

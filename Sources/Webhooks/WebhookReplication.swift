@@ -288,7 +288,9 @@ extension WebhookService {
 
     /// Records the outcomes of an owner's deliveries; an endpoint that answered 410 is disabled
     /// (here at once, so the next entries stage nothing for it).
-    public func apply(_ outcomes: [WebhookOutcome]) -> Applied {
+    /// `fromAnotherRun`: the entry was appended by another run than this node's: a delivery this
+    /// run holds for one of them (taken over when that run's end was seen) is withdrawn.
+    public func apply(_ outcomes: [WebhookOutcome], fromAnotherRun: Bool = false) -> Applied {
         var disabled: [WebhookEndpoint] = []
         registry.withLock { r in
             for o in outcomes {
@@ -307,6 +309,10 @@ extension WebhookService {
             if !changed.isEmpty {
                 let ids = changed.map(\.id)
                 post(.task { s in for id in ids { s.disabling.remove(id) } })
+            }
+            if fromAnotherRun {
+                let keys = outcomes.map { DeliveryKey(endpointId: $0.endpointId, messageId: $0.messageId) }
+                post(.task { s in s.withdraw(keys) })
             }
             return .success(.removed)
         })

@@ -123,6 +123,7 @@ public final class WebhookService: @unchecked Sendable {
     private let failedAttemptsCounter = Counter(label: "roomcast_webhook_failed_attempts_total")
     private let deliveredCounter = Counter(label: "roomcast_webhook_delivered_total")
     private let deadCounter = Counter(label: "roomcast_webhook_dead_total")
+    private let withdrawnCounter = Counter(label: "roomcast_webhook_withdrawn_total")
     private let depthGauge = Gauge(label: "roomcast_webhook_queue_depth")
     private let latencyTimer = CoreMetrics.Timer(label: "roomcast_webhook_attempt_duration")
 
@@ -133,6 +134,8 @@ public final class WebhookService: @unchecked Sendable {
         public let failedAttempts = Atomic<Int>(0)
         public let dead = Atomic<Int>(0)
         public let queueDepth = Atomic<Int>(0)
+        /// CL-6: deliveries dropped because another run's late outcome reported them.
+        public let withdrawn = Atomic<Int>(0)
     }
     public let stats = Stats()
 
@@ -211,6 +214,12 @@ public final class WebhookService: @unchecked Sendable {
     /// what led to them is written.
     var histories: [DeliveryKey: [DeliveryAttempt]] = [:]
     var outcomes: [WebhookOutcome] = []
+    /// CL-6: deliveries this run holds (queued or waiting for a retry) whose outcome another run
+    /// reported after this run took them over: dropped, not sent, when they come up. Each is kept
+    /// at most `withdrawnTTLMilliseconds` (a delivery removed another way takes its entry with it
+    /// then), so the set is bounded by the late outcomes of that long.
+    private var withdrawn: [DeliveryKey: Int64] = [:]
+    static let withdrawnTTLMilliseconds: Int64 = 3_600_000
 
     public init(store: Store, configuration: Configuration = Configuration(), logger: Logger, clock: @escaping @Sendable () -> Int64,
                 random: @escaping @Sendable () -> Double, makeID: @escaping @Sendable () -> String,
@@ -339,6 +348,7 @@ public final class WebhookService: @unchecked Sendable {
                 return all
             })
             var now = clock()
+            if !withdrawn.isEmpty { withdrawn = withdrawn.filter { now - $0.value < Self.withdrawnTTLMilliseconds } }
             for key in retries.popDue(now) {
                 waitingRetries -= 1
                 queues[key.endpointId, default: EndpointQueue()].push(Item(messageId: key.messageId, attempts: key.attempts, since: key.since))
@@ -397,6 +407,16 @@ public final class WebhookService: @unchecked Sendable {
             case .task(let body):
                 body(self)
             }
+        }
+    }
+
+    /// CL-6: another run reported these deliveries' outcomes (late: this run took them over when
+    /// that run's end was seen). Those held here and not in flight are withdrawn; one in flight
+    /// finishes (the receiver may see it twice, as at-least-once allows).
+    func withdraw(_ keys: [DeliveryKey]) {
+        let now = clock()
+        for k in keys where messages[k.messageId] != nil && !flights.values.contains(where: { $0.endpointId == k.endpointId && $0.messageId == k.messageId }) {
+            withdrawn[k] = now
         }
     }
 
@@ -475,6 +495,14 @@ public final class WebhookService: @unchecked Sendable {
         defer { queues[e.id] = q.isEmpty && q.inFlight == 0 ? nil : q }
         while q.inFlight < configuration.maxInFlightPerEndpoint, let item = q.pop() {
             guard let m = messages[item.messageId]?.message else { continue }
+            if !withdrawn.isEmpty, withdrawn.removeValue(forKey: DeliveryKey(endpointId: e.id, messageId: item.messageId)) != nil {
+                // Its outcome is in the log already (another run delivered it): not again.
+                histories[DeliveryKey(endpointId: e.id, messageId: item.messageId)] = nil
+                release(item.messageId)
+                stats.withdrawn.add(1, ordering: .relaxed)
+                withdrawnCounter.increment()
+                continue
+            }
             guard e.enabled, !disabling.contains(e.id) else {
                 finish(e.id, item, status: .dead, attempts: item.attempts, next: 0, lastStatus: 0,
                        error: "endpoint disabled: \(e.disabledReason)", now: now)

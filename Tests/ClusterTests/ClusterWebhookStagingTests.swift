@@ -78,7 +78,7 @@ struct ClusterWebhookStagingTests {
         }
     }
 
-    static func node(run: UInt64, receiver: Bool) throws -> Node {
+    static func node(run: UInt64, receiver: Bool, retry: RetrySchedule = .standard) throws -> Node {
         var logger = Logger(label: "cl6-test")
         logger.logLevel = .critical
         let store = try Store(inMemory: logger)
@@ -87,6 +87,7 @@ struct ClusterWebhookStagingTests {
         var configuration = WebhookService.Configuration()
         configuration.privateNetworkApps = ["app"]
         configuration.retentionMs = Limits.clusterWebhookRetentionMilliseconds
+        configuration.retry = retry
         let webhooks = WebhookService(store: store, configuration: configuration, logger: logger, clock: Self.clock, random: { 0.5 },
                                       makeID: { UUID().uuidString }, appSecret: { _ in "app-secret" }, sharing: .cluster(run: run))
         let origin = ClusterRun.origin(node: "n\(run)", incarnation: Int64(run))
@@ -241,6 +242,65 @@ struct ClusterWebhookStagingTests {
         }
         #expect(statuses.allSatisfy { $0.0 == 1 ? $0.1 == "delivered" : $0.1 == "pending" })
         #expect(try b.rows(attempts).count == expectedSends.count)
+    }
+
+    /// CL-6: a run whose end was seen is not always dead: its outcome may reach the log after
+    /// another run took its deliveries over. The new owner, still holding the delivery (here
+    /// waiting for a retry after a 503), withdraws it: the receiver gets it no more from there.
+    @Test func aLateOutcomeWithdrawsTheNewOwnersQueuedCopy() throws {
+        let answered = Atomic<Int>(0)
+        let receiver = try HTTPReceiver { _ in
+            // The first attempt fails: the delivery waits for its retry.
+            answered.add(1, ordering: .relaxed).newValue == 1 ? HTTPReceiver.Answer(status: 503) : HTTPReceiver.Answer(status: 204)
+        }
+        defer { receiver.stop() }
+        // Node B is run 5, which finds run 3 dead and takes its deliveries over.
+        let b = try Self.node(run: 5, receiver: true, retry: RetrySchedule(delays: [1_500], jitter: 0))
+        defer {
+            b.engine.stop()
+            b.webhooks.stop()
+            b.store.stop()
+        }
+        let t0 = Self.clock()
+        let configured = WebhookService.configuredID(app: "app", url: receiver.url())
+        let records: [(UInt64, LogRecord)] = [
+            (1, .ensureApp("app")),
+            (1, .webhookEndpoint(WebhookEndpointChange(action: .ensure, app: "app", id: configured,
+                                                       spec: WebhookEndpointSpec(url: receiver.url(), events: ["message.sent"], allowPrivateNetwork: true),
+                                                       generatedSecret: StandardWebhooks.makeSecret { UInt8.random(in: 0...255) },
+                                                       operatorAllowsPrivate: true, operatorEndpoint: true))),
+            (1, .command(.createRoom(app: "app", RoomConfig(roomId: "r")))),
+            (3, .command(.sendMessage(app: "app", roomId: "r", .server(userId: "", nickname: "", avatar: ""), .text, content: "from-3"))),
+            (5, .endSessions(incarnation: 3)),
+        ]
+        var entries: [LogEntry] = []
+        for (i, (run, record)) in records.enumerated() {
+            entries.append(LogEntry(position: Int64(i + 1), origin: Self.run(run), seq: UInt64(i + 1), at: t0 + Int64(i), payload: try LogRecord.encode(record)))
+        }
+        b.engine.apply(entries: entries)
+        try b.settle(Int64(entries.count))
+        let owned: [(endpoint: String, message: String)] = try b.store.database.read { db in
+            try Row.fetchAll(db, sql: "SELECT endpointId, messageId FROM webhookDelivery WHERE owner = 5").map { ($0["endpointId"], $0["messageId"]) }
+        }
+        #expect(owned.count == 1)
+        let delivery = try #require(owned.first)
+        // B's first attempt: 503, a retry 1.5 s later.
+        receiver.wait(timeout: 10) { $0.count >= 1 }
+
+        // Run 3's late outcome: it had delivered the message after all.
+        let late = LogRecord.webhookOutcomes([WebhookOutcome(endpointId: delivery.endpoint, messageId: delivery.message, delivered: true,
+                                                             attempts: 1, lastStatus: 200, lastError: "", at: t0 + 10, history: [])])
+        b.engine.apply(entries: [LogEntry(position: Int64(entries.count + 1), origin: Self.run(3), seq: 99, at: t0 + 20,
+                                          payload: try LogRecord.encode(late))])
+        try b.settle(Int64(entries.count + 1))
+        // Past the retry's time: B sent it once (the 503), never again.
+        usleep(2_500_000)
+        #expect(receiver.requests.count == 1)
+        #expect(b.webhooks.stats.withdrawn.load(ordering: .relaxed) == 1)
+        let status: String? = try b.store.database.read { db in
+            try String.fetchOne(db, sql: "SELECT status FROM webhookDelivery WHERE messageId = ?", arguments: [delivery.message])
+        }
+        #expect(status == "delivered")
     }
 
     @Test func runNamesCarryTheIncarnation() {
