@@ -35,6 +35,19 @@ final class Hub {
     /// The sessions of one room on this loop; each session remembers its position (O(1) removal).
     final class RoomMembers {
         var list: [ClientSession] = []
+        /// AU-1: the sessions carrying each tag, so a message to a tag visits its members only.
+        var byTag: [String: [ObjectIdentifier: ClientSession]] = [:]
+
+        func index(_ s: ClientSession, _ tags: [String]) {
+            for t in tags { byTag[t, default: [:]][ObjectIdentifier(s)] = s }
+        }
+
+        func unindex(_ s: ClientSession, _ tags: [String]) {
+            for t in tags {
+                byTag[t]?[ObjectIdentifier(s)] = nil
+                if byTag[t]?.isEmpty == true { byTag[t] = nil }
+            }
+        }
     }
 
     /// QS-3: how much a connection may hold before it loses droppable events.
@@ -171,7 +184,14 @@ final class Hub {
             case .left(let sid, let room):
                 if let s = sessions[sid] { removeFromRoom(s, room) }
             case .tagged(let list, let room, let tags):
-                for sid in list { sessions[sid]?.setTags(tags, in: room) }
+                for sid in list {
+                    guard let s = sessions[sid] else { continue }
+                    if s.roomSlots[room] != nil, let members = rooms[room] {
+                        members.unindex(s, s.tags(in: room))
+                        members.index(s, tags)
+                    }
+                    s.setTags(tags, in: room)
+                }
             case .reply(let sid, let frame):
                 sessions[sid]?.send(frame)
             case .closeAll(let code, let reason):
@@ -262,6 +282,26 @@ final class Hub {
         case .roomTagged(let k, let tags, let except):
             // AU-1: the members whose tags match.
             guard let members = rooms[k] else { return 0 }
+            if !tags.matches([]) {
+                // A member without any of the tags it names cannot match: visit the members
+                // carrying them only (a member carrying several, once).
+                let names = tags.names
+                if names.count == 1, case .tag(let t) = tags {
+                    for s in (members.byTag[t] ?? [:]).values where !except.excludes(s.id, user: s.userId)
+                        && offer(frame, to: s, room: room, drop: drop) {
+                        n += 1
+                    }
+                    return n
+                }
+                var seen = Set<ObjectIdentifier>()
+                for name in names {
+                    for (id, s) in members.byTag[name] ?? [:] where seen.insert(id).inserted && tags.matches(s.tags(in: k))
+                        && !except.excludes(s.id, user: s.userId) && offer(frame, to: s, room: room, drop: drop) {
+                        n += 1
+                    }
+                }
+                return n
+            }
             for s in members.list where tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
                 && offer(frame, to: s, room: room, drop: drop) {
                 n += 1
@@ -313,11 +353,14 @@ final class Hub {
         }()
         s.roomSlots[room] = members.list.count
         members.list.append(s)
+        members.index(s, s.tags(in: room))
     }
 
     private func removeFromRoom(_ s: ClientSession, _ room: RoomKey) {
+        let tags = s.tags(in: room)
         s.setTags([], in: room)
         guard let slot = s.roomSlots.removeValue(forKey: room), let members = rooms[room] else { return }
+        members.unindex(s, tags)
         let last = members.list.removeLast()
         if last !== s {
             members.list[slot] = last
