@@ -282,6 +282,17 @@ def run_moderation(gateway, origin, report, shots):
         shot(console, shots, "moderation-audit")
         report("console: added a sensitive word from the moderation view; gina's send holding it was refused (21501)")
 
+        # From the room view's link: the view opens on the room with its recent messages, the recalled one as recalled.
+        console.get(gateway.base + f"/console/#/rooms/{room}")
+        wait_until(lambda: visible(console, "#room-view"), what="the room view")
+        click(console, "#room-moderate")
+        wait_until(lambda: console.find_element(By.ID, "modview-state").get_attribute("data-observing") == "true",
+                   what="the moderation view observing the room again")
+        assert console.find_element(By.ID, "modview-room").get_attribute("value") == room
+        recalled = f'li[data-testid="modview-message"][data-message-id="{message_id}"][data-recalled="true"]'
+        wait_until(lambda: visible(console, recalled), what="the recalled message, from history, shown as recalled")
+        report("console: the room view links to its moderation view, which shows the room's recent messages")
+
         for d, who in ((console, "console"), (member, "member page")):
             problems = page_problems(d)
             assert problems == [], f"{who}: {problems}"

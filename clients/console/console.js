@@ -567,6 +567,7 @@ function openRoom(roomId, generation) {
   room = { id: roomId, generation, membersCursor: null, membersRequest: 0, watching: false };
   showView('room-view');
   $('room-title').textContent = roomId;
+  $('room-moderate').setAttribute('href', `#/moderation/${encodeURIComponent(roomId)}`);
   $('mod-status').textContent = '';
   $('mod-user').value = '';
   clearEvents();
