@@ -4,7 +4,9 @@ It signs in with the app key and secret (kept in sessionStorage only), finds a r
 shows a live event within a second of a REST call while observing the room (never as a member),
 mutes a member (whose own page, using the client library, receives the room.ban event), stops and
 resumes the room's distribution (QS-6) and shows its drops (QS-7), replays a dead letter, draws the charts, and works in a narrow window. Screenshots of each page are saved;
-any console error or failed request fails the run. Run by scripts/browser-tests.sh."""
+any console error or failed request fails the run. Its moderation view (MO-8) recalls a member's message (the member's page
+gets message.recalled, the audit trail lists the recall) and adds a sensitive word (the member's next send with it is refused).
+Run by scripts/browser-tests.sh."""
 
 import os
 import socket
@@ -202,6 +204,100 @@ def run_all(gateway, origin, report, shots):
         report("console: no console error, no failed request, no other host reached")
     except Exception:
         shot(console, shots, "failure")
+        raise
+    finally:
+        console.quit()
+        member.quit()
+
+
+def sign_in(console, gateway):
+    console.get(gateway.base + "/console/")
+    wait_until(lambda: visible(console, "#signin-view"), what="the sign-in form")
+    console.find_element(By.ID, "signin-key").send_keys(gateway.key)
+    console.find_element(By.ID, "signin-secret").send_keys(gateway.secret)
+    console.find_element(By.ID, "signin-submit").click()
+    wait_until(lambda: visible(console, "#rooms-view"), what="the rooms view after sign-in")
+
+
+SEND = """
+const [room, text, done] = arguments;
+window.rc.client.sendMessage(room, text).then(() => done("sent"), (e) => done(e && e.code !== undefined ? e.code : String(e)));
+"""
+
+
+def run_moderation(gateway, origin, report, shots):
+    """MO-8: the console's moderation view. A member's message is recalled from the view: the member's
+    own page receives message.recalled and the audit trail lists the recall (native, by the app
+    server). A sensitive word added from the view refuses the member's next send holding it (21501)."""
+    room = "moderated-room"
+    gateway.ok("POST", "/v1/rooms", {"roomId": room, "keepAlive": True})
+    member = browser()  # gina's own page, with the client library
+    console = browser()
+    try:
+        browser_client.open_page(member, origin, gateway, "gina", room)
+        member.execute_script("window.rc.recalls = []; window.rc.client.on('message.recalled', (e) => window.rc.recalls.push(e.data));")
+        sign_in(console, gateway)
+        click(console, "#nav-moderation")
+        wait_until(lambda: visible(console, "#moderation-view"), what="the moderation view")
+        field = console.find_element(By.ID, "modview-room")
+        field.clear()
+        field.send_keys(room)
+        click(console, "#modview-watch")
+        wait_until(lambda: console.find_element(By.ID, "modview-state").get_attribute("data-observing") == "true",
+                   what="the moderation view observing the room")
+
+        # Gina sends; the view shows it live with a recall button; recalling it reaches her page.
+        assert member.execute_async_script(SEND, room, "regrettable words") == "sent"
+        row = 'li[data-testid="modview-message"][data-sender="gina"]'
+        wait_until(lambda: visible(console, row), what="gina's message in the moderation view")
+        assert text_of(console, row + ' [data-field="content"]') == "regrettable words"
+        message_id = console.execute_script("return document.querySelector(arguments[0]).dataset.messageId", row)
+        shot(console, shots, "moderation")
+        click(console, row + ' [data-testid="recall-button"]')
+        recalls = wait_until(lambda: member.execute_script("return window.rc.recalls"), what="gina's page receives message.recalled")
+        assert recalls[0]["messageId"] == message_id and recalls[0]["sender"] == "gina", recalls
+        wait_until(lambda: console.execute_script("return document.querySelector(arguments[0]).dataset.recalled", row) == "true",
+                   what="the message shown as recalled")
+        audit_row = f'tr[data-testid="audit-row"][data-action="recall"][data-message-id="{message_id}"]'
+        wait_until(lambda: visible(console, audit_row), what="the recall in the audit trail")
+        assert text_of(console, audit_row + ' [data-field="surface"]') == "native"
+        assert text_of(console, audit_row + ' [data-field="actor"]') == "app server"
+        history = gateway.ok("GET", f"/v1/rooms/{room}/messages")["messages"]
+        assert [(m["messageId"], m.get("recalled"), m["content"]) for m in history] == [(message_id, True, "")], history
+        report("console: recalled gina's message from the moderation view; her page got message.recalled; the audit trail lists it")
+
+        # A blocking word added from the view: gina's send holding it is refused, nobody gets it.
+        word = console.find_element(By.ID, "words-word")
+        word.clear()
+        word.send_keys("forbidden")
+        click(console, "#words-add")
+        wait_until(lambda: visible(console, '#words-list [data-word="forbidden"]'), what="the word in the list")
+        assert [w["word"] for w in gateway.ok("GET", "/v1/sensitive-words")["words"]] == ["forbidden"]
+        refused = member.execute_async_script(SEND, room, "this is forbidden here")
+        assert refused == 21501, refused
+        wait_until(lambda: visible(console, 'tr[data-testid="audit-row"][data-action="sensitiveWordAdd"]'),
+                   what="the word's addition in the audit trail")
+        assert not console.find_elements(By.CSS_SELECTOR, f'{row}:not([data-recalled="true"])'), "the refused message reached the view"
+        assert member.execute_async_script(SEND, room, "this is fine") == "sent"
+        shot(console, shots, "moderation-audit")
+        report("console: added a sensitive word from the moderation view; gina's send holding it was refused (21501)")
+
+        # From the room view's link: the view opens on the room with its recent messages, the recalled one as recalled.
+        console.get(gateway.base + f"/console/#/rooms/{room}")
+        wait_until(lambda: visible(console, "#room-view"), what="the room view")
+        click(console, "#room-moderate")
+        wait_until(lambda: console.find_element(By.ID, "modview-state").get_attribute("data-observing") == "true",
+                   what="the moderation view observing the room again")
+        assert console.find_element(By.ID, "modview-room").get_attribute("value") == room
+        recalled = f'li[data-testid="modview-message"][data-message-id="{message_id}"][data-recalled="true"]'
+        wait_until(lambda: visible(console, recalled), what="the recalled message, from history, shown as recalled")
+        report("console: the room view links to its moderation view, which shows the room's recent messages")
+
+        for d, who in ((console, "console"), (member, "member page")):
+            problems = page_problems(d)
+            assert problems == [], f"{who}: {problems}"
+    except Exception:
+        shot(console, shots, "moderation-failure")
         raise
     finally:
         console.quit()

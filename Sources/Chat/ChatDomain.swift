@@ -16,6 +16,8 @@ public final class ChatDomain {
     /// Orders ultra-group members, channels and private lists in the store.
     var groupSequence: Int64 = 0
     var lastPrune: [String: Int64] = [:]
+    /// MO-8: the surface of the vendor command being applied (`Command.via`), nil otherwise.
+    var auditSurface: AuditSurface?
 
     /// Codable: snapshots hold the deadline queue (`DomainImage`).
     enum Deadline: Hashable, Codable {
@@ -129,7 +131,7 @@ public final class ChatDomain {
         case .setDistribution(let app, let roomId, let stopped): return try setDistribution(app, roomId, stopped: stopped, now, &out)
         case .recallMessage(let app, let roomId, let messageId, let options, let actor):
             return try recallMessage(app, roomId, messageId, options, actor, now, &out)
-        case .editSensitiveWords(let app, let add, let remove): return try editSensitiveWords(app, add: add, remove: remove, &out)
+        case .editSensitiveWords(let app, let add, let remove): return try editSensitiveWords(app, add: add, remove: remove, now, &out)
         case .setMemberTags(let app, let roomId, let userId, let tags, let notifyTargetTags):
             return try setMemberTags(app, roomId, userId, tags, notifyTargetTags: notifyTargetTags, now, &out)
         case .sendToRooms(let app, let roomIds, let sender, let kind, let content, let options):
@@ -157,6 +159,12 @@ public final class ChatDomain {
         case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
         case .setGroupNotificationLevel(let app, let groupId, let channelId, let level):
             return try setGroupLevel(app, groupId, channelId: channelId, level, &out)
+        case .via(let surface, let inner):
+            // MO-8: the audit entry the inner command records names the surface.
+            let outer = auditSurface
+            auditSurface = surface
+            defer { auditSurface = outer }
+            return try perform(inner, now: now, &out)
         }
     }
 
@@ -201,6 +209,8 @@ public final class ChatDomain {
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session
+        case .via(_, let inner):
+            return writingSession(inner)
         }
     }
 

@@ -325,6 +325,12 @@ public enum Command: Sendable, Equatable, Codable {
     case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
     case setConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
     case setGroupNotificationLevel(app: String, groupId: String, channelId: String?, NotificationLevel)
+
+    // Audit trail (MO-8).
+    /// A moderation command as a vendor surface (RongCloud, Nexconn, NIM) gave it: the entry it
+    /// records in the audit trail names that surface. The native API's commands and clients' ops
+    /// go unwrapped (their surface follows from the actor); see `Command.via(_:)`.
+    indirect case via(AuditSurface, Command)
 }
 
 extension Command {
@@ -337,9 +343,32 @@ extension Command {
              .queueBatchUpdate(_, _, _, let a, _), .queuePoll(_, _, _, let a), .queueDrop(_, _, let a), .tagMute(_, _, _, _, _, _, let a),
              .recallMessage(_, _, _, _, let a), .setConversationStatus(_, _, _, _, _, let a):
             return a
+        case .via(_, let c):
+            return c.actor
         default:
             return nil
         }
+    }
+
+    /// MO-8: applying this command (when accepted) records an entry in its app's audit trail.
+    public var isModeration: Bool {
+        switch self {
+        case .recallMessage, .block, .unblock, .mute, .unmute, .setRoomMuted, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
+             .tagMute, .setRole, .kick, .editSensitiveWords, .setRoomOpen, .setDistribution:
+            return true
+        case .via(_, let c):
+            return c.isModeration
+        default:
+            return false
+        }
+    }
+
+    /// MO-8: the command as `surface` gives it: a moderation command of a vendor surface is wrapped
+    /// so that its audit entry names the surface; any other command is returned as it is.
+    public func via(_ surface: AuditSurface) -> Command {
+        guard isModeration, surface != .native, surface != .client else { return self }
+        if case .via(_, let inner) = self { return .via(surface, inner) }
+        return .via(surface, self)
     }
 }
 
@@ -423,6 +452,9 @@ public enum Query: Sendable {
     case allowlist(app: String, roomId: String)
     /// MO-2: the app's sensitive words (→ `Reply.sensitiveWords`), in the order they were added.
     case sensitiveWords(app: String)
+    /// MO-8: the app's audit trail, newest first: entries older than `before` (an entry id), of
+    /// one room when `roomId` is given, at most `limit` (→ `Reply.audit`).
+    case audit(app: String, roomId: String?, before: Int64?, limit: Int)
     /// QS-4: a room's protected senders (→ `Reply.userIds`).
     case protectedSenders(app: String, roomId: String)
     case globalMutes(app: String)

@@ -39,6 +39,8 @@ struct AppImage: Codable, Equatable, Sendable {
     var recentCreates: [KeyedValue<[Int64]>]
     /// AU-3: the app's broadcast bucket (absent: full).
     var broadcastBucket: BucketImage?
+    /// MO-8: the app's audit trail, oldest first (absent: empty, and in images made before it).
+    var audit: [AuditEntry]?
 }
 
 struct GoingOfflineImage: Codable, Equatable, Sendable {
@@ -216,7 +218,8 @@ extension ChatDomain {
                                    version: c.version)
             },
             recentCreates: sortedPairs(a.recentCreates).map { KeyedValue(key: $0.0, value: $0.1) },
-            broadcastBucket: a.broadcastBucket?.image)
+            broadcastBucket: a.broadcastBucket?.image,
+            audit: a.audit.entries.isEmpty ? nil : a.audit.entries)
     }
 
     private static func image(of r: Room) -> RoomImage {
@@ -357,6 +360,7 @@ extension ChatDomain {
             app.conversations[c.user] = u
         }
         for r in a.recentCreates { app.recentCreates[r.key] = r.value }
+        if let audit = a.audit { app.audit = AuditTrail(entries: audit) }
         return app
     }
 }

@@ -263,6 +263,8 @@ extension ChatDomain {
     func setDistribution(_ appKey: String, _ roomId: String, stopped: Bool, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         let room = try room(app, roomId)
+        // MO-8: an accepted call is recorded, whether or not the room was already so.
+        audit(app, stopped ? .distributionStop : .distributionResume, by: .server, roomId: roomId, now: now, &out)
         guard room.distributionStopped != stopped else { return .done }
         room.distributionStopped = stopped
         out.mutations.append(.putRoom(record(room)))

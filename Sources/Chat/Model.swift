@@ -433,6 +433,8 @@ final class AppState {
     @exclusivity(unchecked) var recentCreates: [String: [Int64]] = [:]
     /// AU-3: the app's broadcasts (at most `Limits.broadcastsPerSecond`).
     var broadcastBucket: TokenBucket?
+    /// MO-8: the app's newest moderation actions.
+    var audit = AuditTrail()
 
     init(key: String, settings: AppSettings) {
         self.key = key

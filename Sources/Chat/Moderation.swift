@@ -77,12 +77,13 @@ extension ChatDomain {
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: users, time: now,
                                           details: ["action": "block", "minutes": minutes.map(String.init) ?? "permanent"]))
+        audit(app, .block, by: actor, roomId: roomId, targets: users, durationMs: minutes.map { Int64($0) * 60_000 }, now: now, &out)
         return .done
     }
 
     func unblock(_ appKey: String, _ roomId: String, _ users: [String], _ actor: Actor, _ rc: RCNotify?, _ nim: NIMNotify?,
                  _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
         let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
@@ -98,6 +99,7 @@ extension ChatDomain {
         }
         notify(room, .blocklistRemove, source: op, targets: users, nim, now: now, &out)
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: users, time: now, details: ["action": "unblock"]))
+        audit(app, .unblock, by: actor, roomId: roomId, targets: users, now: now, &out)
         return .done
     }
 
@@ -105,7 +107,7 @@ extension ChatDomain {
 
     func mute(_ appKey: String, _ roomId: String, _ users: [String], _ duration: MuteDuration, _ actor: Actor, _ rc: RCNotify?,
               _ nim: NIMNotify?, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
         let durationMs: Int64
         switch duration {
@@ -148,12 +150,14 @@ extension ChatDomain {
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: users, time: now,
                                           details: ["action": "mute", "durationMs": String(durationMs)]))
+        audit(app, .mute, by: actor, roomId: roomId, targets: users, durationMs: duration == .permanent ? nil : durationMs,
+              detail: duration == .permanent ? "permanent" : "temporary", now: now, &out)
         return .done
     }
 
     func unmute(_ appKey: String, _ roomId: String, _ users: [String], _ kind: UnmuteKind, _ actor: Actor, _ rc: RCNotify?,
                 _ nim: NIMNotify?, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userIds(users)
         let (rc, nim) = try validateNotify(rc, nim)
         try authorize(room, operator: op, on: users, now: now)
@@ -177,6 +181,7 @@ extension ChatDomain {
         if kind != .permanent { notify(room, .tempMuteRemove, source: op, targets: users, nim, ext: .tempMute(durationSeconds: 0), now: now, &out) }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: users, time: now,
                                           details: ["action": "unmute", "kind": kind.rawValue]))
+        audit(app, .unmute, by: actor, roomId: roomId, targets: users, detail: kind.rawValue, now: now, &out)
         return .done
     }
 
@@ -184,7 +189,7 @@ extension ChatDomain {
 
     func setRoomMuted(_ appKey: String, _ roomId: String, _ muted: Bool, _ actor: Actor, _ rc: RCNotify?, _ nim: NIMNotify?,
                       _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         if let op { try requireManager(room, op, now: now) }
         let (rc, nim) = try validateNotify(rc, nim)
         room.muted = muted
@@ -196,12 +201,13 @@ extension ChatDomain {
         notify(room, muted ? .roomMuted : .roomUnmuted, source: op, targets: [], nim, now: now, &out)
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, time: now,
                                           details: ["action": muted ? "roomMute" : "roomUnmute"]))
+        audit(app, muted ? .roomMute : .roomUnmute, by: actor, roomId: roomId, now: now, &out)
         return .done
     }
 
     func changeAllowlist(_ appKey: String, _ roomId: String, _ users: [String], add: Bool, _ rc: RCNotify?, _ now: Int64,
                          _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, _) = try resolve(appKey, roomId, .server)
+        let (app, room, _) = try resolve(appKey, roomId, .server)
         try Validate.userIds(users)
         let rc = try validateNotify(rc, nil).rc
         if add {
@@ -223,6 +229,7 @@ extension ChatDomain {
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: users, time: now,
                                           details: ["action": add ? "allowlistAdd" : "allowlistRemove"]))
+        audit(app, add ? .allowlistAdd : .allowlistRemove, by: .server, roomId: roomId, targets: users, now: now, &out)
         return .done
     }
 
@@ -244,6 +251,7 @@ extension ChatDomain {
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalMute", "minutes": String(minutes)]))
+        audit(app, .globalMute, by: .server, roomId: "", targets: users, durationMs: Int64(minutes) * 60_000, now: now, &out)
         return .done
     }
 
@@ -259,6 +267,7 @@ extension ChatDomain {
         }
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: users, time: now,
                                           details: ["action": "globalUnmute"]))
+        audit(app, .globalUnmute, by: .server, roomId: "", targets: users, now: now, &out)
         return .done
     }
 
@@ -285,7 +294,7 @@ extension ChatDomain {
 
     func setRole(_ appKey: String, _ roomId: String, _ target: String, _ change: RoleChange, _ actor: Actor, _ notifyExt: String,
                  _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         try Validate.userId(target, field: "userId")
         try Validate.notifyExt(notifyExt)
         let current = room.type(of: target, now: now)
@@ -294,6 +303,7 @@ extension ChatDomain {
         if case .assign(let wanted) = change {
             switch (wanted, current) {
             case (.manager, .manager), (.common, .common), (.guest, .guest), (.guest, .limited), (.guest, .anonymous):
+                // Already so: nothing changes, no rights are checked, and nothing is audited (MO-8).
                 return .members([memberInfo(room, target, now: now)], total: 1)
             case (.manager, _): change = .setManager(true)
             case (.common, .manager): change = .setManager(false)
@@ -347,6 +357,7 @@ extension ChatDomain {
         notify(room, type, source: op, targets: [target], NIMNotify(notifyExt: notifyExt), now: now, &out)
         out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: roomId, userIds: [target], time: now,
                                           details: ["action": "role", "role": room.type(of: target, now: now).rawValue]))
+        audit(app, .role, by: actor, roomId: roomId, targets: [target], detail: room.type(of: target, now: now).rawValue, now: now, &out)
         return .members([memberInfo(room, target, now: now)], total: 1)
     }
 
@@ -366,6 +377,7 @@ extension ChatDomain {
         for sid in sessions {
             removeSession(room, app, sid, cause: .kicked(.byManager, ext: notifyExt), now: now, &out)
         }
+        audit(app, .kick, by: actor, roomId: roomId, targets: [target], now: now, &out)
         return .done
     }
 }

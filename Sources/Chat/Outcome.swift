@@ -112,6 +112,9 @@ public enum Mutation: Equatable, Sendable {
     case putConversationStatus(app: String, userId: String, ConversationStatus)
     /// `.default` removes the user's type default.
     case putConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
+    /// MO-8: an entry of the app's audit trail; the store keeps the newest
+    /// `Limits.auditEntriesPerApp` of each app.
+    case appendAudit(app: String, AuditEntry)
 }
 
 /// Webhook event types (WH-2).
@@ -223,6 +226,8 @@ public enum Reply: Equatable, Sendable {
     case failedKeys([String])
     /// MO-2: the app's sensitive words.
     case sensitiveWords([SensitiveWord])
+    /// MO-8: a page of the audit trail, newest first, and the cursor of the next (older) page.
+    case audit([AuditEntry], next: Int64?)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -257,6 +262,7 @@ public enum Reply: Equatable, Sendable {
         case let (.disconnected(x), .disconnected(y)): return x == y
         case let (.count(x), .count(y)): return x == y
         case let (.sensitiveWords(x), .sensitiveWords(y)): return x == y
+        case let (.audit(x, n1), .audit(y, n2)): return x == y && n1 == n2
         default: return false
         }
     }

@@ -89,6 +89,8 @@ extension ChatDomain {
 
         case .sensitiveWords(let appKey):
             return .sensitiveWords(try app(appKey).settings.sensitiveWords)
+        case .audit(let appKey, let roomId, let before, let limit):
+            return try auditPage(appKey, roomId: roomId, before: before, limit: limit)
 
         case .protectedSenders(let appKey, let roomId):
             return .userIds(try room(try app(appKey), roomId).protectedSenders)

@@ -85,6 +85,9 @@ extension ChatDomain {
         out.deliver(.messageRecalled(event), to: Self.recallAudience(room.key, message))
         out.webhooks.append(WebhookRecord(app: appKey, type: .messageRecalled, roomId: roomId, userIds: message.sender.isEmpty ? [] : [message.sender], time: now,
                                           details: ["messageId": messageId, "operator": operatorId, "sentTime": String(message.time)]))
+        // MO-8: NIM's operator through the app server is recorded as the operator it names.
+        let by: Actor = if case .server = actor, !operatorId.isEmpty { .account(operatorId) } else { actor }
+        audit(app, .recall, by: by, roomId: roomId, targets: message.sender.isEmpty ? [] : [message.sender], messageId: messageId, now: now, &out)
         return .done
     }
 

@@ -164,6 +164,8 @@ extension ChatDomain {
         }
         // Closing always tells the room and kicks everyone (with notifyExt when given).
         if let nim { try Validate.notifyExt(nim.notifyExt) }
+        // MO-8: an accepted call is recorded, whether or not the room was already so.
+        audit(app, open ? .roomOpen : .roomClose, by: actor, roomId: roomId, now: now, &out)
         guard room.open != open else { return .room(roomInfo(room)) }
         if !open {
             out.deliver(.notification(NotificationEvent(roomId: roomId, type: .closed, source: user.map { memberInfo(room, $0, now: now) },

@@ -38,7 +38,7 @@ public struct SensitiveWord: Equatable, Sendable, Codable {
 extension ChatDomain {
     /// MO-2: adds words (a word already listed takes its new replacement, or becomes blocking) and
     /// removes words (unknown ones are ignored, as RongCloud does); all or nothing.
-    func editSensitiveWords(_ appKey: String, add: [SensitiveWord], remove: [String], _ out: inout Outcome) throws(ChatError) -> Reply {
+    func editSensitiveWords(_ appKey: String, add: [SensitiveWord], remove: [String], _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         guard !add.isEmpty || !remove.isEmpty else { throw .invalid("words", "give at least one word") }
         guard add.count <= Limits.maxSensitiveWordsPerCall, remove.count <= Limits.maxSensitiveWordsPerCall else {
@@ -69,6 +69,9 @@ extension ChatDomain {
         guard list.count <= Limits.maxSensitiveWordsPerApp else {
             throw .invalid("word", "an app has at most \(Limits.maxSensitiveWordsPerApp) sensitive words (\(app.settings.sensitiveWords.count) now)")
         }
+        // MO-8: one entry for the words added and one for those removed, changed or not.
+        if !add.isEmpty { audit(app, .sensitiveWordAdd, by: .server, roomId: "", targets: add.map(\.word), now: now, &out) }
+        if !remove.isEmpty { audit(app, .sensitiveWordRemove, by: .server, roomId: "", targets: remove, now: now, &out) }
         guard list != app.settings.sensitiveWords else { return .done }
         var settings = app.settings
         settings.sensitiveWords = list

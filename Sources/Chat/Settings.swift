@@ -647,6 +647,14 @@ public enum Limits {
     /// not grow with the list), the characters of one word or replacement (RongCloud's 32), and
     /// the words one call adds or removes (RongCloud removes at most 50 per batch call).
     public static let maxSensitiveWordsPerApp = 10_000
+    /// MO-8: the audit trail's entries kept per app (the oldest are dropped first), the strings of
+    /// an entry (cut to this many bytes), the targets an entry lists, and a page of `GET /v1/audit`
+    /// (at most, and when no limit is given).
+    public static let auditEntriesPerApp = 1_000
+    public static let auditMaxStringBytes = 128
+    public static let auditMaxTargets = 20
+    public static let maxAuditPage = 100
+    public static let defaultAuditPage = 50
     public static let maxSensitiveWordChars = 32
     public static let maxSensitiveWordsPerCall = 100
     public static let maxSensitiveWordsPerRongCloudBatch = 50

@@ -199,13 +199,16 @@ extension ChatDomain {
     /// (NIM 314/315) goes to the members `notifyTargetTags` matches (default: those with the tag).
     func tagMute(_ appKey: String, _ roomId: String, _ tag: String, seconds: Int, notify: NIMNotify?, notifyTargetTags: TagExpression?,
                  _ actor: Actor, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
-        let (_, room, op) = try resolve(appKey, roomId, actor)
+        let (app, room, op) = try resolve(appKey, roomId, actor)
         if let op { try requireManager(room, op, now: now) }
         try Validate.tag(tag, field: "targetTag")
         let (_, nim) = try validateNotify(nil, notify)
         guard (0...Limits.maxTagMuteSeconds).contains(seconds) else {
             throw .invalid("muteDuration", "muteDuration is 0 to \(Limits.maxTagMuteSeconds) seconds")
         }
+        // MO-8: an accepted call is recorded, whether or not the tag was muted.
+        audit(app, seconds == 0 ? .tagUnmute : .tagMute, by: actor, roomId: roomId, targets: [tag],
+              durationMs: seconds == 0 ? nil : Int64(seconds) * 1000, now: now, &out)
         if seconds == 0 {
             guard room.tagMutes.removeValue(forKey: tag) != nil else { return .done }
         } else {

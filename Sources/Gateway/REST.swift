@@ -168,6 +168,8 @@ struct RESTAPI: Sendable {
             api.command(writer) { () throws(ChatError) in try GlobalUnmuteRequest(query: R.query(req)).command(c) }
         }
         routes.signed(.listGlobalMutes) { _, c, writer in api.query(writer) { .globalMutes(app: c.app) } }
+        // The audit trail (MO-8).
+        routes.signed(.getAudit) { req, c, writer in api.query(writer) { () throws(ChatError) in try AuditRequest.query(c, R.query(req)) } }
 
         // Attributes (RC-10, ZIM-8).
         routes.signed(.setAttributes) { req, c, writer in

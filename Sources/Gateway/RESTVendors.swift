@@ -42,7 +42,8 @@ extension RESTAPI {
         switch resolution {
         case .unsupported(let message):
             writer.send(Self.answer(vendor.unsupported(message)))
-        case .call(let call):
+        case .call(let resolved):
+            let call = resolved.via(vendor)
             let render: @Sendable (Result<Reply, ChatError>) -> Response = { result in
                 switch result {
                 case .success(let reply): return Self.answer(vendor.success(reply, call.render))

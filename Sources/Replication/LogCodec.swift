@@ -36,6 +36,9 @@ extension LogRecord {
         case .signed(let call): if case .command(let c) = call.change { change = c }
         default: break
         }
+        // MO-8: a moderation command records an audit entry, which a node of an older format
+        // would not: its state would differ from the others'.
+        if change?.isModeration == true { return 6 }
         // MO-7: an account acting through the app server is format 5's.
         if case .account? = change?.actor { return 5 }
         switch change {

@@ -329,6 +329,18 @@ enum Schema {
             // MO-1: a recalled message keeps its row (its place in history) without its content.
             try db.execute(sql: "ALTER TABLE message ADD COLUMN recalled INTEGER NOT NULL DEFAULT 0")
         }
+        m.registerMigration("v12-audit-trail") { db in
+            // MO-8: each app's newest moderation actions (`Limits.auditEntriesPerApp`), the
+            // entry as JSON; `id` increases per app.
+            try db.execute(sql: """
+                CREATE TABLE auditEntry (
+                    app TEXT NOT NULL REFERENCES app(key) ON DELETE CASCADE,
+                    id INTEGER NOT NULL,
+                    entry TEXT NOT NULL,
+                    PRIMARY KEY (app, id)
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

@@ -334,6 +334,11 @@ public final class Store: @unchecked Sendable {
                 } else {
                     try ConversationTypeLevelRow(app: app, userId: user, conversationType: type.rawValue, notificationLevel: level.rawValue).save(db)
                 }
+            case .appendAudit(let app, let entry):
+                // The newest `Limits.auditEntriesPerApp` of the app are kept, as in the domain.
+                try db.execute(sql: "INSERT OR REPLACE INTO auditEntry (app, id, entry) VALUES (?, ?, ?)",
+                               arguments: [app, entry.id, String(decoding: try JSONEncoder().encode(entry), as: UTF8.self)])
+                try db.execute(sql: "DELETE FROM auditEntry WHERE app = ? AND id <= ?", arguments: [app, entry.id - Int64(Limits.auditEntriesPerApp)])
             }
         }
     }
@@ -410,6 +415,13 @@ public final class Store: @unchecked Sendable {
                     domain.restoreConversationTypeLevel(app: t.app, userId: t.userId, type, level)
                 }
             }
+            // MO-8: each app's audit trail, oldest first.
+            var audit: [String: [AuditEntry]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT app, entry FROM auditEntry ORDER BY app, id") {
+                let json: String = row["entry"]
+                audit[row["app"], default: []].append(try JSONDecoder().decode(AuditEntry.self, from: Data(json.utf8)))
+            }
+            for (app, entries) in audit { domain.restoreAudit(app: app, entries) }
             // The newest messages of each room, oldest first (the in-memory history window; one
             // more than it holds, so the window knows when older ones are only on disk).
             for key in domain.appKeys {

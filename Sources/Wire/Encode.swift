@@ -561,7 +561,35 @@ extension Encode {
             w.beginArray()
             for word in words { sensitiveWord(word, &w) }
             w.endArray()
+        case .audit(let entries, let next):
+            w.key("entries")
+            w.beginArray()
+            for e in entries { auditEntry(e, &w) }
+            w.endArray()
+            w.key("next")
+            if let next { w.int(next) } else { w.null() }
         }
+        w.endObject()
+    }
+
+    /// MO-8: one entry of the audit trail (`GET /v1/audit`).
+    public static func auditEntry(_ e: AuditEntry, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.field("id", e.id)
+        w.field("time", e.time)
+        w.key("actor")
+        w.beginObject()
+        w.field("type", e.actor.kind.rawValue)
+        w.field("userId", e.actor.userId)
+        w.endObject()
+        w.field("surface", e.surface.rawValue)
+        w.field("action", e.action.rawValue)
+        w.field("roomId", e.roomId)
+        w.field("targets", e.targets)
+        w.field("targetCount", e.targetCount)
+        w.fieldIfPresent("messageId", e.messageId)
+        if let d = e.durationMs { w.field("durationMs", d) }
+        w.field("detail", e.detail)
         w.endObject()
     }
 

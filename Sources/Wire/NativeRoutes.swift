@@ -147,7 +147,15 @@ extension NativeRoute {
 
 extension NativeRoute {
     static let moderation = [blockUsers, unblockUsers, listBlocks, muteUsers, unmuteUsers, listMutes, muteRoom, allowSenders, disallowSenders,
-                             listAllowedSenders, globalMute, globalUnmute, listGlobalMutes]
+                             listAllowedSenders, globalMute, globalUnmute, listGlobalMutes, getAudit]
+
+    public static let getAudit = NativeRoute(.GET, "/v1/audit", doc: .init(
+        "The app's audit trail of moderation actions, newest first: who (the app server, a NIM operator, or a member from its client), through which surface (native, rongCloud, nexconn, nim, client), what (recall, block, mute, roomMute, allowlist, globalMute, tagMute, role, kick, sensitive words, roomClose/roomOpen, distributionStop/Resume), on what and when. Only accepted actions are recorded; the app keeps its newest \(Limits.auditEntriesPerApp) entries (the oldest are dropped first), each string cut to \(Limits.auditMaxStringBytes) bytes and at most \(Limits.auditMaxTargets) targets an entry (targetCount tells how many there were). Another app's entries are never shown",
+        tag: .moderation, spec: ["MO-8"],
+        params: [.query("roomId", .string("Only this room's entries", maxLength: Limits.maxRoomIdBytes)),
+                 .query("limit", .integer("Entries per page (default \(Limits.defaultAuditPage))", minimum: 1, maximum: Limits.maxAuditPage)),
+                 .query("before", .integer("Only entries older than this id: next of the previous page", minimum: 1))],
+        ok: (200, "AuditPage")))
 
     public static let blockUsers = NativeRoute(.POST, "/v1/rooms/{roomId}/blocks", doc: .init(
         "Block users (removed at once, barred until expiry)", tag: .moderation, spec: ["RC-5", "RC-8", "NIM-12"], params: [.roomId],

@@ -70,6 +70,29 @@ public struct PresenceQueryRequest: Decodable, Sendable {
 
 /// `GET /v1/directory/rooms`: the search from the query string, and the opaque cursor (the last
 /// room id of a page, so a page boundary does not move when rooms are created or destroyed).
+/// MO-8: `GET /v1/audit`'s query string; a bad parameter is refused naming it.
+public enum AuditRequest {
+    public static func query(_ caller: Caller, _ q: QueryParameters) throws(ChatError) -> Query {
+        let limit = try q.int("limit") ?? Limits.defaultAuditPage
+        guard (1...Limits.maxAuditPage).contains(limit) else {
+            throw ChatError(.invalidParameter, "limit must be 1 to \(Limits.maxAuditPage)", field: "limit")
+        }
+        var before: Int64?
+        if let b = q.string("before") {
+            guard let v = Int64(b), v >= 1 else { throw ChatError(.invalidParameter, "before must be an entry id (1 or more)", field: "before") }
+            before = v
+        }
+        var roomId: String?
+        if let r = q.string("roomId") {
+            guard !r.isEmpty, r.utf8.count <= Limits.maxRoomIdBytes else {
+                throw ChatError(.invalidParameter, "roomId is 1 to \(Limits.maxRoomIdBytes) bytes", field: "roomId")
+            }
+            roomId = r
+        }
+        return .audit(app: caller.app, roomId: roomId, before: before, limit: limit)
+    }
+}
+
 public enum RoomDirectory {
     static let cursorPrefix = "rc1:"
 

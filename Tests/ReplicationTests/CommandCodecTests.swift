@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup, via
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -70,6 +70,7 @@ struct CommandCodecTests {
         case .recallMessage: .recallMessage
         case .editSensitiveWords: .editSensitiveWords
         case .renameGroup: .renameGroup
+        case .via: .via
         }
     }
 
@@ -168,6 +169,9 @@ struct CommandCodecTests {
             .setConversationStatus(app: "a", userId: "u", ConversationKey(type: .private, targetId: "v"), pinned: nil, level: .allMessages, .session(s)),
             .setConversationTypeLevel(app: "a", userId: "u", .group, .mentionUsers),
             .setGroupNotificationLevel(app: "a", groupId: "g", channelId: nil, .default),
+            // MO-8
+            .via(.rongCloud, .mute(app: "a", roomId: "r", ["u"], .minutes(3), .server, rc: RCNotify(extra: "{}"), nim: nil)),
+            .via(.nim, .recallMessage(app: "a", roomId: "r", messageId: "m", RecallOptions(operatorId: "op"), .account("op"))),
         ]
     }
 
@@ -187,6 +191,7 @@ struct CommandCodecTests {
     /// MO-1: a recall, and a change of the recall window, need log format 5: a cluster still on
     /// format 4 has nodes that would apply them wrongly (or not at all), so they are not written.
     /// MO-2, MO-4, MO-7: so do sensitive-word edits, renames and commands in an account's name.
+    /// (MO-8 raised the recall, the sensitive-word edit and the room closing, as moderation, to 6.)
     @Test func recallsNeedFormatFive() throws {
         var patch = AppSettingsPatch()
         patch.recallWindowSeconds = 30
@@ -196,11 +201,37 @@ struct CommandCodecTests {
                                     .command(.setRoomOpen(app: "a", roomId: "r", false, .account("host"), nim: nil))]
         for record in records {
             #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 4) }
-            #expect(try LogRecord.decode(try LogRecord.encode(record, format: 5)) == record)
+            #expect(try LogRecord.decode(try LogRecord.encode(record, format: LogRecord.format)) == record)
         }
         #expect(LogRecord.format >= 5)
         // A settings change without the window is still readable by format 4.
         _ = try LogRecord.encode(.command(.updateAppSettings(app: "a", AppSettingsPatch(maxRooms: 3))), format: 4)
+    }
+
+    /// MO-8: a moderation command records an audit entry, which a node of format 5 would not (its
+    /// state would differ): moderation commands, and vendor commands naming their surface, need
+    /// format 6; other commands do not.
+    @Test("MO-8: moderation commands and vendor-surface wrappers need log format 6")
+    func moderationNeedsFormatSix() throws {
+        let records: [LogRecord] = [
+            .command(.block(app: "a", roomId: "r", ["u"], minutes: 1, .server, rc: nil, nim: nil)),
+            .command(.via(.nexconn, .globalMute(app: "a", ["u"], minutes: 1, rc: nil))),
+            .signed(SignedCall(.command(.kick(app: "a", roomId: "r", target: "u", .server, notifyExt: "")), nonce: RequestNonce(app: "a", nonce: "n"), key: nil)),
+        ]
+        for record in records {
+            #expect(throws: (any Error).self) { try LogRecord.encode(record, format: 5) }
+            #expect(try LogRecord.decode(try LogRecord.encode(record, format: 6)) == record)
+        }
+        #expect(LogRecord.format == 6)
+        _ = try LogRecord.encode(.command(.createRoom(app: "a", RoomConfig(roomId: "r"))), format: 5)
+    }
+
+    @Test func malformedPayloadsAreRefusedNotCrashed() {
+        let bad = ["", "{}", "[]", "null", #"{"leave":{}}"#, #"{"disconnect":{"_0":"x"}}"#, #"{"disconnect":{"_0":-1}}"#,
+                   #"{"sendMessage":{"app":"a","roomId":"r","_2":{"server":{}},"_3":"text","content":"x"}}"#, "\u{FF}"]
+        for text in bad {
+            #expect(throws: (any Error).self) { try JSONDecoder().decode(Command.self, from: Data(text.utf8)) }
+        }
     }
 
     /// AU-4: a counts-only join and the member-event settings need log format 6 (a format-5 node
@@ -219,13 +250,5 @@ struct CommandCodecTests {
         }
         let plain = LogRecord.command(.join(SessionID(7), roomId: "r", EnterProfile(nickname: "n"), .join))
         #expect(try LogRecord.encode(plain, format: 2).first != UInt8(ascii: "{"))
-    }
-
-    @Test func malformedPayloadsAreRefusedNotCrashed() {
-        let bad = ["", "{}", "[]", "null", #"{"leave":{}}"#, #"{"disconnect":{"_0":"x"}}"#, #"{"disconnect":{"_0":-1}}"#,
-                   #"{"sendMessage":{"app":"a","roomId":"r","_2":{"server":{}},"_3":"text","content":"x"}}"#, "\u{FF}"]
-        for text in bad {
-            #expect(throws: (any Error).self) { try JSONDecoder().decode(Command.self, from: Data(text.utf8)) }
-        }
     }
 }

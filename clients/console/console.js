@@ -210,10 +210,10 @@ function clearError() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Routing: #/rooms, #/rooms/<id>, #/webhooks, #/metrics
+// Routing: #/rooms, #/rooms/<id>, #/moderation, #/moderation/<room id>, #/webhooks, #/metrics
 // ---------------------------------------------------------------------------------------------
 
-const VIEWS = ['signin-view', 'rooms-view', 'room-view', 'webhooks-view', 'metrics-view'];
+const VIEWS = ['signin-view', 'rooms-view', 'room-view', 'moderation-view', 'webhooks-view', 'metrics-view'];
 
 /** Bumped on every navigation; async loads drop their results when it has moved on. */
 let routeGeneration = 0;
@@ -228,6 +228,11 @@ function parseRoute(hash) {
         try { return { view: 'room', roomId: decodeURIComponent(parts.slice(1).join('/')) }; } catch { return { view: 'rooms' }; }
       }
       return { view: 'rooms' };
+    case 'moderation':
+      if (parts.length > 1 && parts[1] !== '') {
+        try { return { view: 'moderation', roomId: decodeURIComponent(parts.slice(1).join('/')) }; } catch { return { view: 'moderation', roomId: '' }; }
+      }
+      return { view: 'moderation', roomId: '' };
     case 'webhooks': return { view: 'webhooks' };
     case 'metrics': return { view: 'metrics' };
     default: return { view: 'rooms' };
@@ -260,6 +265,7 @@ function route() {
   clearError();
   const r = parseRoute(location.hash);
   if (r.view === 'room') openRoom(r.roomId, routeGeneration);
+  else if (r.view === 'moderation') openModeration(r.roomId, routeGeneration);
   else if (r.view === 'webhooks') openWebhooks(routeGeneration);
   else if (r.view === 'metrics') openMetrics();
   else openRooms(routeGeneration);
@@ -324,7 +330,7 @@ function signOut() {
   clearError();
   for (const id of ['signin-key', 'signin-secret', 'rooms-prefix', 'rooms-name', 'rooms-min-online', 'rooms-max-online']) $(id).value = '';
   Object.assign(roomsPager, { cursor: null, nextCursor: null, page: 1 });
-  for (const id of ['rooms-body', 'webhooks-list', 'events-list']) $(id).replaceChildren();
+  for (const id of ['rooms-body', 'webhooks-list', 'events-list', 'modview-messages', 'words-list', 'audit-body']) $(id).replaceChildren();
   showView('signin-view');
 }
 
@@ -426,7 +432,7 @@ function wsUrl() {
 /** Shows the stream state in the header badge and the events panel. */
 function setLiveState(state, detail = '') {
   live.state = state;
-  for (const id of ['ws-state', 'events-state']) {
+  for (const id of ['ws-state', 'events-state', 'modview-state']) {
     const badge = $(id);
     badge.dataset.state = state;
     badge.textContent = `${id === 'ws-state' ? 'stream: ' : ''}${state}${detail ? ` (${detail})` : ''}`;
@@ -509,7 +515,7 @@ function liveClient() {
 
 /** `data-observing` on the events panel's badge: "true" once the server confirmed the watch. */
 function setObserving(on) {
-  $('events-state').dataset.observing = String(on);
+  for (const id of ['events-state', 'modview-state']) $(id).dataset.observing = String(on);
 }
 
 async function observeRoom(roomId, onEvent) {
@@ -561,6 +567,7 @@ function openRoom(roomId, generation) {
   room = { id: roomId, generation, membersCursor: null, membersRequest: 0, watching: false };
   showView('room-view');
   $('room-title').textContent = roomId;
+  $('room-moderate').setAttribute('href', `#/moderation/${encodeURIComponent(roomId)}`);
   $('mod-status').textContent = '';
   $('mod-user').value = '';
   clearEvents();
@@ -920,6 +927,224 @@ function addEvent(frame) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Moderation view (MO-8): a room's live messages with a recall button each (the native recall,
+// DELETE /v1/rooms/{roomId}/messages/{id}), the app's sensitive words (/v1/sensitive-words) and
+// the audit trail (GET /v1/audit)
+// ---------------------------------------------------------------------------------------------
+
+const MAX_MESSAGES = 200;
+const RECENT_MESSAGES = 20;
+const AUDIT_PAGE = 50;
+/** Events after which the audit trail is read again (someone moderated the room). */
+const AUDITED_EVENTS = new Set(['message.recalled', 'room.ban', 'room.block', 'room.notification', 'room.kicked']);
+
+/** The moderation view shown: the room watched ('' for none), its generation, the audit pager. */
+let moderation = null;
+
+function openModeration(roomId, generation) {
+  const current = { roomId, generation, auditNext: null, auditRequest: 0 };
+  moderation = current;
+  showView('moderation-view');
+  $('modview-room').value = roomId;
+  $('modview-messages').replaceChildren();
+  $('modview-count').textContent = '0';
+  $('modview-empty').textContent = roomId ? 'No messages yet.' : 'Choose a room to watch.';
+  $('modview-empty').hidden = false;
+  $('modview-status').textContent = '';
+  $('words-status').textContent = '';
+  $('audit-room-only').disabled = !roomId;
+  if (!roomId) $('audit-room-only').checked = false;
+  leaveCurrentView = () => {
+    unobserveRoom();
+    moderation = null;
+  };
+  loadWords();
+  loadAudit(false);
+  if (roomId) watchModeration(current);
+}
+
+const isModerationShown = (current) => moderation === current && isCurrent(current.generation);
+
+/** The room's recent messages (oldest first), then its live stream. */
+async function watchModeration(current) {
+  const refreshAudit = throttle(() => { if (isModerationShown(current)) loadAudit(false); }, 500);
+  try {
+    const answer = await api('GET', target(['v1', 'rooms', current.roomId, 'messages'], { order: 'desc', limit: RECENT_MESSAGES }));
+    if (!isModerationShown(current)) return;
+    for (const m of (answer.messages || []).slice().reverse()) addModerationMessage(current, m);
+    await observeRoom(current.roomId, (frame) => {
+      if (!isModerationShown(current)) return;
+      const data = frame.data || {};
+      if (frame.ev === 'room.message' && data.message) addModerationMessage(current, data.message);
+      else if (frame.ev === 'message.recalled') markRecalled(data.messageId, data.operator);
+      if (AUDITED_EVENTS.has(frame.ev)) refreshAudit();
+    });
+  } catch (error) {
+    if (isModerationShown(current)) showError(error);
+  }
+}
+
+function messageRow(id) {
+  return [...$('modview-messages').children].find((li) => li.dataset.messageId === id) || null;
+}
+
+function addModerationMessage(current, m) {
+  if (!m.messageId || messageRow(m.messageId)) return; // history and the stream may both bring it
+  const list = $('modview-messages');
+  const item = el('li', { class: 'message', dataset: { messageId: m.messageId, sender: m.sender || '', testid: 'modview-message' } }, [
+    el('div', { class: 'event-head' }, [
+      el('span', { class: 'mono', text: m.sender || '(app server)' }),
+      el('time', { text: formatClock(typeof m.time === 'number' ? m.time : Date.now()) }),
+      el('button', {
+        type: 'button', class: 'small', dataset: { testid: 'recall-button', messageId: m.messageId },
+        text: 'Recall', on: { click: () => recall(current, m.messageId) },
+      }),
+    ]),
+    el('div', { class: 'content', dataset: { field: 'content' }, text: m.content ?? '' }),
+  ]);
+  list.prepend(item);
+  while (list.children.length > MAX_MESSAGES) list.lastElementChild.remove();
+  $('modview-empty').hidden = true;
+  $('modview-count').textContent = String(list.children.length);
+  if (m.recalled) markRecalled(m.messageId, '');
+}
+
+function markRecalled(messageId, operator) {
+  const item = messageRow(messageId);
+  if (!item) return;
+  item.dataset.recalled = 'true';
+  item.querySelector('[data-field="content"]').textContent = `recalled${operator ? ` by ${operator}` : ''}`;
+  const button = item.querySelector('button');
+  if (button) button.remove();
+}
+
+async function recall(current, messageId) {
+  const status = $('modview-status');
+  try {
+    await api('DELETE', target(['v1', 'rooms', current.roomId, 'messages', messageId]));
+    if (!isModerationShown(current)) return;
+    markRecalled(messageId, '');
+    status.textContent = `Recalled ${messageId}.`;
+    status.dataset.result = 'ok';
+    clearError();
+    loadAudit(false);
+  } catch (error) {
+    if (!isModerationShown(current)) return;
+    status.textContent = describeError(error);
+    status.dataset.result = 'error';
+    showError(error);
+  }
+}
+
+async function loadWords() {
+  const current = moderation;
+  try {
+    const answer = await api('GET', '/v1/sensitive-words');
+    if (current && isModerationShown(current)) renderWords(answer.words || []);
+  } catch (error) {
+    if (current && isModerationShown(current)) showError(error);
+  }
+}
+
+function renderWords(words) {
+  $('words-count').textContent = `(${words.length})`;
+  const list = $('words-list');
+  if (!words.length) {
+    list.replaceChildren(el('li', { class: 'empty', text: 'none' }));
+    return;
+  }
+  list.replaceChildren(...words.map((w) => el('li', { dataset: { word: w.word, testid: 'word' } }, [
+    el('span', { class: 'mono', text: w.word }),
+    el('span', { class: 'sub', text: w.type === 'replace' ? `→ ${w.replacement}` : 'blocks' }),
+    el('button', {
+      type: 'button', class: 'small', dataset: { testid: 'word-remove', word: w.word }, text: 'Remove',
+      on: { click: () => changeWords('DELETE', target(['v1', 'sensitive-words'], { words: w.word }), undefined, `Removed ${w.word}.`) },
+    }),
+  ])));
+}
+
+function addWord() {
+  const word = $('words-word').value.trim();
+  const replacement = $('words-replacement').value.trim();
+  const status = $('words-status');
+  if (!word) {
+    status.textContent = 'Enter a word first.';
+    status.dataset.result = 'error';
+    return;
+  }
+  const entry = replacement ? { word, replacement } : { word };
+  changeWords('POST', '/v1/sensitive-words', { words: [entry] }, `Added ${word}.`).then((ok) => {
+    if (!ok) return;
+    $('words-word').value = '';
+    $('words-replacement').value = '';
+  });
+}
+
+/** One change of the word list; resolves to whether it was made. */
+async function changeWords(method, requestTarget, body, done) {
+  const current = moderation;
+  const status = $('words-status');
+  try {
+    await api(method, requestTarget, body);
+    if (!current || !isModerationShown(current)) return false;
+    status.textContent = done;
+    status.dataset.result = 'ok';
+    clearError();
+    await Promise.all([loadWords(), loadAudit(false)]);
+    return true;
+  } catch (error) {
+    if (current && isModerationShown(current)) {
+      status.textContent = describeError(error);
+      status.dataset.result = 'error';
+      showError(error);
+    }
+    return false;
+  }
+}
+
+/** The first page of the audit trail, or (more = true) the next older one appended. */
+async function loadAudit(more) {
+  const current = moderation;
+  if (!current) return;
+  const request = ++current.auditRequest; // a newer load supersedes this one
+  const query = { limit: AUDIT_PAGE, before: more ? current.auditNext : '', roomId: $('audit-room-only').checked ? current.roomId : '' };
+  try {
+    const answer = await api('GET', target(['v1', 'audit'], query));
+    if (!isModerationShown(current) || request !== current.auditRequest) return;
+    renderAudit(answer.entries || [], more);
+    current.auditNext = typeof answer.next === 'number' ? answer.next : null;
+    $('audit-more').hidden = current.auditNext === null;
+  } catch (error) {
+    if (isModerationShown(current)) showError(error);
+  }
+}
+
+function auditTarget(e) {
+  const targets = (e.targets || []).join(', ');
+  const more = e.targetCount > (e.targets || []).length ? ` (+${e.targetCount - e.targets.length})` : '';
+  const parts = [e.messageId ? `message ${e.messageId}${targets ? ` of ${targets}` : ''}` : `${targets}${more}`];
+  if (typeof e.durationMs === 'number') parts.push(`for ${Math.round(e.durationMs / 1000)} s`);
+  if (e.detail) parts.push(e.detail);
+  return parts.filter(Boolean).join(' · ');
+}
+
+function renderAudit(entries, append) {
+  const body = $('audit-body');
+  const rows = entries.map((e) => el('tr', {
+    dataset: { testid: 'audit-row', id: String(e.id), action: e.action, surface: e.surface, messageId: e.messageId || '' },
+  }, [
+    el('td', { text: formatTime(e.time) }),
+    el('td', { dataset: { field: 'action' }, text: e.action }),
+    el('td', { dataset: { field: 'actor' }, text: e.actor && e.actor.type !== 'server' ? `${e.actor.type} ${e.actor.userId}` : 'app server' }),
+    el('td', { dataset: { field: 'surface' }, text: e.surface }),
+    el('td', { class: 'mono', text: e.roomId || '(app)' }),
+    el('td', { class: 'value', dataset: { field: 'target' }, text: auditTarget(e) }),
+  ]));
+  if (append) body.append(...rows);
+  else body.replaceChildren(...(rows.length ? rows : [emptyRow(6, 'No moderation actions recorded.')]));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Webhooks: endpoints, deliveries, dead letters and replay
 // ---------------------------------------------------------------------------------------------
 
@@ -1230,6 +1455,18 @@ function wire() {
   $('room-mute-on').addEventListener('click', () => moderate('room-mute-on'));
   $('room-mute-off').addEventListener('click', () => moderate('room-mute-off'));
   $('events-clear').addEventListener('click', clearEvents);
+
+  $('modview-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const roomId = $('modview-room').value.trim();
+    const hash = roomId ? `#/moderation/${encodeURIComponent(roomId)}` : '#/moderation';
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  });
+  $('words-form').addEventListener('submit', (e) => { e.preventDefault(); addWord(); });
+  $('audit-refresh').addEventListener('click', () => { clearError(); loadAudit(false); });
+  $('audit-room-only').addEventListener('change', () => loadAudit(false));
+  $('audit-more').addEventListener('click', () => loadAudit(true));
 
   $('webhooks-refresh').addEventListener('click', () => { clearError(); route(); });
   window.addEventListener('hashchange', route);

@@ -39,6 +39,19 @@ public struct VendorCall: Sendable {
     public static func query(_ q: Query, render: @escaping @Sendable (Reply, inout JSONWriter) -> Void) -> VendorResolution {
         .call(VendorCall(.query(q), render: render))
     }
+
+    /// MO-8: the call as `vendor` made it: its moderation commands name the surface in the audit
+    /// trail (`Command.via`).
+    public func via(_ vendor: Vendor) -> VendorCall {
+        var call = self
+        switch work {
+        case .command(let c): call.work = .command(c.via(vendor.auditSurface))
+        case .commands(let list, let tolerating): call.work = .commands(list.map { $0.via(vendor.auditSurface) }, tolerating: tolerating)
+        case .commandThenQuery(let c, let q): call.work = .commandThenQuery(c.via(vendor.auditSurface), q)
+        case .query: break
+        }
+        return call
+    }
 }
 
 public enum VendorResolution: Sendable {
@@ -113,6 +126,15 @@ public enum Vendor: String, Sendable, CaseIterable {
     case nexconn
     /// NIM v1: `POST /nimserver/chatroom/*.action`.
     case nim
+
+    /// MO-8: how the audit trail names this surface.
+    public var auditSurface: AuditSurface {
+        switch self {
+        case .rongCloud: return .rongCloud
+        case .nexconn: return .nexconn
+        case .nim: return .nim
+        }
+    }
 
     public var endpoints: [VendorEndpoint] {
         switch self {
