@@ -132,12 +132,15 @@ enum WebhookDatabase {
             """).execute(arguments: [endpointId, m.id, m.sequence, at, at, Int64(bitPattern: owner)])
     }
 
+    /// A delivery's new state. A retry (still pending) never overwrites an end: in a cluster the
+    /// delivery's outcome may come through the log from another run (CL-6) before this run's
+    /// delivery thread writes its own failed attempt.
     static func update(endpointId: String, messageId: String, status: DeliveryStatus, attempts: Int, nextAttemptAt: Int64, lastStatus: Int,
                        lastError: String, now: Int64, _ db: Database) throws {
         try db.cachedStatement(sql: """
             UPDATE webhookDelivery SET status = ?, attempts = ?, nextAttemptAt = ?, lastStatus = ?, lastError = ?, updatedAt = ?
-            WHERE endpointId = ? AND messageId = ?
-            """).execute(arguments: [status.rawValue, attempts, nextAttemptAt, lastStatus, lastError, now, endpointId, messageId])
+            WHERE endpointId = ? AND messageId = ? AND (? <> 'pending' OR status = 'pending')
+            """).execute(arguments: [status.rawValue, attempts, nextAttemptAt, lastStatus, lastError, now, endpointId, messageId, status.rawValue])
     }
 
     /// An attempt of a delivery, if the delivery is still there (an endpoint deleted while an

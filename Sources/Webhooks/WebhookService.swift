@@ -411,13 +411,12 @@ public final class WebhookService: @unchecked Sendable {
     }
 
     /// CL-6: another run reported these deliveries' outcomes (late: this run took them over when
-    /// that run's end was seen). Those held here and not in flight are withdrawn; one in flight
-    /// finishes (the receiver may see it twice, as at-least-once allows).
+    /// that run's end was seen). Those held here are withdrawn: a queued one is not sent, one in
+    /// flight is not tried again if it fails (if it was already on its way, the receiver may see
+    /// it twice, as at-least-once allows).
     func withdraw(_ keys: [DeliveryKey]) {
         let now = clock()
-        for k in keys where messages[k.messageId] != nil && !flights.values.contains(where: { $0.endpointId == k.endpointId && $0.messageId == k.messageId }) {
-            withdrawn[k] = now
-        }
+        for k in keys where messages[k.messageId] != nil { withdrawn[k] = now }
     }
 
     private func release(_ messageId: String) {
@@ -559,6 +558,15 @@ public final class WebhookService: @unchecked Sendable {
                    disabling: reason)
         case .retry:
             failed()
+            let key = DeliveryKey(endpointId: f.endpointId, messageId: f.messageId)
+            if !withdrawn.isEmpty, withdrawn.removeValue(forKey: key) != nil {
+                // Another run's outcome came meanwhile: not again.
+                histories[key] = nil
+                release(f.messageId)
+                stats.withdrawn.add(1, ordering: .relaxed)
+                withdrawnCounter.increment()
+                return
+            }
             if let next = configuration.retry.nextAttempt(afterFailed: attempts, now: now, random: random()),
                next - f.since <= sharing.maxPendingMilliseconds {
                 retries.push(next, RetryKey(endpointId: f.endpointId, messageId: f.messageId, attempts: attempts, since: f.since))
@@ -595,6 +603,7 @@ public final class WebhookService: @unchecked Sendable {
             logger.warning("webhook dead-lettered", metadata: ["endpoint": "\(endpointId)", "message": "\(item.messageId)", "error": "\(error)"])
         }
         let m = item.messageId
+        if !withdrawn.isEmpty { withdrawn[DeliveryKey(endpointId: endpointId, messageId: m)] = nil }
         if sharing.shared {
             outcome(DeliveryKey(endpointId: endpointId, messageId: m), delivered: status == .delivered, attempts: attempts, lastStatus: lastStatus,
                     error: error, now: now, disabling: reason)
