@@ -302,3 +302,48 @@ def run_moderation(gateway, origin, report, shots):
     finally:
         console.quit()
         member.quit()
+
+
+def run_tags(gateway, origin, report, shots):
+    """AU-1 in the console: a room's tags with how many present members carry each, and a message
+    sent from the console to one tag, which reaches the member carrying it and not the other."""
+    room = "tagged-room"
+    gateway.ok("POST", "/v1/rooms", {"roomId": room, "keepAlive": True})
+    vip, plain = browser(), browser()
+    console = browser()
+    try:
+        browser_client.open_page(vip, origin, gateway, "vera", room)
+        browser_client.open_page(plain, origin, gateway, "paul", room)
+        gateway.ok("PUT", f"/v1/rooms/{room}/members/vera/tags", {"tags": ["vip", "cn"]})
+        gateway.ok("PUT", f"/v1/rooms/{room}/members/paul/tags", {"tags": ["cn"]})
+        sign_in(console, gateway)
+        console.get(gateway.base + f"/console/#/rooms/{room}")
+        wait_until(lambda: visible(console, "#room-view"), what="the room view")
+        vip_row = 'tr[data-testid="tag-row"][data-tag="vip"]'
+        cn_row = 'tr[data-testid="tag-row"][data-tag="cn"]'
+        wait_until(lambda: visible(console, vip_row) and visible(console, cn_row), what="the room's tags")
+        assert text_of(console, vip_row + ' [data-field="count"]') == "1"
+        assert text_of(console, cn_row + ' [data-field="count"]') == "2"
+        click(console, vip_row + ' [data-testid="tag-pick"]')
+        assert console.find_element(By.ID, "tag-send-tag").get_attribute("value") == "vip"
+        content = console.find_element(By.ID, "tag-send-content")
+        content.send_keys("for vip only")
+        click(console, "#tag-send")
+        wait_until(lambda: "for vip only" in browser_client.rc(vip, "messages"), what="vera receives the message to vip")
+        wait_until(lambda: text_of(console, "#tag-send-status").startswith("Sent"), what="the console's confirmation")
+        # A message to everyone after it: paul gets that one and never the one to vip.
+        gateway.ok("POST", f"/v1/rooms/{room}/messages", {"content": "for everyone"})
+        wait_until(lambda: "for everyone" in browser_client.rc(plain, "messages"), what="paul receives the message to everyone")
+        assert browser_client.rc(plain, "messages") == ["for everyone"], browser_client.rc(plain, "messages")
+        shot(console, shots, "tags")
+        for d, who in ((console, "console"), (vip, "vip page"), (plain, "plain page")):
+            problems = page_problems(d)
+            assert problems == [], f"{who}: {problems}"
+        report("console: a room's tags with their member counts; a message sent to tag vip reached vera and not paul")
+    except Exception:
+        shot(console, shots, "tags-failure")
+        raise
+    finally:
+        console.quit()
+        vip.quit()
+        plain.quit()

@@ -47,6 +47,7 @@ def main():
         browser_client.test_readme_example_page(gateway, origin, report)
         browser_console.run_all(gateway, origin, report, args.screenshots)
         browser_console.run_moderation(gateway, origin, report, args.screenshots)
+        browser_console.run_tags(gateway, origin, report, args.screenshots)
     except Exception:
         traceback.print_exc()
         print("roomcast log:\n" + open(gateway.log_path).read()[-4000:])

@@ -463,6 +463,8 @@ public enum Query: Sendable {
     case history(app: String, roomId: String, start: Int64, limit: Int, SortOrder, kinds: [ChatMessage.Kind], filter: HistoryFilter = HistoryFilter())
     /// AU-1: how many present members carry a tag (→ `Reply.count`).
     case tagMembersCount(app: String, roomId: String, tag: String)
+    /// AU-1: every tag the room's present members carry, with how many carry it.
+    case roomTags(app: String, roomId: String)
     /// AU-1: the present members carrying a tag, in join order after `after` (→ `Reply.members`).
     case tagMembers(app: String, roomId: String, tag: String, limit: Int, after: String?)
     /// AU-5: the fixed members holding any of these roles (NIM's queryMembersByRole).

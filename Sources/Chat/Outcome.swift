@@ -220,6 +220,8 @@ public enum Reply: Equatable, Sendable {
     case disconnected(Int)
     /// A count (AU-1: members carrying a tag).
     case count(Int)
+    /// AU-1: a room's tags and how many present members carry each, by tag.
+    case tagCounts([TagCount])
     /// AU-3: a broadcast's message id (the same in every room) and the rooms it reached.
     case broadcast(messageId: String, rooms: Int)
     /// AU-5: the elements of a batch offer that were not put (a full queue, an absent owner).
@@ -305,4 +307,15 @@ public struct Outcome: Sendable {
     }
 
     public var changesState: Bool { !mutations.isEmpty || !effects.isEmpty }
+}
+
+/// AU-1: a tag and how many present members of a room carry it.
+public struct TagCount: Equatable, Sendable {
+    public var tag: String
+    public var count: Int
+
+    public init(tag: String, count: Int) {
+        self.tag = tag
+        self.count = count
+    }
 }

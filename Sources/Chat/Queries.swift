@@ -122,6 +122,10 @@ extension ChatDomain {
             try Validate.tag(tag, field: "tag")
             return .count(room.tagCounts[tag] ?? 0)
 
+        case .roomTags(let appKey, let roomId):
+            let room = try room(try app(appKey), roomId)
+            return .tagCounts(room.tagCounts.sorted { $0.key < $1.key }.map { TagCount(tag: $0.key, count: $0.value) })
+
         case .membersByRoles(let appKey, let roomId, let roles):
             return try membersByRoles(appKey, roomId, roles, now: now)
 

@@ -240,6 +240,9 @@ struct RESTAPI: Sendable {
         routes.signed(.tagMembers) { req, c, writer in
             api.query(writer) { () throws(ChatError) in try TagMembersRequest(query: R.query(req)).query(c, roomId: R.room(req), tag: R.param(req, "tag")) }
         }
+        routes.signed(.roomTags) { req, c, writer in
+            api.query(writer) { .roomTags(app: c.app, roomId: R.room(req)) }
+        }
         routes.signed(.tagMembersCount) { req, c, writer in
             api.query(writer) { .tagMembersCount(app: c.app, roomId: R.room(req), tag: R.param(req, "tag")) }
         }

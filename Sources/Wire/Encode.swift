@@ -551,6 +551,16 @@ extension Encode {
             w.field("disconnected", count)
         case .count(let n):
             w.field("count", n)
+        case .tagCounts(let list):
+            w.key("tags")
+            w.beginArray()
+            for t in list {
+                w.beginObject()
+                w.field("tag", t.tag)
+                w.field("count", t.count)
+                w.endObject()
+            }
+            w.endArray()
         case .broadcast(let id, let rooms):
             w.field("messageId", id)
             w.field("rooms", rooms)

@@ -277,7 +277,7 @@ extension NativeRoute {
 // MARK: Member tags (AU-1)
 
 extension NativeRoute {
-    static let audiences = [setMemberTags, tagMembers, tagMembersCount, tagMute]
+    static let audiences = [setMemberTags, roomTags, tagMembers, tagMembersCount, tagMute]
 
     public static let setMemberTags = NativeRoute(.PUT, "/v1/rooms/{roomId}/members/{userId}/tags", doc: .init(
         "Replace a present member's tags (at most \(Limits.maxTagsPerMember), each 1–\(Limits.maxTagBytes) bytes; a room's members carry at most \(Limits.maxTagsPerRoom) distinct tags): its connections get room.tagsUpdated, and messages to tags reach it by the new ones; with notifyTargetTags the matching members get notification 316",
@@ -287,6 +287,9 @@ extension NativeRoute {
         params: [.roomId, .tag, .query("limit", .integer(minimum: 1, maximum: Limits.maxMemberListCount)),
                  .query("cursor", description: "The last user id of the previous page")],
         ok: (200, "Members")))
+    public static let roomTags = NativeRoute(.GET, "/v1/rooms/{roomId}/tags", doc: .init(
+        "Every tag the room's present members carry (at most \(Limits.maxTagsPerRoom)), with how many carry it, by tag", tag: .members,
+        spec: ["AU-1"], params: [.roomId], ok: (200, "TagCounts")))
     public static let tagMembersCount = NativeRoute(.GET, "/v1/rooms/{roomId}/tags/{tag}/count", doc: .init(
         "How many present members carry a tag", tag: .members, spec: ["AU-1"], params: [.roomId, .tag], ok: (200, "Count")))
     public static let tagMute = NativeRoute(.PUT, "/v1/rooms/{roomId}/tags/{tag}/mute", doc: .init(

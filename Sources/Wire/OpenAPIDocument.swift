@@ -304,6 +304,8 @@ public enum OpenAPIDocument {
             "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
             "Count": obj(["count": int(minimum: 0)], required: ["count"]),
+            "TagCounts": obj(["tags": arr(obj(["tag": str(maxLength: Limits.maxTagBytes), "count": int(minimum: 1)], required: ["tag", "count"]),
+                                          maxItems: Limits.maxTagsPerRoom)], required: ["tags"]),
             "RenameGroup": obj(["name": str("1–\(Limits.maxNameBytes) bytes", maxLength: Limits.maxNameBytes)], required: ["name"]),
             "SensitiveWords": obj(["words": arr(obj(["word": str("1–\(Limits.maxSensitiveWordChars) characters, no whitespace or commas", maxLength: 4 * Limits.maxSensitiveWordChars),
                                                     "replacement": str("Replaces the word; absent: the word blocks the message", maxLength: 4 * Limits.maxSensitiveWordChars)],

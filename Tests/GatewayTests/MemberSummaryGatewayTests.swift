@@ -70,3 +70,31 @@ struct MemberSummaryGatewayTests {
         #expect(settings["memberEventsThreshold"] as? Int == 0 && settings["memberSummaryIntervalMs"] as? Int == Limits.defaultMemberSummaryIntervalMilliseconds)
     }
 }
+
+/// AU-1: a room's tags with how many present members carry each (what the console shows).
+@Suite("A room's tags (AU-1)")
+struct RoomTagsTests {
+    @Test("AU-1: GET /v1/rooms/{roomId}/tags lists the present members' tags and counts, by tag; a departure takes its tags away")
+    func roomTagsAndCounts() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        #expect(try rest.call("GET", "/v1/rooms/r/tags").json["tags"] as? [[String: Any]] != nil)
+        let vip = try g.client("vip"), cn = try g.client("cn")
+        _ = try vip.expectOK(try vip.command("room.join", ["roomId": "r", "tags": ["vip", "cn"]]))
+        _ = try cn.expectOK(try cn.command("room.join", ["roomId": "r", "tags": ["cn"]]))
+        g.settle()
+        func tags() throws -> [String] {
+            let list = try rest.call("GET", "/v1/rooms/r/tags").json["tags"] as? [[String: Any]] ?? []
+            return list.map { "\($0.str("tag") ?? "?")=\($0.int("count") ?? -1)" }
+        }
+        #expect(try tags() == ["cn=2", "vip=1"])
+        _ = try vip.expectOK(try vip.command("room.leave", ["roomId": "r"]))
+        g.settle()
+        #expect(try tags() == ["cn=1"])
+        // A missing room is 404 naming it.
+        let missing = try rest.call("GET", "/v1/rooms/nope/tags")
+        #expect(missing.status == 404 && missing.json.str("field") == "roomId", "\(missing.text)")
+    }
+}

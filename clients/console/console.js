@@ -571,8 +571,9 @@ function openRoom(roomId, generation) {
   $('mod-status').textContent = '';
   $('mod-user').value = '';
   clearEvents();
+  $('tag-send-status').textContent = '';
   for (const id of ['room-info', 'members-body', 'mutes-list', 'blocks-list', 'allowlist-list', 'protected-list', 'attributes-body', 'queue-body',
-    'drops-body']) {
+    'drops-body', 'tags-body']) {
     $(id).replaceChildren();
   }
   $('members-total').textContent = '';
@@ -644,6 +645,7 @@ function loadRoomLists() {
     roomCall(() => api('GET', target(roomPath('mute-allowlist'))), (a) => renderAllowlist(a.userIds || [])),
     roomCall(() => api('GET', target(roomPath('protected-senders'))), (a) => renderUserList('protected-list', a.userIds || [])),
     roomCall(fetchDrops, renderDrops),
+    roomCall(() => api('GET', target(roomPath('tags'))), (a) => renderTags(a.tags || [])),
     roomCall(() => api('GET', target(roomPath('attributes'))), (a) => renderAttributes(a.entries || [])),
     roomCall(() => api('GET', target(roomPath('queue'))), (a) => renderQueue(a.elements || [])),
   ]);
@@ -696,6 +698,40 @@ async function toggleDistribution() {
     if (room === current) showError(error);
   } finally {
     button.disabled = false;
+  }
+}
+
+// --- Member tags (AU-1) --------------------------------------------------------------------------
+
+/** The room's tags and how many present members carry each; a tag fills the send form. */
+function renderTags(tags) {
+  if (!tags.length) {
+    $('tags-body').replaceChildren(emptyRow(2, 'No member carries a tag.'));
+    return;
+  }
+  $('tags-body').replaceChildren(...tags.map((t) => el('tr', { dataset: { testid: 'tag-row', tag: t.tag } }, [
+    el('td', {}, [el('button', {
+      type: 'button', class: 'link', text: t.tag, dataset: { testid: 'tag-pick' },
+      on: { click: () => { $('tag-send-tag').value = t.tag; $('tag-send-content').focus(); } },
+    })]),
+    el('td', { class: 'num', dataset: { field: 'count' }, text: String(t.count) }),
+  ])));
+}
+
+/** Sends a message from the app server to the members carrying one tag. */
+async function sendToTag() {
+  const current = room;
+  const tag = $('tag-send-tag').value.trim();
+  const content = $('tag-send-content').value;
+  if (!current || !tag || !content) return;
+  try {
+    const answer = await api('POST', target(roomPath('messages')), { content, targetTags: { tag } });
+    if (room !== current) return;
+    const id = (answer.message && answer.message.messageId) || answer.messageId || '';
+    $('tag-send-status').textContent = `Sent ${id} to the members tagged ${tag}.`;
+    $('tag-send-content').value = '';
+  } catch (error) {
+    if (room === current) showError(error);
   }
 }
 
@@ -1446,6 +1482,7 @@ function wire() {
 
   $('room-refresh').addEventListener('click', () => { clearError(); loadRoom(); });
   $('distribution-toggle').addEventListener('click', toggleDistribution);
+  $('tag-send-form').addEventListener('submit', (e) => { e.preventDefault(); sendToTag(); });
   $('members-type').addEventListener('change', () => loadMembers(false));
   $('members-more').addEventListener('click', () => loadMembers(true));
   $('mod-form').addEventListener('submit', (e) => e.preventDefault());
