@@ -280,6 +280,7 @@ final class GatewayCore: Sendable {
         let metrics = self.metrics
         routes.add(.GET, "/metrics") { _, writer in metrics.render { writer.send($0) } }
         RESTAPI(context: context).register(&routes)
+        ClientHTTPRoutes(context: context, pollBufferBytes: configuration.pollBufferBytes).register(&routes)
         operations.register(&routes)
         let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)
         if !assets.assets.contains(where: { $0.path == "/console/" }) {
