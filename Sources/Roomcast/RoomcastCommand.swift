@@ -134,6 +134,9 @@ struct RoomcastCommand: ParsableCommand {
     @Flag(help: "Print the WebSocket protocol reference (Markdown) and exit.")
     var printWebsocketDoc = false
 
+    @Flag(help: "Print the Server-Sent Events and long-polling reference (Markdown) and exit.")
+    var printSseDoc = false
+
     /// `--data-dir`: an option group, so that the subcommands, which share it, receive its value
     /// (the parser gives a parent's option the arguments after the subcommand's name too).
     @OptionGroup var data: DataDirectoryOption
@@ -430,6 +433,10 @@ struct RoomcastCommand: ParsableCommand {
         }
         if printWebsocketDoc {
             print(WebSocketDocument.markdown, terminator: "")
+            return
+        }
+        if printSseDoc {
+            print(EventStreamDocument.markdown, terminator: "")
             return
         }
         let levels = (try? LogLevels.parse(logLevel)) ?? LogLevels(general: .info, bySubsystem: [:])
