@@ -76,6 +76,12 @@ struct ClientHTTPRoutes: Sendable {
     }
 
     func opening(_ r: Request, cursorFields: [(name: String, header: Bool)]) -> Result<Opening, Refused> {
+        // PX-1: a new session counts as a new connection does.
+        guard context.connects.take(r.peer.host, now: context.clock()) else {
+            var refusal = RESTAPI.error(ChatError(.rateLimited, "too many new connections from this address", field: nil))
+            if refusal.headers["Retry-After"] == nil { refusal.headers.add("Retry-After", String(Limits.rateLimitRetryAfterSeconds)) }
+            return .failure(Refused(refusal))
+        }
         let auth: (token: String, claims: TokenClaims)
         switch authenticate(r) {
         case .failure(let refused): return .failure(refused)

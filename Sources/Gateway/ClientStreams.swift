@@ -55,39 +55,44 @@ class ClientStream: SessionTransport {
     func start(token: String, rooms roomIds: [String], from cursor: StreamCursor?) {
         hub.clientStreams[id] = self
         session.opened(self)
-        submit(JSONWriter.object { w in
-            w.field("id", 0)
-            w.field("op", "connect")
-            w.key("args")
-            w.beginObject()
-            w.field("token", token)
-            w.endObject()
-        }, .connect)
-        for roomId in roomIds {
-            let from = cursor?.rooms.first { $0.roomId == roomId }
-            submit(JSONWriter.object { w in
-                w.field("id", 0)
-                w.field("op", "room.join")
+        submit(.connect) { mid in
+            JSONWriter.object { w in
+                w.field("id", mid)
+                w.field("op", "connect")
                 w.key("args")
                 w.beginObject()
-                w.field("roomId", roomId)
-                if let from, let cursor {
-                    w.key("resume")
+                w.field("token", token)
+                w.endObject()
+            }
+        }
+        for roomId in roomIds {
+            let from = cursor?.rooms.first { $0.roomId == roomId }
+            submit(.join(roomId)) { mid in
+                JSONWriter.object { w in
+                    w.field("id", mid)
+                    w.field("op", "room.join")
+                    w.key("args")
                     w.beginObject()
-                    w.field("epoch", from.epoch)
-                    w.field("stream", cursor.stream)
-                    w.field("offset", from.offset)
+                    w.field("roomId", roomId)
+                    if let from, let cursor {
+                        w.key("resume")
+                        w.beginObject()
+                        w.field("epoch", from.epoch)
+                        w.field("stream", cursor.stream)
+                        w.field("offset", from.offset)
+                        w.endObject()
+                    }
                     w.endObject()
                 }
-                w.endObject()
-            }, .join(roomId))
+            }
         }
     }
 
     /// A command of `POST /client/ops` (`body` is `{"id", "op", "args"}`): the session's answer is
     /// the writer's response, under the client's own id.
     func submit(op body: [UInt8], writer: ResponseWriter) {
-        guard let envelope = OpTable.envelope(body), var object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
+        guard let envelope = OpTable.envelope(body), let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+              let args = object["args"] as? [String: Any], let argsJSON = try? JSONSerialization.data(withJSONObject: args) else {
             writer.send(.json(.badRequest, Encode.errorFrame(id: nil, GatewayError(.badRequest, "the body is {\"id\": number, \"op\": string, \"args\": object}", field: "op"))))
             return
         }
@@ -95,23 +100,22 @@ class ClientStream: SessionTransport {
             writer.send(RESTAPI.error(GatewayError(.unknownStream, "the stream has ended", field: "stream")))
             return
         }
-        object["id"] = 0
-        guard let message = try? JSONSerialization.data(withJSONObject: object) else {
-            writer.send(.json(.badRequest, Encode.errorFrame(id: envelope.id, GatewayError(.badRequest, "the body is not JSON", field: "op"))))
-            return
+        submit(.op(clientId: envelope.id, writer: writer)) { mid in
+            JSONWriter.object { w in
+                w.field("id", mid)
+                w.field("op", envelope.op)
+                w.key("args")
+                w.raw(Array(argsJSON))
+            }
         }
-        submit(Array(message), .op(clientId: envelope.id, writer: writer))
     }
 
-    /// Hands the session one message under the next id of the stream's (the `"id":0` the message
-    /// was written with is replaced).
-    private func submit(_ message: [UInt8], _ what: Pending) {
+    /// Hands the session one message, written under the next id of the stream's.
+    private func submit(_ what: Pending, _ message: (Int) -> [UInt8]) {
         let mid = nextMessageId
         nextMessageId += 1
         pending[mid] = what
-        let text = String(decoding: message, as: UTF8.self)
-        guard let range = text.range(of: "\"id\":0") else { return }
-        session.handle(Array(text.replacingCharacters(in: range, with: "\"id\":\(mid)").utf8))
+        session.handle(message(mid))
     }
 
     // MARK: SessionTransport

@@ -41,7 +41,7 @@ public final class Gateway: Sendable {
         self.core = core
         let hubs = core.hubs
         let caughtUp = core.context.caughtUp
-        let connects = ConnectLimiter(perSecond: configuration.connectsPerIPPerSecond)
+        let connects = core.context.connects
         server = try HTTPServer(
             configuration: serverConfiguration, router: core.router,
             upgradeHandler: { head, peer, loopIndex in

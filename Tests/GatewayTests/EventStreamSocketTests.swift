@@ -191,4 +191,25 @@ extension HardeningTests {
             #expect(alice.comments.last == "heartbeat")
         }
     }
+
+    @Test("TR-1: a stream the server closes gets event close with the WebSocket's code and reason first, then its end; the connection takes its next request")
+    func eventStreamCloseThenKeepAlive() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess()
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try sse(g, "rooms=r", token: try rest.token("alice"))
+            try joined(alice, "r")
+            let listed = try rest.call("GET", "/v1/users/alice/connections").json["connections"] as? [[String: Any]] ?? []
+            #expect(listed.count == 1 && (listed.first?["rooms"] as? [String]) == ["r"], "\(listed)")
+            #expect(try rest.call("DELETE", "/v1/users/alice/connections?reason=policy%20violation").status == 200)
+            let (close, _) = try alice.waitFor("close")
+            #expect(close.json.int("code") == Int(CloseCode.disconnectedByApp.rawValue) && close.json.str("reason") == "policy violation")
+            #expect(try alice.next(timeout: 2) == nil && alice.ended)
+            // The response ended with its last chunk: the same connection serves the next request.
+            try alice.tcp.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(try alice.tcp.readResponse().status == 200)
+        }
+    }
 }
