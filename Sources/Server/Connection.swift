@@ -385,6 +385,9 @@ public final class Connection: EventHandler {
         streamChunked = !request.http10
         streamKeepAlive = request.keepAlive && streamChunked
         streamHandler = handler
+        // As for a WebSocket (QS-3): a slow reader's backlog stays in the queue, where the
+        // handler's drop marks see it, not in an autotuned kernel buffer.
+        if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
         enqueue(ByteBlock.from(HTTPResponseEncoder.streamHead(HTTPResponseHead(status: status, headers: headers), date: context.date,
                                                               chunked: streamChunked)))
         handler.streamDidOpen(self)

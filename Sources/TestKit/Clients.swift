@@ -80,6 +80,13 @@ public final class TCPClient {
 
     public var hasBufferedData: Bool { !buffer.isEmpty }
 
+    /// What is buffered, reading once first if nothing is; empty at EOF. Throws on timeout.
+    public func readSome() throws -> [UInt8] {
+        if buffer.isEmpty { _ = try fill() }
+        defer { buffer.removeAll() }
+        return buffer
+    }
+
     /// True if the socket has data (or EOF) within the time given.
     public func poll(milliseconds: Int32) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
