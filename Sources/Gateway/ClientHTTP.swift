@@ -195,14 +195,16 @@ struct ClientHTTPRoutes: Sendable {
         return onStreamLoop(id, claims: claims, writer: writer) { $0.submit(op: body, writer: writer) }
     }
 
-    /// Runs `body` with stream `id` on its loop, if it is open for the claims' app and user;
-    /// otherwise answers 404 (`unknownStream`): another user's stream is not told apart from none.
+    /// Runs `body` with stream `id` on its loop, if it is the claims' app's and user's; otherwise
+    /// answers 404 (`unknownStream`): another user's stream is not told apart from none. (A poll
+    /// session that closed is still there until a poll has taken its last events, its `close`
+    /// among them; an op to it is refused by the stream.)
     private func onStreamLoop(_ id: String, claims: TokenClaims, writer: ResponseWriter,
                               _ body: @escaping @Sendable (ClientStream) -> Void) -> LocalAnswer {
         let unknown = Self.refuse(.unknownStream, "no stream \(id) is open for this user", field: "stream")
         guard let index = ClientStream.loop(of: id), let bound = context.hubs.bound(index) else { return .respond(unknown) }
         let run: @Sendable () -> Void = {
-            guard let stream = bound.value.clientStreams[id], !stream.ended, stream.app == claims.app, stream.userId == claims.sub else {
+            guard let stream = bound.value.clientStreams[id], stream.app == claims.app, stream.userId == claims.sub else {
                 writer.send(unknown)
                 return
             }

@@ -151,4 +151,38 @@ struct LongPollTests {
         members = try rest.call("GET", "/v1/rooms/r/members").json["members"] as? [[String: Any]] ?? []
         #expect(members.isEmpty, "\(members)")
     }
+
+    @Test("TR-2: a session its client does not drain loses normal messages past the drop mark and is told with room.gap; past the bound it is closed as a slow consumer (4008), the close its last event")
+    func boundsDropsAndClose() throws {
+        let g = try InProcessGateway {
+            $0.outboundSoftBytes = 2048
+            $0.pollBufferBytes = 8192
+        }
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let token = try rest.token("alice")
+        let (stream, cursor) = try Self.open(g, token: token, rooms: "r")
+        for i in 0..<20 { #expect(try rest.call("POST", "/v1/rooms/r/messages", ["content": "normal \(i)"]).status == 201) }
+        g.settle()
+        let behind = try Self.taken(try Self.poll(g, "stream=\(stream)&cursor=\(cursor)&wait=0", token: token))
+        let kept = Self.contents(behind.events)
+        #expect(!kept.isEmpty && kept.count < 20 && kept == (0..<kept.count).map { "normal \($0)" }, "\(kept)")
+        // Acknowledged, the session has room again: the gap comes at the next tick, counting the rest.
+        _ = try Self.taken(try Self.poll(g, "stream=\(stream)&cursor=\(behind.cursor)&wait=0", token: token))
+        g.advance(seconds: 1)
+        let told = try Self.taken(try Self.poll(g, "stream=\(stream)&cursor=\(behind.cursor)&wait=0", token: token))
+        let gap = try #require(told.events.first { $0.str("event") == "room.gap" })
+        #expect(gap.obj("data").obj("data").obj("dropped").int("normal") == 20 - kept.count, "\(gap)")
+
+        // High-priority messages are never dropped: past the bound the session is closed.
+        for i in 0..<40 { #expect(try rest.call("POST", "/v1/rooms/r/messages", ["content": "high \(i)", "priority": "high"]).status == 201) }
+        g.settle()
+        let last = try Self.taken(try Self.poll(g, "stream=\(stream)&cursor=\(told.cursor)&wait=0", token: token))
+        #expect(last.events.map { $0.str("event") } == ["close"], "\(last.events.map { $0.str("event") ?? "" })")
+        #expect(last.events.last?.obj("data").int("code") == Int(CloseCode.slowConsumer.rawValue))
+        // Then it is gone.
+        let gone = try Self.poll(g, "stream=\(stream)&wait=0", token: token)
+        #expect(gone.status == 404)
+    }
 }
