@@ -17,9 +17,49 @@ struct ClientHTTPRoutes: Sendable {
 
     func register(_ routes: inout Router.Builder) {
         let me = self
-        routes.add(.GET, "/sse", local: { me.openEventStream($0, $1) })
-        routes.add(.GET, "/poll", local: { me.poll($0, $1) })
-        routes.add(.POST, "/client/ops", local: { me.op($0, $1) })
+        routes.add(.GET, "/sse", local: { Self.crossOrigin($0, $1, me.openEventStream) })
+        routes.add(.GET, "/poll", local: { Self.crossOrigin($0, $1, me.poll) })
+        routes.add(.POST, "/client/ops", local: { Self.crossOrigin($0, $1, me.op) })
+        for path in ["/sse", "/poll", "/client/ops"] { routes.add(.OPTIONS, path, sync: Self.preflight) }
+    }
+
+    // MARK: Pages on another origin
+
+    /// An app's pages usually live on their own origin: a browser lets them read these answers
+    /// when the answer names their Origin. A request whose Origin the token's app does not allow
+    /// is refused (`authenticate`), so every answer may name it.
+    static func crossOrigin(_ r: Request, _ route: LocalRoute, _ handle: (Request, LocalRoute) -> LocalAnswer) -> LocalAnswer {
+        guard let origin = r.head.headers["origin"] else { return handle(r, route) }
+        let writer = route.writer
+        let named = LocalRoute(loopIndex: route.loopIndex, writer: ResponseWriter { writer.send(allowing(origin, $0)) })
+        switch handle(r, named) {
+        case .respond(let response): return .respond(allowing(origin, response))
+        case .later: return .later
+        case .stream(let status, var headers, let handler):
+            headers.add("Access-Control-Allow-Origin", origin)
+            headers.add("Vary", "Origin")
+            return .stream(status: status, headers: headers, handler: handler)
+        }
+    }
+
+    static func allowing(_ origin: String, _ response: Response) -> Response {
+        var r = response
+        r.headers.add("Access-Control-Allow-Origin", origin)
+        r.headers.add("Vary", "Origin")
+        return r
+    }
+
+    /// The CORS preflight of a request with a token header (or a JSON body).
+    static func preflight(_ r: Request) -> Response {
+        var h = HTTPHeaders()
+        if let origin = r.head.headers["origin"] {
+            h.add("Access-Control-Allow-Origin", origin)
+            h.add("Vary", "Origin")
+        }
+        h.add("Access-Control-Allow-Methods", "GET, POST")
+        h.add("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, X-Roomcast-Stream")
+        h.add("Access-Control-Max-Age", "600")
+        return Response(status: .noContent, headers: h)
     }
 
     // MARK: Opening
@@ -57,8 +97,14 @@ struct ClientHTTPRoutes: Sendable {
             return .failure(Refused(Self.refuse(.badToken, "a client token is needed (Authorization: Bearer, or the token parameter)", field: "token")))
         }
         switch ClientSession.verify(token: token, context: context, now: context.clock()) {
-        case .failure(let refusal): return .failure(Refused(RESTAPI.error(refusal.error)))
-        case .success(let claims): return .success((token, claims))
+        case .failure(let refusal):
+            return .failure(Refused(RESTAPI.error(refusal.error)))
+        case .success(let claims):
+            // A browser's page must be on the app's allowlist, as for a WebSocket.
+            guard ClientSession.originAllowed(r.head.headers["origin"], app: claims.app, context: context) else {
+                return .failure(Refused(Self.refuse(.originForbidden, "origin not allowed", field: "Origin")))
+            }
+            return .success((token, claims))
         }
     }
 
@@ -86,9 +132,6 @@ struct ClientHTTPRoutes: Sendable {
         switch authenticate(r) {
         case .failure(let refused): return .failure(refused)
         case .success(let a): auth = a
-        }
-        guard ClientSession.originAllowed(r.head.headers["origin"], app: auth.claims.app, context: context) else {
-            return .failure(Refused(Self.refuse(.originForbidden, "origin not allowed", field: "Origin")))
         }
         let encoding: WireEncoding
         switch r.query("encoding") {

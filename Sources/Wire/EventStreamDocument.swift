@@ -20,7 +20,10 @@ public enum EventStreamDocument {
             - The client token goes in `Authorization: Bearer <token>`, or (for `EventSource`, which
               cannot set headers) in the `token` query parameter. It is checked exactly as the
               WebSocket's `connect` checks it: 401 with 40105 (invalid) or 40106 (expired), field
-              `token`. A browser's `Origin` must be on the app's allowlist (403, 40300).
+              `token`. A browser's `Origin` must be on the app's allowlist (403, 40300, field `Origin`;
+              on all three routes). Answers name the request's `Origin` (`Access-Control-Allow-Origin`),
+              and `OPTIONS` on each route answers a preflight, so an app's pages on their own origin
+              can use them.
             - `rooms`: the rooms to join, comma-separated, at most \(Limits.maxStreamRooms). Each is joined
               as `room.join` joins (`{"roomId"}`), with the same rules and refusals. Without `rooms`, the
               rooms of the cursor are joined.

@@ -185,4 +185,27 @@ struct LongPollTests {
         let gone = try Self.poll(g, "stream=\(stream)&wait=0", token: token)
         #expect(gone.status == 404)
     }
+
+    @Test("TR-1, TR-2: pages on another origin may read the answers (their Origin is named, a preflight is answered); an Origin off the app's allowlist is refused 403")
+    func crossOriginPages() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        #expect(try rest.call("PATCH", "/v1/settings", ["allowedOrigins": ["https://app.example"]]).status == 200)
+        let token = try rest.token("alice")
+        let page = try rest.call("GET", "/poll?rooms=r&wait=0", headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://app.example")])
+        #expect(page.status == 200 && page.header("Access-Control-Allow-Origin") == "https://app.example" && page.header("Vary") == "Origin")
+        let stream = try #require(page.json.str("stream"))
+        let op = try rest.call("POST", "/client/ops?stream=\(stream)", ["id": 1, "op": "room.info", "args": ["roomId": "r"]],
+                               headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://app.example")])
+        #expect(op.header("Access-Control-Allow-Origin") == "https://app.example")
+        let preflight = try rest.call("OPTIONS", "/client/ops", headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")])
+        #expect(preflight.status == 204 && preflight.header("Access-Control-Allow-Origin") == "https://app.example")
+        #expect(preflight.header("Access-Control-Allow-Headers")?.contains("X-Roomcast-Stream") == true)
+        for path in ["/poll?rooms=r&wait=0", "/poll?stream=\(stream)&wait=0"] {
+            let refused = try rest.call("GET", path, headers: [("Authorization", "Bearer \(token)"), ("Origin", "https://evil.example")])
+            #expect(refused.status == 403 && refused.json.int("code") == ErrorCode.originForbidden.rawValue && refused.json.str("field") == "Origin")
+        }
+    }
 }
