@@ -180,6 +180,8 @@ struct ClientHTTPRoutes: Sendable {
 
     /// `GET /poll`: a new long-poll session's first poll, or (`stream`) the next poll of one (TR-2).
     func poll(_ r: Request, _ route: LocalRoute) -> LocalAnswer {
+        // (A HEAD opens nothing.)
+        if r.method == .HEAD { return .respond(Response.json(.ok, [UInt8]())) }
         var wait = Limits.defaultPollWaitSeconds
         if let w = r.query("wait") {
             guard let seconds = Int(w), seconds >= 0 else {

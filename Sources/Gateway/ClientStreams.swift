@@ -241,7 +241,10 @@ class ClientStream: SessionTransport {
         case .connect:
             if failed {
                 emit(name: "error", data: Array(whole))
-                session.close(.notAuthenticated, "connect failed")
+                // A refused token closes the session itself, with its own code, right after this
+                // answer; any other refusal ends the stream here.
+                let me = LoopBound(self, loop: hub.loop)
+                hub.loop.execute { if !me.value.ended { me.value.session.close(.notAuthenticated, "connect failed") } }
             } else {
                 emit(name: "hello", data: Self.prefixed(JSONWriter.object { w in w.field("stream", id) }, body))
             }

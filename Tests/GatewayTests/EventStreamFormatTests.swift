@@ -40,6 +40,16 @@ struct EventStreamFormatTests {
         .init(roomId: "lobby", epoch: "mx08k9180002910f8bdb", offset: 1 << 40),
     ])
 
+    @Test("TR-1: base64url as RFC 4648 writes it, without padding")
+    func base64URLVectors() {
+        let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in vectors { #expect(base64URL(Array(plain.utf8)) == encoded) }
+        let all = (0...255).map { UInt8($0) }
+        #expect(base64URL(all) == Data(all).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
+        #expect(base64URL([0xFB, 0xFF]) == "-_8" && base64URLDecode("-_8") == [0xFB, 0xFF])
+    }
+
     @Test("TR-1: a cursor survives encoding, in base64url without padding; a stream without rooms too")
     func cursorRoundTrip() throws {
         let text = Self.cursor.encoded
