@@ -28,9 +28,10 @@ public final class EventStreamClient {
     private var current = Event(name: "", data: "", id: nil)
     private var hasData = false
 
-    /// Opens `target` (path and query) with the extra header fields given.
-    public init(port: UInt16, target: String, headers extra: [(String, String)] = []) throws {
-        tcp = try TCPClient(port: port, timeout: 5)
+    /// Opens `target` (path and query) with the extra header fields given (`receiveBuffer`: as
+    /// `TCPClient`'s, to play a slow reader).
+    public init(port: UInt16, target: String, headers extra: [(String, String)] = [], receiveBuffer: Int32? = nil) throws {
+        tcp = try TCPClient(port: port, timeout: 5, receiveBuffer: receiveBuffer)
         var request = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (name, value) in extra { request += "\(name): \(value)\r\n" }
         try tcp.send(request + "\r\n")

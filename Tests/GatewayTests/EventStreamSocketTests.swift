@@ -212,4 +212,35 @@ extension HardeningTests {
             #expect(try alice.tcp.readResponse().status == 200)
         }
     }
+
+    @Test("TR-1, QS-3: a stream that does not read while high-priority messages pile up past the bound is closed as a slow consumer: event close 4008 after what it had started to receive")
+    func eventStreamSlowConsumer() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess(extra: ["--max-outbound-bytes", "262144"])
+            defer { g.stop() }
+            let rest = g.rest()
+            #expect(try rest.call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 1_000_000, "sendsPerUserPerSecond": 1_000_000,
+                                                             "roomMessagesPerSecond": 100_000]).status == 200)
+            #expect(try rest.call("POST", "/v1/rooms", ["roomId": "busy", "keepAlive": true]).status == 201)
+            let slow = try EventStreamClient(port: g.port, target: "/sse?rooms=busy&token=\(try rest.token("slow"))", receiveBuffer: 2048)
+            try joined(slow, "busy")
+            let sender = try g.client("sender")
+            _ = try sender.expectOK(try sender.command("room.join", ["roomId": "busy"]))
+            let payload = String(repeating: "x", count: 8000)
+            for i in 0..<200 {
+                _ = try sender.expectOK(try sender.command("room.send", ["roomId": "busy", "content": "\(i):" + payload, "priority": "high"]))
+            }
+            // Reading now: what it had started to receive (what the kernel buffers held, and the
+            // chunk being written), then the close, then the end of the response.
+            var received = 0
+            var close: EventStreamClient.Event?
+            while close == nil, !slow.ended, let e = try? slow.next(timeout: 8) {
+                if e.name == "room.message" { received += 1 }
+                if e.name == "close" { close = e }
+            }
+            #expect(received < 200, "\(received)")
+            #expect(close?.json.int("code") == Int(CloseCode.slowConsumer.rawValue) && close?.json.str("reason") == "slow consumer")
+            #expect(try slow.next(timeout: 2) == nil)
+        }
+    }
 }
