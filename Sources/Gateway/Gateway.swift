@@ -68,7 +68,7 @@ public final class Gateway: Sendable {
                 let hub = core.startHub(loop: loop, index: index)
                 loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
                 loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
-                loop.scheduleRepeating(every: .seconds(configuration.sseHeartbeatSeconds)) { hub.heartbeat() }
+                loop.scheduleRepeating(every: .seconds(max(1, configuration.sseHeartbeatSeconds))) { hub.heartbeat() }
             },
             metrics: serverMetrics,
             logger: logger)

@@ -75,7 +75,9 @@ public enum EventStreamDocument {
             the stream. A body that is not a command is answered 400 (40000) and changes nothing. A stream
             that is not open for this token's app and user (ended, unknown, or someone else's) is
             refused with 404, code \(unknownStream), field `stream`, and the command goes nowhere. A
-            command whose stream closes before it is answered gets the same 404.
+            command whose stream closes before it is answered gets the same 404. A stream lives on the
+            node (and I/O loop) that opened it: in a cluster, its commands and polls must reach that
+            node (a load balancer keeps a client on one node).
 
             ## Long-polling: `GET /poll` (TR-2)
 
