@@ -126,9 +126,6 @@ public final class Connection: EventHandler {
 
     public var isWebSocket: Bool { phase == .webSocket }
 
-    /// A streaming response is being written (TR-1).
-    public var isStreaming: Bool { streamHandler != nil }
-
     // MARK: Events
 
     public func handleEvent(_ events: UInt32) {
