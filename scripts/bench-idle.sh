@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Opens N idle WebSocket connections (default 10,000) to the server and prints its RSS growth per
-# connection. Target: <= 8 KiB per connection.
+# connection. Target: <= 8 KiB per connection; <= 4 KiB per Server-Sent Events subscriber (sse).
 #
-#   scripts/bench-idle.sh [N] [server]    server: roomcast (default) or echo
+#   scripts/bench-idle.sh [N] [server]    server: roomcast (default), echo, or sse
 #
 # Against roomcast every connection is a real session: it connects with its own token (one user
 # each) and joins one room, and one message a second is published to that room while they are held.
 # Against roomcast-echo the connections are bare WebSockets. The client is roomcast-bench (a
-# separate process: each process may hold ~20k descriptors).
+# separate process: each process may hold ~20k descriptors). With sse, each connection is a
+# `GET /sse?rooms=idle` of its own user (TR-1), held by scripts/sse_idle.py, which reads and drops
+# what it is sent; nothing is published while they are held.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000}
 target=${2:-roomcast}
 
-swift build -c release --product roomcast-bench >/dev/null
+[ "$target" = sse ] || swift build -c release --product roomcast-bench >/dev/null
 swift build -c release --product "$([ "$target" = echo ] && echo roomcast-echo || echo roomcast)" >/dev/null
 bin=$(swift build -c release --show-bin-path)
 
@@ -36,21 +38,25 @@ out=$(mktemp)
 if [ "$target" = echo ]; then
   "$bin/roomcast-bench" idle --port "$port" --path / --connections "$n" --hold 6 >"$out" 2>&1 &
   ready='^idle: open='
+elif [ "$target" = sse ]; then
+  python3 scripts/sse_idle.py "$port" "$n" bench bench-secret-0123456789 idle 8 >"$out" 2>&1 &
+  ready='^sse-idle: open='
 else
   "$bin/roomcast-bench" fanout --port "$port" --subscribers "$n" --rate 1 --duration 8 --room idle >"$out" 2>&1 &
   ready='^fanout: subscribers ready='
 fi
 client=$!
-for _ in $(seq 1 600); do grep -q "$ready" "$out" && break; sleep 0.1; done
+for _ in $(seq 1 3000); do grep -q "$ready" "$out" && break; sleep 0.1; done
 sleep 4
 after=$(rss)
 wait $client || true
 cat "$out"
-open=$(sed -n -e 's/^idle: open=\([0-9]*\).*/\1/p' -e 's/^fanout: subscribers ready=\([0-9]*\).*/\1/p' "$out")
+open=$(sed -n -e 's/^idle: open=\([0-9]*\).*/\1/p' -e 's/^sse-idle: open=\([0-9]*\).*/\1/p' -e 's/^fanout: subscribers ready=\([0-9]*\).*/\1/p' "$out")
 [ -n "$open" ] && [ "$open" -gt 0 ] || { echo "no connection opened"; exit 1; }
 python3 - "$before" "$after" "$open" "$target" <<'PY'
 import sys
 before, after, n, target = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 per = (after - before) * 1024 / n
-print(f"bench-idle: server={target} connections={n} rss_before={before} KiB rss_after={after} KiB growth_per_connection={per/1024:.2f} KiB (target <= 8 KiB)")
+goal = 4 if target == "sse" else 8
+print(f"bench-idle: server={target} connections={n} rss_before={before} KiB rss_after={after} KiB growth_per_connection={per/1024:.2f} KiB (target <= {goal} KiB)")
 PY

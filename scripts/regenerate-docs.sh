@@ -9,4 +9,5 @@ bin=$(swift build --show-bin-path)/roomcast
 "$bin" --print-error-table > openapi/errors.md
 "$bin" --print-websocket-schema > openapi/roomcast.websocket.json
 "$bin" --print-websocket-doc > openapi/websocket.md
+"$bin" --print-sse-doc > openapi/sse.md
 git --no-pager diff --stat -- openapi/

@@ -90,6 +90,9 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case tokenExpired = 40106
     /// The request is not valid JSON or not a known operation; or malformed HTTP.
     case badRequest = 40000
+    /// TR-1, TR-2: a resume cursor (`Last-Event-ID`, `lastEventId`, a poll's `cursor`) that is
+    /// malformed, names too many rooms, or was issued for another app.
+    case badCursor = 40001
     /// A WebSocket handshake from an Origin the server does not allow.
     case originForbidden = 40300
     /// No such route.
@@ -124,6 +127,9 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case appNotFound = 40410
     /// OP-1, OP-2: the data directory holds no roomcast database (`roomcast apps`, `backup`).
     case noDatabase = 40411
+    /// TR-1, TR-2: no event stream or long-poll session with this id is open for the caller's
+    /// app and user (it ended, or it is someone else's).
+    case unknownStream = 40412
     /// OP-2: the app is being removed; it is deleted with its data when its node next starts.
     case appRemoving = 40911
     /// OP-1: a backup of this node is already being written.
@@ -230,6 +236,8 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .badToken: return "the client token is invalid"
         case .tokenExpired: return "the client token has expired"
         case .badRequest: return "malformed request (JSON, protocol message or HTTP framing)"
+        case .badCursor: return "the resume cursor is malformed, names too many rooms, or was issued for another app; nothing changed (start without it)"
+        case .unknownStream: return "no event stream or poll session with this id is open for this user (it ended, or it is not yours)"
         case .originForbidden: return "WebSocket handshake from an Origin that is not allowed"
         case .noSuchPath: return "no such path"
         case .methodNotAllowed: return "the path does not take this method (see Allow)"

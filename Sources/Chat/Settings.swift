@@ -479,6 +479,17 @@ public struct RoomConfig: Equatable, Sendable, Codable {
 /// Limits shared by validation (SPEC RC-8, RC-9, RC-10, NIM-1, NIM-16, ZIM-7/8).
 public enum Limits {
     public static let maxRoomIdBytes = 64
+    /// TR-1, TR-2: rooms one HTTP event stream or long-poll session may name (its `rooms`, and
+    /// so its resume cursor).
+    public static let maxStreamRooms = 20
+    /// TR-1: the default seconds between heartbeat comments on an idle event stream
+    /// (`--sse-heartbeat`).
+    public static let defaultSSEHeartbeatSeconds = 15
+    /// TR-2: the longest a poll waits for events (`wait`), and how long it waits when it does not say.
+    public static let maxPollWaitSeconds = 30
+    public static let defaultPollWaitSeconds = 20
+    /// TR-2: a long-poll session no poll has reached for this long is closed and forgotten.
+    public static let pollSessionTimeoutSeconds = 60
     /// Rooms one observer connection may watch at once (BX-3, `room.observe`).
     public static let maxObservedRooms = 100
     /// TR-4: the most messages a join may ask to be given first (RongCloud gives a new member up

@@ -10,35 +10,46 @@ extension Frames {
         let all = block.bytes
         var pieces: [[UInt8]] = []
         var changed = false
+        let whole = forEach(in: block) { opcode, frame, payload in
+            if opcode == WebSocketOpcode.text.rawValue, let compact = CompactEncoding.transcode(UnsafeRawBufferPointer(rebasing: all[payload])) {
+                pieces.append(frameBytes(compact))
+                changed = true
+            } else {
+                pieces.append(Array(all[frame]))
+            }
+        }
+        guard whole, changed else { return block }
+        return ByteBlock.from(pieces.count == 1 ? pieces[0] : Array(pieces.joined()))
+    }
+
+    /// Calls `body` with each server frame of `block` (one, or a batch's merged by the hub): its
+    /// opcode, its bytes and its payload's, as ranges of `block.bytes`. False when the block does
+    /// not end on a frame boundary (then the frames before the cut were given). Pure.
+    @discardableResult
+    public static func forEach(in block: ByteBlock, _ body: (_ opcode: UInt8, _ frame: Range<Int>, _ payload: Range<Int>) -> Void) -> Bool {
+        let all = block.bytes
         var at = 0
         while at < all.count {
             // Server frames are unmasked: 2, 4 or 10 header bytes.
-            guard all.count - at >= 2 else { return block }
+            guard all.count - at >= 2 else { return false }
             let opcode = all[at] & 0x0F
             let length7 = Int(all[at + 1] & 0x7F)
             var header = 2
             var length = length7
             if length7 == 126 {
-                guard all.count - at >= 4 else { return block }
+                guard all.count - at >= 4 else { return false }
                 length = Int(all[at + 2]) << 8 | Int(all[at + 3])
                 header = 4
             } else if length7 == 127 {
-                guard all.count - at >= 10 else { return block }
+                guard all.count - at >= 10 else { return false }
                 length = (0..<8).reduce(0) { $0 << 8 | Int(all[at + 2 + $1]) }
                 header = 10
             }
-            guard all.count - at - header >= length else { return block }
-            let payload = UnsafeRawBufferPointer(rebasing: all[(at + header)..<(at + header + length)])
-            if opcode == WebSocketOpcode.text.rawValue, let compact = CompactEncoding.transcode(payload) {
-                pieces.append(frameBytes(compact))
-                changed = true
-            } else {
-                pieces.append(Array(all[at..<(at + header + length)]))
-            }
+            guard all.count - at - header >= length else { return false }
+            body(opcode, at..<(at + header + length), (at + header)..<(at + header + length))
             at += header + length
         }
-        guard changed else { return block }
-        return ByteBlock.from(pieces.count == 1 ? pieces[0] : Array(pieces.joined()))
+        return true
     }
 
     static func frameBytes(_ payload: [UInt8]) -> [UInt8] {

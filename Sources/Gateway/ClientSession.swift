@@ -5,15 +5,32 @@ import Server
 import WebSocket
 import Wire
 
-/// Where a session's frames go: its WebSocket connection (or, in tests, a recorder).
+/// Where a session's frames go: its WebSocket connection, an HTTP event stream or long-poll
+/// session (TR-1, TR-2: `ClientStream`), or, in tests, a recorder.
 protocol SessionTransport: AnyObject {
     func sendFrame(_ frame: ByteBlock)
+    /// TR-5: `frame` in the compact encoding, with the JSON `source` it was transcoded from (an
+    /// HTTP stream reads the events' names and room positions from the JSON).
+    func sendFrame(_ frame: ByteBlock, source: ByteBlock)
     func close(code: WebSocketCloseCode, reason: String)
     /// Bytes queued for the client and not yet written (QS-3's marks are checked against it).
     var queuedBytes: Int { get }
+    /// TR-1, TR-2: the session's membership of a room took effect at this stream position (after
+    /// any resume's replay), or ended.
+    func joinedRoom(_ roomId: String, epoch: String, offset: Int64)
+    func leftRoom(_ roomId: String)
 }
 
-extension Connection: SessionTransport {}
+extension SessionTransport {
+    func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
+    func joinedRoom(_ roomId: String, epoch: String, offset: Int64) {}
+    func leftRoom(_ roomId: String) {}
+}
+
+extension Connection: SessionTransport {
+    // Its own witness, so a compact WebSocket's deliveries make one direct call.
+    func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
+}
 
 /// One client WebSocket connection speaking the Roomcast protocol (openapi/websocket.md):
 /// `{"id", "op", "args"}` commands answered with `{"id", "ok"}` or `{"id", "error"}`, and pushed
@@ -133,7 +150,9 @@ final class ClientSession: WebSocketHandler {
 
     /// Every frame to the client goes through here: a compact session gets the events in the
     /// compact encoding (TR-5), transcoded once per block on this loop (the hub's cache).
-    func send(_ frame: ByteBlock) { connection?.sendFrame(compact ? hub.compactCache.frame(for: frame) : frame) }
+    func send(_ frame: ByteBlock) {
+        if compact { connection?.sendFrame(hub.compactCache.frame(for: frame), source: frame) } else { connection?.sendFrame(frame) }
+    }
 
     /// Bytes queued on the connection (0 once it is gone).
     var queuedBytes: Int { connection?.queuedBytes ?? 0 }
@@ -323,17 +342,12 @@ final class ClientSession: WebSocketHandler {
         var anonymous: AnonymousProfile?
         var device = a.device ?? "default"
         if let token = a.token {
-            switch ClientToken.verify(token, secrets: { [context] in context.apps.acceptedSecrets($0, now: now) }) {
-            case .failure(let e):
-                reply(rid, error: e)
-                close(.badToken, e.message)
+            switch Self.verify(token: token, context: context, now: now) {
+            case .failure(let refusal):
+                reply(rid, error: refusal.error)
+                close(refusal.close, refusal.reason)
                 return
             case .success(let claims):
-                if claims.exp * 1000 <= now {
-                    reply(rid, error: GatewayError(.tokenExpired, "the token has expired", field: "token"))
-                    close(.tokenExpired, "token expired")
-                    return
-                }
                 appKey = claims.app
                 user = claims.sub
                 tokenExpiry = claims.exp * 1000
@@ -357,8 +371,7 @@ final class ClientSession: WebSocketHandler {
             close(.notAuthenticated, "no credentials")
             return
         }
-        // Per-app Origin allowlist (browsers send Origin; other clients need not).
-        if let allowed = context.apps.app(appKey)?.allowedOrigins, let origin, !WebSocketHandshake.originAllowed(origin, allowed) {
+        if !Self.originAllowed(origin, app: appKey, context: context) {
             close(.originNotAllowed, "origin not allowed")
             return
         }
@@ -373,6 +386,35 @@ final class ClientSession: WebSocketHandler {
         context.engine.submit(.connect(sid, app: appKey, userId: user, deviceId: device, anonymous: anonymous), replyTo: .callback({ result in
             me.loop.execute { me.value.connected(rid, result, stream: stream, expiresAt: expiresAt, anonymous: user == nil) }
         }))
+    }
+
+    /// Why a client token is refused: the error the client is answered with, and the close code
+    /// and reason its connection gets.
+    struct TokenRefusal: Error {
+        let error: GatewayError
+        let close: CloseCode
+        let reason: String
+    }
+
+    /// The one check of a client token, for `connect` and for the HTTP transports (TR-1, TR-2):
+    /// signed by one of the app's accepted secrets, and not expired.
+    static func verify(token: String, context: GatewayContext, now: Int64) -> Result<TokenClaims, TokenRefusal> {
+        switch ClientToken.verify(token, secrets: { [context] in context.apps.acceptedSecrets($0, now: now) }) {
+        case .failure(let e):
+            return .failure(TokenRefusal(error: e, close: .badToken, reason: e.message))
+        case .success(let claims):
+            if claims.exp * 1000 <= now {
+                return .failure(TokenRefusal(error: GatewayError(.tokenExpired, "the token has expired", field: "token"), close: .tokenExpired,
+                                             reason: "token expired"))
+            }
+            return .success(claims)
+        }
+    }
+
+    /// The app's Origin allowlist (browsers send Origin; other clients need not).
+    static func originAllowed(_ origin: String?, app: String, context: GatewayContext) -> Bool {
+        guard let allowed = context.apps.app(app)?.allowedOrigins, let origin else { return true }
+        return WebSocketHandshake.originAllowed(origin, allowed)
     }
 
     /// The enter profile from the token, used when a join does not name one.

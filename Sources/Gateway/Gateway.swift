@@ -41,7 +41,7 @@ public final class Gateway: Sendable {
         self.core = core
         let hubs = core.hubs
         let caughtUp = core.context.caughtUp
-        let connects = ConnectLimiter(perSecond: configuration.connectsPerIPPerSecond)
+        let connects = core.context.connects
         server = try HTTPServer(
             configuration: serverConfiguration, router: core.router,
             upgradeHandler: { head, peer, loopIndex in
@@ -68,6 +68,7 @@ public final class Gateway: Sendable {
                 let hub = core.startHub(loop: loop, index: index)
                 loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
                 loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
+                loop.scheduleRepeating(every: .seconds(max(1, configuration.sseHeartbeatSeconds))) { hub.heartbeat() }
             },
             metrics: serverMetrics,
             logger: logger)

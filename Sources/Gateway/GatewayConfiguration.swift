@@ -53,6 +53,11 @@ public struct GatewayConfiguration: Sendable {
     /// QS-2: how far behind the I/O loops may be before large rooms refuse all but high-priority
     /// messages.
     public var fanoutLatencyBudgetMilliseconds = Limits.defaultFanoutLatencyBudgetMilliseconds
+    /// TR-2: what a long-poll session holds for its client at most (bytes): a connection's output
+    /// bound (`ServerConfiguration.maxOutboundBytes`, `--max-outbound-bytes`).
+    public var pollBufferBytes = Limits.defaultOutboundSoftBytes * Limits.outboundSoftFraction
+    /// TR-1: seconds between heartbeat comments on an idle event stream (`--sse-heartbeat`).
+    public var sseHeartbeatSeconds = Limits.defaultSSEHeartbeatSeconds
 
     public init() {}
 }

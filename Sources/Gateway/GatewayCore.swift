@@ -37,6 +37,8 @@ final class GatewayContext: Sendable {
     let caughtUp = ReadyFlag()
     /// The nodes that follow the log: this one alone, or a cluster's members.
     let role: any NodeRole
+    /// PX-1: new client connections (WebSocket upgrades, event streams, poll sessions) per IP.
+    let connects: ConnectLimiter
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
          publicURLs: PublicURLs, nodeURLs: PublicURLs, webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable,
@@ -55,6 +57,7 @@ final class GatewayContext: Sendable {
         self.connectTimeoutMilliseconds = configuration.connectTimeoutSeconds * 1000
         self.defaultTokenTTLSeconds = configuration.defaultTokenTTLSeconds
         self.roomNumber = configuration.roomNumber
+        self.connects = ConnectLimiter(perSecond: configuration.connectsPerIPPerSecond)
     }
 }
 
@@ -280,6 +283,7 @@ final class GatewayCore: Sendable {
         let metrics = self.metrics
         routes.add(.GET, "/metrics") { _, writer in metrics.render { writer.send($0) } }
         RESTAPI(context: context).register(&routes)
+        ClientHTTPRoutes(context: context, pollBufferBytes: configuration.pollBufferBytes).register(&routes)
         operations.register(&routes)
         let assets = StaticAssets(directory: configuration.assetsDirectory, chartJSPath: configuration.chartJSPath)
         if !assets.assets.contains(where: { $0.path == "/console/" }) {

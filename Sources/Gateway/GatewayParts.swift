@@ -65,6 +65,9 @@ final class HubTable: PublishedSink, FanoutPressure {
     /// The hub of `index`; call on that loop's thread.
     func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.hub.value }
 
+    /// The hub of `index` with its loop, from any thread.
+    func bound(_ index: Int) -> LoopBound<Hub>? { table.withLock { $0[index] }?.hub }
+
     /// A committed batch, to every hub on its own loop (called on the store's writer thread).
     func deliver(_ batch: [Published]) {
         let stamp = monotonicMilliseconds()

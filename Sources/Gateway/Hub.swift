@@ -15,6 +15,8 @@ final class Hub {
     let incarnation: UInt64
     let loop: EventLoop
     let resumeWindow: ResumeWindow
+    /// TR-1, TR-2: this loop's HTTP event streams and long-poll sessions, by id.
+    var clientStreams: [String: ClientStream] = [:]
     /// Connections that have not finished `connect` yet (for the connect timeout).
     var pendingSessions: [ObjectIdentifier: ClientSession] = [:]
     private(set) var sessions: [SessionID: ClientSession] = [:]
@@ -94,6 +96,12 @@ final class Hub {
         let now = clock()
         for s in Array(pendingSessions.values) { s.tick(now: now) }
         for s in Array(sessions.values) { s.tick(now: now) }
+        if !clientStreams.isEmpty { for s in Array(clientStreams.values) { s.tick(now: now) } }
+    }
+
+    /// TR-1: at the heartbeat interval, a comment on each event stream that sent nothing since.
+    func heartbeat() {
+        for s in Array(clientStreams.values) { s.heartbeat() }
     }
 
     // MARK: Connections (PX-5)
@@ -172,9 +180,13 @@ final class Hub {
                 guard let s = sessions[sid] else { continue }
                 addToRoom(s, room)
                 if let request = s.pendingResume.removeValue(forKey: room.roomId) {
-                    resume(s, room, epoch: epoch, offset: offset, from: request)
-                } else if let n = s.pendingRewind.removeValue(forKey: room.roomId) {
-                    rewind(s, room, epoch: epoch, count: n)
+                    let outcome = resume(s, room, epoch: epoch, offset: offset, from: request)
+                    // TR-1: an HTTP stream's cursor holds the room from here on, replayed or not.
+                    s.connection?.joinedRoom(room.roomId, epoch: epoch, offset: offset)
+                    s.sendResumeResult(roomId: room.roomId, resumed: outcome.resumed, replayed: outcome.replayed, reason: outcome.reason)
+                } else {
+                    s.connection?.joinedRoom(room.roomId, epoch: epoch, offset: offset)
+                    if let n = s.pendingRewind.removeValue(forKey: room.roomId) { rewind(s, room, epoch: epoch, count: n) }
                 }
             case .redact(let room, let epoch, let offset, let frame):
                 rings[room]?.redact(epoch: epoch, offset: offset, frame: frame)
@@ -182,7 +194,10 @@ final class Hub {
                 rings[room] = nil
                 for s in observers.removeValue(forKey: room) ?? [] { s.observing.remove(room.roomId) }
             case .left(let sid, let room):
-                if let s = sessions[sid] { removeFromRoom(s, room) }
+                if let s = sessions[sid] {
+                    removeFromRoom(s, room)
+                    s.connection?.leftRoom(room.roomId)
+                }
             case .tagged(let list, let room, let tags):
                 for sid in list {
                     guard let s = sessions[sid] else { continue }
@@ -398,39 +413,26 @@ final class Hub {
         for e in ring.lastMessages(count, now: clock(), window: resumeWindow, include: { $0.reaches(s) }) { s.send(e.frame) }
     }
 
-    /// Sends the events a reconnecting client missed, or tells it why it cannot have them.
-    private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, offset current: Int64, from request: ResumeRequest) {
+    /// Sends the events a reconnecting client missed; returns what its `room.resume` says.
+    private func resume(_ s: ClientSession, _ room: RoomKey, epoch: String, offset current: Int64,
+                        from request: ResumeRequest) -> (resumed: Bool, replayed: Int, reason: String?) {
         if request.epoch != epoch {
             // RC-1: the room was destroyed and created again while the client was away.
             s.sendEvent(.roomStatus(RoomStatusEvent(roomId: room.roomId, status: .reset, zimState: .connecting, zimEvent: .success,
                                                     time: clock())))
-            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "epochChanged")
-            return
+            return (false, 0, "epochChanged")
         }
-        guard request.stream == resumeWindow.stream else {
-            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "serverRestarted")
-            return
+        guard request.stream == resumeWindow.stream else { return (false, 0, "serverRestarted") }
+        // The client's position is the stream's end: nothing was missed.
+        if request.offset == current { return (true, 0, nil) }
+        guard let ring = rings[room], ring.epoch == epoch else { return (false, 0, "outOfWindow") }
+        guard let entries = ring.entries(after: request.offset, now: clock(), window: resumeWindow) else { return (false, 0, "outOfWindow") }
+        var replayed = 0
+        for e in entries where e.reaches(s) {
+            s.send(e.frame)
+            replayed += 1
         }
-        if request.offset == current {
-            // The client's position is the stream's end: nothing was missed.
-            s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: 0, reason: nil)
-            return
-        }
-        guard let ring = rings[room], ring.epoch == epoch else {
-            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "outOfWindow")
-            return
-        }
-        switch ring.entries(after: request.offset, now: clock(), window: resumeWindow) {
-        case .none:
-            s.sendResumeResult(roomId: room.roomId, resumed: false, replayed: 0, reason: "outOfWindow")
-        case .some(let entries):
-            var replayed = 0
-            for e in entries where e.reaches(s) {
-                s.send(e.frame)
-                replayed += 1
-            }
-            s.sendResumeResult(roomId: room.roomId, resumed: true, replayed: replayed, reason: nil)
-        }
+        return (true, replayed, nil)
     }
 }
 

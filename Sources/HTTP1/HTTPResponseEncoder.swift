@@ -93,6 +93,22 @@ public enum HTTPResponseEncoder {
         return p - out
     }
 
+    /// The head of a streaming response (TR-1): its body follows in chunks (`Transfer-Encoding:
+    /// chunked`) or, for an HTTP/1.0 client, until the connection closes (`Connection: close`).
+    public static func streamHead(_ head: HTTPResponseHead, date: HTTPDate?, chunked: Bool) -> [UInt8] {
+        var out = "HTTP/1.1 \(head.status.code) \(head.status.reason)\r\n"
+        for f in head.headers.fields { out += "\(f.name): \(f.value)\r\n" }
+        if let date { out += "Date: \(date.text)\r\n" }
+        out += chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\n\r\n"
+        return Array(out.utf8)
+    }
+
+    /// The chunk header of `count` bytes of data (RFC 9112 §7.1): hex size, CRLF.
+    public static func chunkHeader(_ count: Int) -> [UInt8] { Array((String(count, radix: 16) + "\r\n").utf8) }
+
+    /// The last chunk of a chunked body, with no trailer.
+    public static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+
     static func decimalDigits(_ v: Int) -> Int {
         var n = 1
         var x = v

@@ -134,6 +134,9 @@ struct RoomcastCommand: ParsableCommand {
     @Flag(help: "Print the WebSocket protocol reference (Markdown) and exit.")
     var printWebsocketDoc = false
 
+    @Flag(help: "Print the Server-Sent Events and long-polling reference (Markdown) and exit.")
+    var printSseDoc = false
+
     /// `--data-dir`: an option group, so that the subcommands, which share it, receive its value
     /// (the parser gives a parent's option the arguments after the subcommand's name too).
     @OptionGroup var data: DataDirectoryOption
@@ -167,6 +170,9 @@ struct RoomcastCommand: ParsableCommand {
 
     @Option(help: "Seconds a new WebSocket has to send connect before it is closed with 4001 [ROOMCAST_CONNECT_TIMEOUT].")
     var connectTimeout: Int = environment("ROOMCAST_CONNECT_TIMEOUT").flatMap(Int.init) ?? 10
+
+    @Option(help: "Seconds between heartbeat comments on an idle Server-Sent Events stream (GET /sse) [ROOMCAST_SSE_HEARTBEAT].")
+    var sseHeartbeat: Int = environment("ROOMCAST_SSE_HEARTBEAT").flatMap(Int.init) ?? Limits.defaultSSEHeartbeatSeconds
 
     @Option(help: "Events kept per room for resuming clients [ROOMCAST_RESUME_EVENTS].")
     var resumeEvents: Int = environment("ROOMCAST_RESUME_EVENTS").flatMap(Int.init) ?? 1024
@@ -229,7 +235,8 @@ struct RoomcastCommand: ParsableCommand {
         guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
         for (name, v) in [("--header-timeout", headerTimeout), ("--keep-alive-timeout", keepAliveTimeout),
                           ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout),
-                          ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds)] {
+                          ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds),
+                          ("--sse-heartbeat", sseHeartbeat)] {
             guard v > 0 else { throw ValidationError("\(name) must be positive") }
         }
         guard (5...3600).contains(nodeTimeout) else { throw ValidationError("--node-timeout must be 5 to 3600 seconds") }
@@ -296,6 +303,8 @@ struct RoomcastCommand: ParsableCommand {
         g.chartJSPath = chartJs
         g.tokenGraceSeconds = Int64(tokenGrace)
         g.outboundSoftBytes = effectiveOutboundSoftBytes
+        g.pollBufferBytes = maxOutboundBytes
+        g.sseHeartbeatSeconds = sseHeartbeat
         g.fanoutLatencyBudgetMilliseconds = Int64(fanoutLatencyBudget)
         g.connectTimeoutSeconds = Int64(connectTimeout)
         g.resumeMaxEvents = resumeEvents
@@ -424,6 +433,10 @@ struct RoomcastCommand: ParsableCommand {
         }
         if printWebsocketDoc {
             print(WebSocketDocument.markdown, terminator: "")
+            return
+        }
+        if printSseDoc {
+            print(EventStreamDocument.markdown, terminator: "")
             return
         }
         let levels = (try? LogLevels.parse(logLevel)) ?? LogLevels(general: .info, bySubsystem: [:])

@@ -87,6 +87,12 @@ public final class Connection: EventHandler {
         var headRequest: Bool
     }
 
+    // A streaming response (TR-1): its handler, whether its body is chunked, and whether the
+    // connection may take another request once it ends.
+    private var streamHandler: ResponseStreamHandler?
+    private var streamChunked = false
+    private var streamKeepAlive = false
+
     // WebSocket.
     private var wsHandler: WebSocketHandler?
     private var deflater: MessageDeflater?
@@ -212,6 +218,9 @@ public final class Connection: EventHandler {
 
     private func handleEOF() {
         switch phase {
+        case .http where streamHandler != nil:
+            // A streaming response's reader went away: nothing more can reach it.
+            closeNow()
         case .http:
             httpState!.machine.peerClosed(into: &httpActions)
             // A request still being answered keeps the connection until its response is written.
@@ -340,7 +349,90 @@ public final class Connection: EventHandler {
                 state.syncResponse = nil
                 complete(sequence, response)
             }
+        case .handler(.local(let handler), let parameters):
+            let writer = context.responseWriter(for: self, sequence: sequence)
+            state.dispatching = true
+            let answer = handler(Request(head: head, body: body, pathParameters: parameters, peer: peer),
+                                 LocalRoute(loopIndex: context.index, writer: writer))
+            state.dispatching = false
+            switch answer {
+            case .respond(let response):
+                state.syncResponse = nil
+                complete(sequence, response)
+            case .later:
+                if let response = state.syncResponse {
+                    state.syncResponse = nil
+                    complete(sequence, response)
+                }
+            case .stream(let status, let headers, let streamHandler):
+                state.syncResponse = nil
+                openStream(status: status, headers: headers, handler: streamHandler)
+            }
         }
+    }
+
+    // MARK: Streaming responses (TR-1)
+
+    /// Queues a streaming response's head and hands the connection to `handler`. The request
+    /// stays in flight (a pipelined request behind it waits) until `finishStream`.
+    private func openStream(status: HTTPStatus, headers: HTTPHeaders, handler: ResponseStreamHandler) {
+        guard let state = httpState, let request = state.inFlight else { return }
+        state.inFlight = nil
+        // HTTP/1.0 has no chunked coding: its body ends with the connection.
+        streamChunked = !request.http10
+        streamKeepAlive = request.keepAlive && streamChunked
+        streamHandler = handler
+        // As for a WebSocket (QS-3): a slow reader's backlog stays in the queue, where the
+        // handler's drop marks see it, not in an autotuned kernel buffer.
+        if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
+        enqueue(ByteBlock.from(HTTPResponseEncoder.streamHead(HTTPResponseHead(status: status, headers: headers), date: context.date,
+                                                              chunked: streamChunked)))
+        handler.streamDidOpen(self)
+    }
+
+    /// Writes `bytes` as the next piece of the streaming response's body (one chunk). Ignored
+    /// when no stream is open. Bounding what is queued is the handler's part (`isOverOutboundBound`).
+    public func writeStream(_ bytes: UnsafeRawBufferPointer) {
+        guard streamHandler != nil, bytes.count > 0 else { return }
+        guard streamChunked else {
+            enqueue(ByteBlock.copying(bytes))
+            return
+        }
+        let header = HTTPResponseEncoder.chunkHeader(bytes.count)
+        enqueue(ByteBlock.make(count: header.count + bytes.count + 2) { out in
+            header.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: header.count) }
+            (out.baseAddress! + header.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            out[header.count + bytes.count] = 0x0D
+            out[header.count + bytes.count + 1] = 0x0A
+        })
+    }
+
+    /// The output queue holds more than `ServerConfiguration.maxOutboundBytes`.
+    public var isOverOutboundBound: Bool { output.heldBytes > maxOutboundBytes }
+
+    /// A slow streaming reader (QS-3): what it has not started to receive is dropped, so the
+    /// handler's last message follows whatever chunk is mid-write.
+    public func dropUnsentStream() {
+        guard streamHandler != nil else { return }
+        context.metrics.slowConsumers.add(1, ordering: .relaxed)
+        context.logger.info("closing slow consumer", metadata: ["connection.peer": "\(peer)", "queued": "\(output.heldBytes)"])
+        output.dropUnstarted()
+    }
+
+    /// Ends the streaming response: the last chunk, then the connection takes its next request
+    /// (or closes, as any response would). The handler is not told (it ended it).
+    public func finishStream() {
+        guard streamHandler != nil else { return }
+        streamHandler = nil
+        guard streamChunked, let state = httpState else {
+            beginClose()
+            return
+        }
+        enqueue(ByteBlock.from(HTTPResponseEncoder.lastChunk))
+        let keepAlive = streamKeepAlive && state.machine.mayKeepAlive && !context.draining && !peerSentEOF
+        state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes, now: context.now, into: &httpActions)
+        runHTTPActions()
+        if readPending && !inReadLoop { readAvailable() }
     }
 
     /// A handler's response arrives (on the loop). Out-of-date or duplicate ones are ignored.
@@ -569,7 +661,8 @@ public final class Connection: EventHandler {
     private func markDirty() {
         guard !isDirty else { return }
         isDirty = true
-        if isWebSocket { context.dirty.append(self) } else { context.dirtyHTTP.append(self) }
+        // A streaming response is written with the WebSockets (in slices), not ahead of them.
+        if isWebSocket || streamHandler != nil { context.dirty.append(self) } else { context.dirtyHTTP.append(self) }
     }
 
     /// Writes what is queued (called before the loop sleeps, and on writability).
@@ -648,6 +741,10 @@ public final class Connection: EventHandler {
     }
 
     private func notifyClosed() {
+        if let handler = streamHandler {
+            streamHandler = nil
+            handler.streamDidClose(self)
+        }
         if let handler = wsHandler {
             wsHandler = nil
             context.metrics.webSocketsOpen.subtract(1, ordering: .relaxed)
@@ -659,6 +756,8 @@ public final class Connection: EventHandler {
     /// get a 1001 close frame.
     func drain() {
         switch phase {
+        case .http where streamHandler != nil:
+            streamHandler?.streamShouldFinish(self)
         case .http:
             if httpState?.machine.isIdle == true { beginClose() }
         case .webSocket:

@@ -71,9 +71,46 @@ public struct ResponseWriter: Sendable {
 }
 
 /// A route's handler: answered at once on the loop, or later (from any thread) via the writer.
+/// `local` runs on the connection's loop, knows which loop that is, and may answer with a
+/// streaming response (TR-1), at once, or later through the writer.
 public enum RouteHandler: Sendable {
     case sync(@Sendable (Request) -> Response)
     case async(@Sendable (Request, ResponseWriter) -> Void)
+    case local(@Sendable (Request, LocalRoute) -> LocalAnswer)
+}
+
+/// What a `local` route handler is given besides its request: the loop it runs on (its index
+/// among the server's loops) and a writer for an answer that comes later.
+public struct LocalRoute: Sendable {
+    public let loopIndex: Int
+    public let writer: ResponseWriter
+    public init(loopIndex: Int, writer: ResponseWriter) {
+        self.loopIndex = loopIndex
+        self.writer = writer
+    }
+}
+
+/// A `local` route handler's answer (TR-1, TR-2).
+public enum LocalAnswer {
+    /// This response, now.
+    case respond(Response)
+    /// The writer will answer (from any thread).
+    case later
+    /// A response whose head goes out now and whose body the handler writes as it comes
+    /// (`Connection.writeStream`), chunked on HTTP/1.1 (close-delimited for HTTP/1.0), until it
+    /// calls `Connection.finishStream` or the connection goes.
+    case stream(status: HTTPStatus, headers: HTTPHeaders, handler: ResponseStreamHandler)
+}
+
+/// Receives a streaming response's events, on the connection's event loop (TR-1).
+public protocol ResponseStreamHandler: AnyObject {
+    /// The head is queued: the body may be written from now on.
+    func streamDidOpen(_ connection: Connection)
+    /// The server is shutting down: finish the stream soon (a last message, then `finishStream`).
+    func streamShouldFinish(_ connection: Connection)
+    /// The connection is gone (the peer closed it, it failed, it stalled past the send timeout,
+    /// or it was shed); not called after the handler's own `finishStream`.
+    func streamDidClose(_ connection: Connection)
 }
 
 /// Maps method and path to a handler. Paths are literal segments or `{name}` parameters.
@@ -153,6 +190,11 @@ public final class Router: Sendable {
         /// A handler that answers at once.
         public mutating func add(_ method: HTTPMethod, _ path: String, sync handler: @escaping @Sendable (Request) -> Response) {
             add(method, path, group: nil, handler: .sync(handler))
+        }
+
+        /// A handler that runs on the connection's loop and may stream its response (TR-1).
+        public mutating func add(_ method: HTTPMethod, _ path: String, local handler: @escaping @Sendable (Request, LocalRoute) -> LocalAnswer) {
+            add(method, path, group: nil, handler: .local(handler))
         }
 
         public func build() -> Router { Router(exact: exact, patterns: patterns, registrations: registrations) }

@@ -44,6 +44,9 @@ public final class TCPClient {
 
     deinit { close(fd) }
 
+    /// The connection drops (both directions shut down); the descriptor is closed with the client.
+    public func shutdown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+
     public func setTimeout(_ seconds: Double) {
         var tv = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -76,6 +79,13 @@ public final class TCPClient {
     }
 
     public var hasBufferedData: Bool { !buffer.isEmpty }
+
+    /// What is buffered, reading once first if nothing is; empty at EOF. Throws on timeout.
+    public func readSome() throws -> [UInt8] {
+        if buffer.isEmpty { _ = try fill() }
+        defer { buffer.removeAll() }
+        return buffer
+    }
 
     /// True if the socket has data (or EOF) within the time given.
     public func poll(milliseconds: Int32) -> Bool {

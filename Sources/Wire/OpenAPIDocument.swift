@@ -205,6 +205,10 @@ public enum OpenAPIDocument {
                 "type": "apiKey", "in": "header", "name": "AppKey",
                 "description": "With headers Nonce, CurTime and CheckSum = hex SHA1(appSecret + nonce + curTime).",
             ],
+            "ClientToken": [
+                "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                "description": "TR-1, TR-2: a client token (POST /v1/users/{userId}/tokens), as the WebSocket's connect takes it; or the token query parameter.",
+            ],
             "RoomcastHMAC": [
                 "type": "apiKey", "in": "header", "name": "X-Roomcast-Key",
                 "description": "Recommended. With X-Roomcast-Timestamp, X-Roomcast-Nonce and X-Roomcast-Signature = hex HMAC-SHA256(appSecret, METHOD \\n target \\n timestamp \\n nonce \\n hex SHA256(body)).",
@@ -229,6 +233,52 @@ public enum OpenAPIDocument {
                                  "tags": ["Health"], "security": [], "description": "SPEC: BX-2, WH-4",
                                  "responses": ["200": ["description": "Prometheus text format 0.0.4",
                                                        "content": ["text/plain": ["schema": ["type": "string"]]]]]]],
+        ].merging(clientPaths) { a, _ in a }
+    }
+
+    /// TR-1, TR-2: the client protocol over plain HTTP (openapi/sse.md), authenticated by the
+    /// client token.
+    static var clientPaths: [String: Any] {
+        let error: [String: Any] = ["description": "Refused; see the error table", "content": ["application/json": ["schema": ref("Error")]]]
+        let token: [String: Any] = ["name": "token", "in": "query", "required": false, "schema": ["type": "string"],
+                                    "description": "The client token, when it cannot go in Authorization: Bearer (EventSource)"]
+        let rooms: [String: Any] = ["name": "rooms", "in": "query", "required": false,
+                                    "schema": ["type": "string", "pattern": #"^[!$&'()*+\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]+(,[!$&'()*+\-.0-9:;<=>@A-Z\[\]^_`a-z{|}~]+)*$"#],
+                                    "description": "Rooms to join (as room.join), comma-separated, at most \(Limits.maxStreamRooms); without it the cursor's rooms"]
+        let encoding: [String: Any] = ["name": "encoding", "in": "query", "required": false, "schema": ["type": "string", "enum": ["json", "compact"]],
+                                       "description": "The event encoding (TR-5); another value is refused 400 (40000, field encoding)"]
+        let cursor = { (name: String, place: String) -> [String: Any] in
+            ["name": name, "in": place, "required": false, "schema": ["type": "string", "maxLength": 4096],
+             "description": "A cursor the server handed out: every room it names is resumed. Malformed, over \(Limits.maxStreamRooms) rooms or another app's: 400 (\(ErrorCode.badCursor.rawValue)) naming this field"]
+        }
+        let stream: [String: Any] = ["name": "stream", "in": "query", "required": false, "schema": ["type": "string", "maxLength": 40],
+                                     "description": "The stream id of the hello event (another user's or an ended one: 404, \(ErrorCode.unknownStream.rawValue))"]
+        let security: [[String: [String]]] = [["ClientToken": []], [:]]
+        return [
+            "/sse": ["get": [
+                "summary": "Server-Sent Events: a client session's events as text/event-stream (openapi/sse.md)", "tags": ["Clients"],
+                "security": security, "description": "SPEC: TR-1",
+                "parameters": [token, rooms, encoding, cursor("Last-Event-ID", "header"), cursor("lastEventId", "query")],
+                "responses": ["200": ["description": "The stream: hello, join, the protocol's events, close; heartbeat comments",
+                                      "content": ["text/event-stream": ["schema": ["type": "string"]]]],
+                              "400": error, "401": error, "403": error, "503": error]]],
+            "/poll": ["get": [
+                "summary": "Long-polling: opens a client session, or takes the next events of one", "tags": ["Clients"],
+                "security": security, "description": "SPEC: TR-2",
+                "parameters": [token, rooms, encoding, stream, cursor("cursor", "query"),
+                               ["name": "wait", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 0],
+                                "description": "Seconds to wait for events (default \(Limits.defaultPollWaitSeconds), at most \(Limits.maxPollWaitSeconds))"]],
+                "responses": ["200": ["description": "The events not acknowledged yet, each with its cursor", "content": ["application/json": ["schema": ref("PollAnswer")]]],
+                              "400": error, "401": error, "403": error, "404": error, "503": error]]],
+            "/client/ops": ["post": [
+                "summary": "A command of an event stream's or poll session's client, answered as on a WebSocket", "tags": ["Clients"],
+                "security": security, "description": "SPEC: TR-1, TR-2",
+                "parameters": [token, stream, ["name": "X-Roomcast-Stream", "in": "header", "required": false, "schema": ["type": "string", "maxLength": 40],
+                                               "description": "The stream id (or the stream parameter)"]],
+                "requestBody": ["required": true, "content": ["application/json": ["schema": obj(["id": int(), "op": str(), "args": ["type": "object"]], required: ["id", "op", "args"])]]],
+                "responses": ["200": ["description": "{\"id\", \"ok\"} or {\"id\", \"error\"}, as websocket.md describes",
+                                      "content": ["application/json": ["schema": ["type": "object"]]]],
+                              "400": error, "401": error, "404": error, "503": error]]],
         ]
     }
 
@@ -301,6 +351,9 @@ public enum OpenAPIDocument {
         ]
         return [
             "Error": obj(["code": int(), "message": str(), "field": str()], required: ["code", "message"]),
+            "PollAnswer": obj(["stream": str("The session's id"), "cursor": str("Send it with the next poll"),
+                               "events": arr(obj(["event": str(), "data": ["type": "object"], "cursor": str()], required: ["event", "data", "cursor"]))],
+                              required: ["stream", "cursor", "events"]),
             "Status": obj(["status": str(), "code": int("When not ready: 50300 starting or draining, 50301 read-only (storage unavailable)"), "message": str()], required: ["status"]),
             "Empty": obj([:]),
             "Count": obj(["count": int(minimum: 0)], required: ["count"]),

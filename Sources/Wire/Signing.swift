@@ -174,10 +174,38 @@ public enum ClientToken {
     }
 }
 
+/// Base64url without padding (RFC 4648 §5). Written straight into the string's storage: an HTTP
+/// event stream writes a cursor with every event it sends (TR-1).
 public func base64URL(_ bytes: [UInt8]) -> String {
-    Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        .replacingOccurrences(of: "=", with: "")
+    let n = bytes.count
+    let count = n / 3 * 4 + [0, 2, 3][n % 3]
+    return String(unsafeUninitializedCapacity: count) { out in
+        var o = 0
+        var i = 0
+        while i + 3 <= n {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out[o] = base64URLAlphabet[Int(v >> 18)]
+            out[o + 1] = base64URLAlphabet[Int(v >> 12 & 63)]
+            out[o + 2] = base64URLAlphabet[Int(v >> 6 & 63)]
+            out[o + 3] = base64URLAlphabet[Int(v & 63)]
+            i += 3
+            o += 4
+        }
+        if n - i == 1 {
+            let v = UInt32(bytes[i]) << 16
+            out[o] = base64URLAlphabet[Int(v >> 18)]
+            out[o + 1] = base64URLAlphabet[Int(v >> 12 & 63)]
+        } else if n - i == 2 {
+            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out[o] = base64URLAlphabet[Int(v >> 18)]
+            out[o + 1] = base64URLAlphabet[Int(v >> 12 & 63)]
+            out[o + 2] = base64URLAlphabet[Int(v >> 6 & 63)]
+        }
+        return count
+    }
 }
+
+private let base64URLAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
 public func base64URLDecode<S: StringProtocol>(_ s: S) -> [UInt8]? {
     var t = s.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

@@ -335,6 +335,9 @@ public enum WebSocketDocument {
               The events of the resume window are stored with the change that caused them, so this works
               across a restart or crash of the server too (offsets continue; the stream id is kept).
             - The server pings idle connections; clients answer pings (every WebSocket library does).
+            - A client that cannot hold a WebSocket gets the same session, commands and events over plain
+              HTTP: Server-Sent Events (`GET /sse`) or long-polling (`GET /poll`), with its commands on
+              `POST /client/ops`; see [sse.md](sse.md).
 
             ## Operations
 

@@ -16,11 +16,13 @@ struct DocumentTests {
 
     @Test func repositoryFilesMatchTheCode() async throws {
         try await offPool { () throws in
-            // Regenerate with: roomcast --print-openapi / --print-error-table / --print-websocket-schema / --print-websocket-doc
+            // Regenerate with: scripts/regenerate-docs.sh (roomcast --print-openapi / --print-error-table /
+            // --print-websocket-schema / --print-websocket-doc / --print-sse-doc)
             #expect(try file("roomcast.openapi.json") == OpenAPIDocument.json)
             #expect(try file("errors.md") == ErrorTable.markdown)
             #expect(try file("roomcast.websocket.json") == WebSocketDocument.json)
             #expect(try file("websocket.md") == WebSocketDocument.markdown)
+            #expect(try file("sse.md") == EventStreamDocument.markdown)
         }
     }
 

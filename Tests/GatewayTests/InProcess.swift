@@ -160,6 +160,21 @@ final class InProcessGateway: @unchecked Sendable {
             handler(Request(head: head, body: body, pathParameters: parameters), ResponseWriter { answer.put($0) })
             guard let response = answer.take(timeout: 10) else { throw TestKitError.timeout("no answer to \(head.method) \(head.target)") }
             return response
+        case .handler(.local(let handler), let parameters):
+            // Run on the hub's loop, as the server runs it on the connection's (a streaming answer
+            // needs a connection: those routes are tested over sockets).
+            let answer = Handoff<Response>()
+            let request = Request(head: head, body: body, pathParameters: parameters)
+            let immediate: Response? = onLoop {
+                switch handler(request, LocalRoute(loopIndex: 0, writer: ResponseWriter { answer.put($0) })) {
+                case .respond(let r): return r
+                case .later: return nil
+                case .stream: return Response(status: HTTPStatus(code: 501))
+                }
+            }
+            if let immediate { return immediate }
+            guard let response = answer.take(timeout: 60) else { throw TestKitError.timeout("no answer to \(head.method) \(head.target)") }
+            return response
         }
     }
 
