@@ -2,8 +2,8 @@
 
 Each subscriber is one user with its own client token (HS256, minted here with the app's secret, as
 an app server mints them) and one `GET /sse?rooms=ROOM` that joined the room. Everything the server
-sends is read and dropped (the other subscribers' joins reach every member), so the server's memory
-holds sessions, not unread output. Prints `sse-idle: open=N failed=F in S s` once all are open,
+sends is read and dropped, so the server's memory holds sessions, not unread output. Member events
+are off for the app (as in the WebSocket idle run), so joins are not sent to every other member. Prints `sse-idle: open=N failed=F in S s` once all are open,
 holds them, then closes them.
 
     python3 scripts/sse_idle.py PORT N APP_KEY APP_SECRET ROOM HOLD_SECONDS
@@ -33,14 +33,21 @@ def token(app: str, secret: str, user: str) -> str:
     return f"{header}.{payload}.{b64url(signature)}"
 
 
-def create_room(port: int, app: str, secret: str, room: str) -> None:
+def signed(port: int, app: str, secret: str, method: str, path: str, body: dict) -> None:
     nonce, ts = uuid.uuid4().hex, str(int(time.time()))
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/v1/rooms", method="POST", data=json.dumps({"roomId": room}).encode(),
+        f"http://127.0.0.1:{port}{path}", method=method, data=json.dumps(body).encode(),
         headers={"App-Key": app, "Nonce": nonce, "Timestamp": ts, "Content-Type": "application/json",
                  "Signature": hashlib.sha1((secret + nonce + ts).encode()).hexdigest()})
+    urllib.request.urlopen(request, timeout=10).read()
+
+
+def create_room(port: int, app: str, secret: str, room: str) -> None:
+    # As the WebSocket idle run (roomcast-bench fanout): no member events, so each subscriber's
+    # join is not sent to every other one (N² events while they connect).
+    signed(port, app, secret, "PATCH", "/v1/settings", {"memberChangeEvents": False, "enterExitNotifications": False})
     try:
-        urllib.request.urlopen(request, timeout=10).read()
+        signed(port, app, secret, "POST", "/v1/rooms", {"roomId": room, "enterExitNotifications": False})
     except urllib.error.HTTPError as e:
         if e.code != 409:  # already there
             raise
