@@ -236,6 +236,8 @@ class ClientStream: SessionTransport {
             emit(name: "error", data: Array(whole))
             return
         }
+        // A dictionary keeps its storage when emptied: an idle stream holds none.
+        if pending.isEmpty { pending = [:] }
         let failed = body.starts(with: Array("\"error\"".utf8))
         switch what {
         case .connect:
@@ -328,7 +330,10 @@ final class EventStreamTransport: ClientStream, ResponseStreamHandler {
     func streamDidOpen(_ connection: Connection) {
         self.connection = connection
         start(token: token, rooms: roomIds, from: resumeFrom)
+        // Only the start needed them.
         token = ""
+        roomIds = []
+        resumeFrom = nil
     }
 
     func streamShouldFinish(_ connection: Connection) { session.close(.goingAway, "server shutting down") }

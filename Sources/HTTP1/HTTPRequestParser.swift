@@ -134,6 +134,15 @@ public struct HTTPRequestParser {
     /// True between requests: no byte of a next request has arrived yet.
     public var isIdle: Bool { state == .lineStart && emptyLines == 0 }
 
+    /// Between requests, gives back the buffers the last head grew (a connection that will not
+    /// read a request for a long while, e.g. one holding a streaming response, TR-1); the next
+    /// head grows them again.
+    public mutating func releaseBuffersIfIdle() {
+        guard isIdle else { return }
+        scratch = []
+        fieldRanges = []
+    }
+
     /// True once the head has been completely received (the slowloris timer stops here).
     public var isReadingBody: Bool {
         switch state {

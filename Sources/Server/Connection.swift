@@ -378,6 +378,8 @@ public final class Connection: EventHandler {
     private func openStream(status: HTTPStatus, headers: HTTPHeaders, handler: ResponseStreamHandler) {
         guard let state = httpState, let request = state.inFlight else { return }
         state.inFlight = nil
+        // The stream may last for hours: what the request's head grew is given back.
+        state.machine.releaseIdleBuffers()
         // HTTP/1.0 has no chunked coding: its body ends with the connection.
         streamChunked = !request.http10
         streamKeepAlive = request.keepAlive && streamChunked

@@ -53,6 +53,15 @@ public struct HTTPConnectionStateMachine {
     private var pending: [UInt8] = []
     public private(set) var requestsStarted = 0
 
+    /// A connection that will not read a request for a long while (a streaming response, TR-1)
+    /// gives back what the last request grew, unless bytes of a next one are already here.
+    public mutating func releaseIdleBuffers() {
+        guard pending.isEmpty else { return }
+        pending = []
+        body = []
+        parser.releaseBuffersIfIdle()
+    }
+
     public init(configuration: HTTPConnectionConfiguration, upgradePath: String?, now: Instant) {
         self.configuration = configuration
         self.upgradePath = upgradePath

@@ -44,6 +44,37 @@ struct ValidRequestTests {
         }
     }
 
+    /// TR-1: a connection holding a stream gives back the head's buffers between requests; the
+    /// next request parses as on a fresh parser, and a parser mid-request keeps them.
+    @Test func buffersReleasedBetweenRequestsParseTheNextAlike() {
+        var parser = HTTPRequestParser(limits: HTTPLimits())
+        func heads(_ text: String) -> [HTTPRequestHead] {
+            var out: [HTTPRequestHead] = []
+            let data = bytes(text)
+            var used = 0
+            while used < data.count {
+                let (step, n) = data.withUnsafeBytes { parser.parse(UnsafeRawBufferPointer(rebasing: $0[used...])) }
+                used += n
+                if case .event(.head(let h)) = step { out.append(h) }
+                if case .needMoreData = step { break }
+                if case .error = step { break }
+            }
+            while case (.event(let e), _) = [UInt8]().withUnsafeBytes({ parser.parse($0) }) { if case .head(let h) = e { out.append(h) } }
+            return out
+        }
+        let first = "GET /sse?rooms=a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + String(repeating: "t", count: 300) + "\r\n\r\n"
+        #expect(heads(first).map(\.target) == ["/sse?rooms=a"])
+        parser.releaseBuffersIfIdle()
+        let second = "POST /client/ops HTTP/1.1\r\nHost: y\r\nContent-Length: 0\r\n\r\n"
+        let again = heads(second)
+        #expect(again.map(\.target) == ["/client/ops"] && again.first?.headers["host"] == "y")
+        #expect(again == parse(bytes(second)).heads)
+        // Mid-request: nothing is released, and the request completes.
+        #expect(heads("GET /half HTTP/1.1\r\nHo").isEmpty)
+        parser.releaseBuffersIfIdle()
+        #expect(heads("st: z\r\n\r\n").map(\.target) == ["/half"])
+    }
+
     @Test func headFields() {
         let out = parse(bytes("GET /a/b?c=d HTTP/1.1\r\nHOST: example.com\r\nX-Spaces:   padded value  \r\n\r\n"), chunk: 1)
         let head = try! #require(out.heads.first)
