@@ -6,7 +6,11 @@ sends is read and dropped, so the server's memory holds sessions, not unread out
 are off for the app (as in the WebSocket idle run), so joins are not sent to every other member. Prints `sse-idle: open=N failed=F in S s` once all are open,
 holds them, then closes them.
 
-    python3 scripts/sse_idle.py PORT N APP_KEY APP_SECRET ROOM HOLD_SECONDS
+    python3 scripts/sse_idle.py PORT N APP_KEY APP_SECRET ROOM HOLD_SECONDS [PUBLISH]
+
+With PUBLISH (a number of messages), once all are open the app server sends that many messages to
+the room, one every 100 ms, and every subscriber's `room.message` events are counted until each has
+them all or HOLD_SECONDS pass: `sse-fanout: subscribers=N published=M delivered=D/E complete=C`.
 """
 
 import base64
@@ -55,6 +59,7 @@ def create_room(port: int, app: str, secret: str, room: str) -> None:
 
 def main() -> None:
     port, n, app, secret, room, hold = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], float(sys.argv[6])
+    publish = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 256)), hard))
     create_room(port, app, secret, room)
@@ -96,11 +101,67 @@ def main() -> None:
     print(f"sse-idle: open={len(held)} failed={failed} in {time.time() - started:.2f} s", flush=True)
     if first_failure:
         print(f"sse-idle: first failure: {first_failure}", flush=True)
-    until = time.time() + hold
-    while time.time() < until:
-        drain(0.1)
+    if publish:
+        fanout(port, app, secret, room, held, publish, hold)
+    else:
+        until = time.time() + hold
+        while time.time() < until:
+            drain(0.1)
     for s in held:
         s.close()
+
+
+MARK = b"event: room.message\n"
+
+
+def fanout(port, app, secret, room, held, publish, hold):
+    """Publishes `publish` messages and counts each subscriber's room.message events (a marker split
+    across two reads is found through the tail kept from the first)."""
+    counts = {s.fileno(): 0 for s in held}
+    tails = {s.fileno(): b"" for s in held}
+    closed = 0
+    readers = selectors.DefaultSelector()
+    for s in held:
+        readers.register(s, selectors.EVENT_READ)
+
+    def read(timeout):
+        nonlocal closed
+        for key, _ in readers.select(timeout):
+            s = key.fileobj
+            try:
+                data = s.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                readers.unregister(s)
+                closed += 1
+                continue
+            joined = tails[s.fileno()] + data
+            counts[s.fileno()] += joined.count(MARK)
+            tails[s.fileno()] = joined[-(len(MARK) - 1):]
+
+    # What the joins sent is read first: only the messages are counted.
+    read(0.5)
+    for fd in counts:
+        counts[fd] = 0
+    started = time.time()
+    sent = 0
+    until = time.time() + hold
+    while time.time() < until:
+        if sent < publish and time.time() >= started + sent * 0.1:
+            signed(port, app, secret, "POST", f"/v1/rooms/{room}/messages", {"content": f"fanout {sent}"})
+            sent += 1
+        read(0.05)
+        if sent == publish and all(c >= publish for c in counts.values()):
+            break
+    delivered = sum(min(c, publish) for c in counts.values())
+    expected = publish * len(held)
+    complete = sum(1 for c in counts.values() if c == publish)
+    extra = sum(max(0, c - publish) for c in counts.values())
+    print(f"sse-fanout: subscribers={len(held)} published={sent} delivered={delivered}/{expected} complete={complete} "
+          f"extra={extra} closed={closed} in {time.time() - started:.2f} s", flush=True)
 
 
 if __name__ == "__main__":
