@@ -240,6 +240,8 @@ public enum OpenAPIDocument {
     /// client token.
     static var clientPaths: [String: Any] {
         let error: [String: Any] = ["description": "Refused; see the error table", "content": ["application/json": ["schema": ref("Error")]]]
+        // What the HTTP layer refuses before any route (414 a request line too long, 431, ...).
+        let refusal: [String: Any] = ["$ref": "#/components/responses/HTTPRefusal"]
         let token: [String: Any] = ["name": "token", "in": "query", "required": false, "schema": ["type": "string"],
                                     "description": "The client token, when it cannot go in Authorization: Bearer (EventSource)"]
         let rooms: [String: Any] = ["name": "rooms", "in": "query", "required": false,
@@ -261,7 +263,7 @@ public enum OpenAPIDocument {
                 "parameters": [token, rooms, encoding, cursor("Last-Event-ID", "header"), cursor("lastEventId", "query")],
                 "responses": ["200": ["description": "The stream: hello, join, the protocol's events, close; heartbeat comments",
                                       "content": ["text/event-stream": ["schema": ["type": "string"]]]],
-                              "400": error, "401": error, "403": error, "503": error]]],
+                              "400": error, "401": error, "403": error, "503": error, "default": refusal]]],
             "/poll": ["get": [
                 "summary": "Long-polling: opens a client session, or takes the next events of one", "tags": ["Clients"],
                 "security": security, "description": "SPEC: TR-2",
@@ -269,7 +271,7 @@ public enum OpenAPIDocument {
                                ["name": "wait", "in": "query", "required": false, "schema": ["type": "integer", "minimum": 0],
                                 "description": "Seconds to wait for events (default \(Limits.defaultPollWaitSeconds), at most \(Limits.maxPollWaitSeconds))"]],
                 "responses": ["200": ["description": "The events not acknowledged yet, each with its cursor", "content": ["application/json": ["schema": ref("PollAnswer")]]],
-                              "400": error, "401": error, "403": error, "404": error, "503": error]]],
+                              "400": error, "401": error, "403": error, "404": error, "503": error, "default": refusal]]],
             "/client/ops": ["post": [
                 "summary": "A command of an event stream's or poll session's client, answered as on a WebSocket", "tags": ["Clients"],
                 "security": security, "description": "SPEC: TR-1, TR-2",
@@ -278,7 +280,7 @@ public enum OpenAPIDocument {
                 "requestBody": ["required": true, "content": ["application/json": ["schema": obj(["id": int(), "op": str(), "args": ["type": "object"]], required: ["id", "op", "args"])]]],
                 "responses": ["200": ["description": "{\"id\", \"ok\"} or {\"id\", \"error\"}, as websocket.md describes",
                                       "content": ["application/json": ["schema": ["type": "object"]]]],
-                              "400": error, "401": error, "404": error, "503": error]]],
+                              "400": error, "401": error, "404": error, "503": error, "default": refusal]]],
         ]
     }
 
