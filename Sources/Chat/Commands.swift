@@ -446,6 +446,9 @@ public enum Query: Sendable {
     case roomAsMember(SessionID, roomId: String)
     case members(app: String, roomId: String, MemberFilter, SortOrder, limit: Int, after: String?)
     case membersByIds(app: String, roomId: String, [String])
+    /// MO-7 (NIM `membersByPage` type 1 with `endtime`): non-fixed members present who entered
+    /// before `enteredBefore` (ms), newest first: each page's last enter time anchors the next.
+    case temporaryMembersEnteredBefore(app: String, roomId: String, enteredBefore: Int64, limit: Int)
     case isInRoom(app: String, roomId: String, [String])
     case blocks(app: String, roomId: String)
     case mutes(app: String, roomId: String)

@@ -60,6 +60,17 @@ extension ChatDomain {
             }
             return .members(ids.map { memberInfo(room, $0, now: now) }, total: total)
 
+        case .temporaryMembersEnteredBefore(let appKey, let roomId, let before, let limit):
+            let room = try room(try app(appKey), roomId)
+            guard limit >= 1 && limit <= Limits.maxMemberListCount else {
+                throw .invalid("limit", "limit must be between 1 and \(Limits.maxMemberListCount)")
+            }
+            // Present members are in the order they entered: from the newest, those before the anchor.
+            let ids = room.present.backward(before: nil, limit: limit, where: {
+                !room.isFixed($0, now: now) && (room.members[$0]?.enterTime ?? .max) < before
+            })
+            return .members(ids.map { memberInfo(room, $0, now: now) }, total: ids.count)
+
         case .membersByIds(let appKey, let roomId, let ids):
             let room = try room(try app(appKey), roomId)
             try Validate.userIds(ids, max: Limits.maxMemberQueryIds)

@@ -365,6 +365,41 @@ struct NIMOperatorRightsTests {
         #expect(try nim("toggleCloseStat", [("roomid", room), ("operator", "host"), ("valid", "true")]).json.int("code") == 200)
         #expect(try nim("requestAddr", [("roomid", room), ("accid", "dave")]).json.int("code") == 200)
     }
+
+    @Test("MO-7: membersByPage type 1 pages online non-fixed members back by enter time (endtime), newest first; endtime for fixed members or negative names the field")
+    func membersByPagePagesByEnterTime() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let fixture = try NIMRoom(g)
+        let (room, nim) = (fixture.room, fixture.call)
+        var entered: [String: Int64] = [:]
+        var clients: [SessionClient] = []
+        for user in ["u1", "u2", "u3", "u4"] {
+            let c = try g.client(user)
+            let joined = try c.expectOK(try c.command("room.join", ["roomId": room]))
+            let time = try #require(joined.obj("joinInfo").int("joinTime"))
+            entered[user] = Int64(time)
+            clients.append(c)
+            g.advance(seconds: 1)
+        }
+        // u2 becomes fixed (a manager): never among type 1.
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "u2"), ("opt", "1"), ("optvalue", "true")]).json.int("code") == 200)
+        func page(_ end: Int64, _ limit: Int) throws -> [String] {
+            let r = try nim("membersByPage", [("roomid", room), ("type", "1"), ("endtime", String(end)), ("limit", String(limit))])
+            #expect(r.json.int("code") == 200, "\(r.text)")
+            return ((r.json["desc"] as? [String: Any])?["data"] as? [[String: Any]] ?? []).compactMap { $0.str("accid") }
+        }
+        // Now (0): the newest first; before u4's entry: u3 then u1; a page of one, then the next from its enter time.
+        #expect(try page(0, 10) == ["u4", "u3", "u1"])
+        #expect(try page(entered["u4"]!, 10) == ["u3", "u1"])
+        #expect(try page(entered["u4"]!, 1) == ["u3"])
+        #expect(try page(entered["u3"]!, 1) == ["u1"])
+        #expect(try page(entered["u1"]!, 10).isEmpty)
+        for (type, end) in [("0", "5"), ("2", "5"), ("1", "-1")] {
+            let r = try nim("membersByPage", [("roomid", room), ("type", type), ("endtime", end), ("limit", "10")])
+            #expect(r.json.int("code") == 414 && r.json.str("field") == "endtime", "type \(type) endtime \(end): \(r.text)")
+        }
+    }
 }
 
 extension NIMOperatorRightsTests {

@@ -365,17 +365,28 @@ public enum NIMV1 {
             let p = i.params
             let room = try roomId(p)
             let filter: MemberFilter
-            switch try p.requiredInt("type") {
+            let type = try p.requiredInt("type")
+            switch type {
             case 0: filter = .regular
             case 1: filter = .temporaryNewestFirst
             case 2: filter = .regularOnline
             default: throw ChatError(.invalidParameter, "type must be 0 (fixed), 1 (online non-fixed) or 2 (online fixed)", field: "type")
             }
-            if let end = try p.int("endtime"), end != 0 {
-                throw ChatError(.invalidParameter, "endtime paging is not supported; give 0 and a limit up to \(Limits.maxMemberListCount)", field: "endtime")
-            }
             let limit = try p.requiredInt("limit")
-            return VendorCall.query(.members(app: i.app, roomId: room, filter, .ascending, limit: limit, after: nil)) { reply, w in
+            // MO-7: NIM pages online non-fixed members back in time by their enter time (`endtime`,
+            // ms; 0: now). Fixed members carry no time here to page by.
+            let end = try p.int("endtime") ?? 0
+            guard end >= 0 else { throw ChatError(.invalidParameter, "endtime is a time in milliseconds, or 0 for now", field: "endtime") }
+            let query: Query
+            if end != 0 {
+                guard type == 1 else {
+                    throw ChatError(.invalidParameter, "endtime paging is for type 1 (online non-fixed members); give 0 for types 0 and 2", field: "endtime")
+                }
+                query = .temporaryMembersEnteredBefore(app: i.app, roomId: room, enteredBefore: Int64(end), limit: limit)
+            } else {
+                query = .members(app: i.app, roomId: room, filter, .ascending, limit: limit, after: nil)
+            }
+            return VendorCall.query(query) { reply, w in
                 if case .members(let list, _) = reply { writeMembers(&w, roomId: room, list) }
             }
         },
