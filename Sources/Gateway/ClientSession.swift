@@ -80,6 +80,8 @@ final class ClientSession: WebSocketHandler {
     /// AU-4: rooms this connection joined for member counts only.
     private(set) var memberCountsRooms: Set<RoomKey> = []
     func memberCountsOnly(in room: RoomKey) -> Bool { !memberCountsRooms.isEmpty && memberCountsRooms.contains(room) }
+    /// The session left the room (the hub): its choice there goes with it.
+    func forgetMemberCounts(in room: RoomKey) { if !memberCountsRooms.isEmpty { memberCountsRooms.remove(room) } }
     func setTags(_ tags: [String], in room: RoomKey) { roomTags[room] = tags.isEmpty ? nil : tags }
 
     /// QS-3: what this session lost per room since the last `room.gap` it was sent, and whether
@@ -553,6 +555,11 @@ final class ClientSession: WebSocketHandler {
         let key = RoomKey(app: app, roomId: roomId)
         if countsOnly {
             p.memberCountsOnly = true
+            // Bounded: the rooms it is in plus joins on their way. A join that failed leaves its
+            // room here, so past that the rooms it is not in go.
+            if memberCountsRooms.count >= roomSlots.count + Self.maxPendingResumes {
+                memberCountsRooms = memberCountsRooms.filter { roomSlots[$0] != nil }
+            }
             memberCountsRooms.insert(key)
         } else if !memberCountsRooms.isEmpty {
             memberCountsRooms.remove(key)

@@ -374,6 +374,7 @@ final class Hub {
     private func removeFromRoom(_ s: ClientSession, _ room: RoomKey) {
         let tags = s.tags(in: room)
         s.setTags([], in: room)
+        s.forgetMemberCounts(in: room)
         guard let slot = s.roomSlots.removeValue(forKey: room), let members = rooms[room] else { return }
         members.unindex(s, tags)
         let last = members.list.removeLast()

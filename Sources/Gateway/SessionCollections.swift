@@ -32,6 +32,9 @@ struct RoomSlots {
         return slot
     }
 
+    /// How many rooms it holds.
+    var count: Int { (first == nil ? 0 : 1) + rest.count }
+
     /// The rooms, in no particular order.
     var keys: [RoomKey] {
         var all = Array(rest.keys)

@@ -1,4 +1,5 @@
 import Chat
+@testable import Gateway
 import Testing
 import TestKit
 import Wire
@@ -49,6 +50,34 @@ struct MemberSummaryGatewayTests {
         let counts = Self.events(counter.drain(), "room.members")
         #expect(counts.count == 1 && counts.first?.obj("data").int("joined") == 5 && counts.first?.obj("data")["joinedIds"] == nil)
         #expect(Self.events(elsewhere.drain(), "room.members").isEmpty)
+    }
+
+    @Test("AU-4: the rooms a connection asked counts for are bounded: joins that failed do not pile up, a room left is forgotten")
+    func countsOnlyChoicesAreBounded() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        // The per-connection message rate is not what this test is about.
+        #expect(try g.rest().call("PATCH", "/v1/settings", ["clientMessagesPerSecond": 10_000]).status == 200)
+        let bob = try g.client("bob")
+        for i in 0..<(3 * ClientSession.maxPendingResumes) {
+            let reply = try bob.command("room.join", ["roomId": "missing-\(i)", "memberEvents": "counts"])
+            #expect(reply.obj("error").int("code") != nil)
+        }
+        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r", "memberEvents": "counts"]))
+        g.settle()
+        let core = g.core
+        func held() -> (count: Int, inRoom: Bool) {
+            g.onLoop { () -> (Int, Bool) in
+                let s = core.hubs.hub(0)!.sessions.values.first { $0.userId == "bob" }
+                return (s?.memberCountsRooms.count ?? -1, s?.memberCountsOnly(in: RoomKey(app: s?.app ?? "", roomId: "r")) ?? false)
+            }
+        }
+        let joined = held()
+        #expect(joined.count <= ClientSession.maxPendingResumes + 1 && joined.inRoom, "\(joined)")
+        _ = try bob.expectOK(try bob.command("room.leave", ["roomId": "r"]))
+        g.settle()
+        #expect(held().inRoom == false)
     }
 
     @Test("AU-4: a bad memberEvents or setting names its field and changes nothing")
