@@ -154,6 +154,9 @@ public final class ChatDomain {
         case .addPrivateMembers(let app, let groupId, let channelId, let users): return try addPrivateMembers(app, groupId, channelId, users, now, &out)
         case .removePrivateMembers(let app, let groupId, let channelId, let users):
             return try removePrivateMembers(app, groupId, channelId, users, now, &out)
+        case .sendCommunityMessage(let app, let groupIds, let channelId, let draft, let actor):
+            return try sendCommunityMessage(app, groupIds, channelId, draft, actor, now, &out)
+        case .community(let app, let groupId, let change, let actor): return try changeCommunity(app, groupId, change, actor, now, &out)
         case .setConversationStatus(let app, let user, let key, let pinned, let level, let actor):
             return try setConversationStatus(app, user, key, pinned: pinned, level: level, actor, now, &out)
         case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
@@ -198,7 +201,8 @@ public final class ChatDomain {
              .setAttributes(_, _, _, _, _, let actor), .removeAttributes(_, _, _, let actor),
              .queueOffer(_, _, _, _, _, let actor), .queueBatchUpdate(_, _, _, let actor, _),
              .queuePoll(_, _, _, let actor), .queueDrop(_, _, let actor),
-             .setConversationStatus(_, _, _, _, _, let actor), .recallMessage(_, _, _, _, let actor):
+             .setConversationStatus(_, _, _, _, _, let actor), .recallMessage(_, _, _, _, let actor),
+             .sendCommunityMessage(_, _, _, _, let actor), .community(_, _, _, let actor):
             return actor.session
         case .configureApp, .updateAppSettings, .connect, .disconnect, .join, .leave, .leaveAll, .switchRoom,
              .createRoom, .destroyRooms, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,

@@ -320,6 +320,10 @@ public enum Command: Sendable, Equatable, Codable {
     case deleteChannel(app: String, groupId: String, channelId: String)
     case addPrivateMembers(app: String, groupId: String, channelId: String, [String])
     case removePrivateMembers(app: String, groupId: String, channelId: String, [String])
+    /// MO-3: a message to `channelId` of each group (from the app server, or a member's client).
+    case sendCommunityMessage(app: String, groupIds: [String], channelId: String, CommunityDraft, Actor)
+    /// MO-3, MO-5: an edit, metadata, or a control of an ultra group's channel.
+    case community(app: String, groupId: String, CommunityChange, Actor)
 
     // Conversation status (CS-1, CS-2, CS-4).
     case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
@@ -341,7 +345,8 @@ extension Command {
              .mute(_, _, _, _, let a, _, _), .unmute(_, _, _, _, let a, _, _), .setRoomMuted(_, _, _, let a, _, _), .setRole(_, _, _, _, let a, _),
              .kick(_, _, _, let a, _), .setAttributes(_, _, _, _, _, let a), .removeAttributes(_, _, _, let a), .queueOffer(_, _, _, _, _, let a),
              .queueBatchUpdate(_, _, _, let a, _), .queuePoll(_, _, _, let a), .queueDrop(_, _, let a), .tagMute(_, _, _, _, _, _, let a),
-             .recallMessage(_, _, _, _, let a), .setConversationStatus(_, _, _, _, _, let a):
+             .recallMessage(_, _, _, _, let a), .setConversationStatus(_, _, _, _, _, let a), .sendCommunityMessage(_, _, _, _, let a),
+             .community(_, _, _, let a):
             return a
         case .via(_, let c):
             return c.actor
@@ -356,6 +361,11 @@ extension Command {
         case .recallMessage, .block, .unblock, .mute, .unmute, .setRoomMuted, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
              .tagMute, .setRole, .kick, .editSensitiveWords, .setRoomOpen, .setDistribution:
             return true
+        case .community(_, _, let change, _):
+            switch change {
+            case .editList, .setFrozen: return true
+            case .edit, .setMetadata, .removeMetadata: return false
+            }
         case .via(_, let c):
             return c.isModeration
         default:
@@ -494,6 +504,12 @@ public enum Query: Sendable {
     /// Channels the user can see: public ones, and private ones whose list holds the user.
     case userChannels(app: String, groupId: String, userId: String, page: Int, pageSize: Int)
     case groupNotificationLevel(app: String, groupId: String, channelId: String?)
+    /// MO-6: stored community messages (→ `Reply.communityMessages`).
+    case communityHistory(app: String, groupId: String, CommunityHistoryQuery)
+    /// MO-3: one stored message with its metadata (→ `Reply.communityMessage`).
+    case communityMessage(app: String, groupId: String, channelId: String, messageId: String)
+    /// MO-5: a channel's (channel "": the group's) controls (→ `Reply.communityRules`).
+    case communityRules(app: String, groupId: String, channelId: String)
 
     // Conversation status (CS-1, CS-3, CS-4).
     case conversationStatus(app: String, userId: String, ConversationKey)

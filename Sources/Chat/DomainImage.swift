@@ -130,6 +130,8 @@ struct GroupImage: Codable, Equatable, Sendable {
     var channels: [ChannelImage]
     var channelOrder: [String]
     var defaultLevel: NotificationLevel
+    /// MO-3, MO-5 (absent: none).
+    var community: CommunityImage?
 }
 
 struct StatusImage: Codable, Equatable, Sendable {
@@ -255,7 +257,7 @@ extension ChatDomain {
                        let c = $0.1
                        return ChannelImage(id: c.id, type: c.type, createdAt: c.createdAt, privateMembers: c.privateMembers.all, defaultLevel: c.defaultLevel)
                    },
-                   channelOrder: g.channelOrder.all, defaultLevel: g.defaultLevel)
+                   channelOrder: g.channelOrder.all, defaultLevel: g.defaultLevel, community: CommunityImage(g.community))
     }
 
     /// A domain in the state `image` describes, making ids with `makeID` from here on. Refuses an
@@ -348,6 +350,7 @@ extension ChatDomain {
             }
             for c in g.channelOrder { group.channelOrder.append(c) }
             group.defaultLevel = g.defaultLevel
+            g.community?.restore(into: group.community)
             app.groups[g.id] = group
         }
         for c in a.conversations {

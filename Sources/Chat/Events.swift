@@ -505,6 +505,12 @@ public enum ChatEvent: Equatable, Sendable {
     case channelUsersKicked([ChannelUserKicked])
     /// CS-2 (and CS-3 sync batches).
     case conversationStatusChanged([ConversationStatusInfo])
+    /// MO-3: a message in an ultra group's channel.
+    case communityMessage(CommunityMessage)
+    /// MO-3: a community message was edited or its metadata changed.
+    case communityMessageUpdated(CommunityUpdateEvent)
+    /// MO-5: a mute or allowed-sender list, or a freeze, changed.
+    case communityRulesChanged(CommunityRulesEvent)
 
     /// The event's wire name.
     public var name: String {
@@ -525,6 +531,9 @@ public enum ChatEvent: Equatable, Sendable {
         case .channelDisbanded: return "group.channelDisbanded"
         case .channelUsersKicked: return "group.channelUserKicked"
         case .conversationStatusChanged: return "conversation.statusChanged"
+        case .communityMessage: return "group.message"
+        case .communityMessageUpdated: return "message.updated"
+        case .communityRulesChanged: return "group.moderationChanged"
         }
     }
 }

@@ -115,6 +115,13 @@ public enum Mutation: Equatable, Sendable {
     /// MO-8: an entry of the app's audit trail; the store keeps the newest
     /// `Limits.auditEntriesPerApp` of each app.
     case appendAudit(app: String, AuditEntry)
+    /// MO-3: a stored community message, new or changed (keyed by group, channel and id).
+    case putCommunityMessage(app: String, CommunityMessage)
+    case deleteCommunityMessage(app: String, groupId: String, channelId: String, messageId: String)
+    /// MO-5: a channel's (channel "": the group's) controls; empty ones are deleted.
+    case putCommunityRules(app: String, groupId: String, channelId: String, CommunityRules)
+    /// A channel's messages and controls, gone with it.
+    case deleteCommunityChannel(app: String, groupId: String, channelId: String)
 }
 
 /// Webhook event types (WH-2).
@@ -230,6 +237,12 @@ public enum Reply: Equatable, Sendable {
     case sensitiveWords([SensitiveWord])
     /// MO-8: a page of the audit trail, newest first, and the cursor of the next (older) page.
     case audit([AuditEntry], next: Int64?)
+    /// MO-3, MO-6: community messages (sent, or a history page).
+    case communityMessages([CommunityMessage])
+    case communityMessage(CommunityMessage)
+    /// MO-5.
+    case communityRules(CommunityRules)
+    case flag(Bool)
 
     public static func == (a: Reply, b: Reply) -> Bool {
         switch (a, b) {
@@ -265,6 +278,10 @@ public enum Reply: Equatable, Sendable {
         case let (.count(x), .count(y)): return x == y
         case let (.sensitiveWords(x), .sensitiveWords(y)): return x == y
         case let (.audit(x, n1), .audit(y, n2)): return x == y && n1 == n2
+        case let (.communityMessages(x), .communityMessages(y)): return x == y
+        case let (.communityMessage(x), .communityMessage(y)): return x == y
+        case let (.communityRules(x), .communityRules(y)): return x == y
+        case let (.flag(x), .flag(y)): return x == y
         default: return false
         }
     }

@@ -10,6 +10,7 @@ extension ChatDomain {
 
     private func answer(_ q: Query, now: Int64) throws(ChatError) -> Reply {
         if let r = try answerGroupQuery(q) { return r }
+        if let r = try answerCommunityQuery(q) { return r }
         if let r = try answerConversationQuery(q) { return r }
         switch q {
         case .room(let appKey, let roomId):
@@ -191,7 +192,7 @@ extension ChatDomain {
         case .appSettings(let appKey):
             return .appSettings(try app(appKey).settings)
 
-        case .group, .groupMembers, .isGroupMember, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
+        case .group, .groupMembers, .isGroupMember, .channels, .privateMembers, .userChannels, .groupNotificationLevel, .communityHistory, .communityMessage, .communityRules,
              .conversationStatus, .conversationStatuses, .conversationTypeLevel:
             // Answered above.
             throw .invalid("query", "unanswered query")

@@ -639,6 +639,23 @@ public enum Limits {
     public static let maxChannelsPerGroup = 1000
     public static let maxGroupUsersPerCall = 100
     public static let maxPageSize = 100
+    /// MO-3: a community message goes to at most this many ultra groups at once (Nexconn's
+    /// `toChannelIds`, RongCloud's `toGroupIds`).
+    public static let maxCommunitySendGroups = 3
+    /// MO-3: each channel keeps its newest stored messages, at most this many and at most this
+    /// many bytes of content and metadata (the oldest go first; the newest always stays).
+    public static let maxCommunityHistoryPerChannel = 1000
+    public static let maxCommunityHistoryBytesPerChannel = 4 * 1_048_576
+    /// MO-6: a history query spans at most 14 days (Nexconn, RongCloud).
+    public static let maxCommunityHistorySpanMilliseconds: Int64 = 14 * 86_400_000
+    /// MO-3 metadata (RongCloud's message expansion): keys of 1…32 characters from
+    /// `A-Z a-z 0-9 + = - _`, values of at most 4,096 bytes, 100 entries per call, 300 per message.
+    public static let maxMetadataKeyChars = 32
+    public static let maxMetadataValueBytes = 4096
+    public static let maxMetadataEntriesPerCall = 100
+    public static let maxMetadataEntriesPerMessage = 300
+    /// MO-5: a channel's (or group's) mute list and allowed-sender list each hold at most this many users.
+    public static let maxCommunityListUsers = 1000
     public static let maxStatusSyncPage = 1000
     public static let maxBroadcastUrlBytes = 1024
     public static let maxQueueLimit = 10_000

@@ -59,6 +59,8 @@ final class UltraGroup {
     @exclusivity(unchecked) var channelOrder = OrderedIndex<String>()
     /// CS-4 group default Do-Not-Disturb level.
     var defaultLevel = NotificationLevel.default
+    /// MO-3, MO-5: its channels' messages and controls.
+    let community = CommunityState()
 
     init(id: String, name: String, creator: String, createdAt: Int64) {
         self.id = id

@@ -109,6 +109,7 @@ extension ChatDomain {
         let app = try app(appKey)
         let g = try group(app, groupId)
         try Validate.userIds(users, max: Limits.maxGroupUsersPerCall)
+        dropCommunityUsers(appKey, g, users, &out)
         for u in users where g.members.remove(u) {
             out.mutations.append(.deleteGroupMember(app: appKey, groupId: groupId, u))
             for id in g.channelOrder.all {
@@ -183,6 +184,7 @@ extension ChatDomain {
         g.channels[channelId] = nil
         g.channelOrder.remove(channelId)
         out.mutations.append(.deleteChannel(app: appKey, groupId: groupId, channelId: channelId))
+        dropCommunityChannel(appKey, g, channelId, &out)
         if !audience.isEmpty {
             out.deliver(.channelDisbanded([ChannelDisbanded(groupId: groupId, channelId: channelId, time: now)]), to: .users(app: appKey, audience))
         }

@@ -36,6 +36,12 @@ extension LogRecord {
         case .signed(let call): if case .command(let c) = call.change { change = c }
         default: break
         }
+        // MO-3, MO-5: community messages and controls are format 7's.
+        switch change {
+        case .sendCommunityMessage?, .community?: return 7
+        case .via(_, .community)?: return 7
+        default: break
+        }
         // MO-8: a moderation command records an audit entry, which a node of an older format
         // would not: its state would differ from the others'.
         if change?.isModeration == true { return 6 }

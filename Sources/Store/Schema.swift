@@ -341,6 +341,30 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        m.registerMigration("v14-community-messages") { db in
+            // MO-3: each channel's stored messages (the message, with its latest edit and its
+            // metadata, as JSON); the rowid keeps the order they were sent in across edits.
+            // MO-5: the controls of a channel, or of the whole group (channelId '').
+            try db.execute(sql: """
+                CREATE TABLE communityMessage (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    messageId TEXT NOT NULL,
+                    entry TEXT NOT NULL,
+                    UNIQUE (app, groupId, channelId, messageId),
+                    FOREIGN KEY (app, groupId, channelId) REFERENCES ultraChannel(app, groupId, channelId) ON DELETE CASCADE
+                );
+                CREATE TABLE communityRules (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    entry TEXT NOT NULL,
+                    PRIMARY KEY (app, groupId, channelId),
+                    FOREIGN KEY (app, groupId) REFERENCES ultraGroup(app, groupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

@@ -339,6 +339,24 @@ public final class Store: @unchecked Sendable {
                 try db.execute(sql: "INSERT OR REPLACE INTO auditEntry (app, id, entry) VALUES (?, ?, ?)",
                                arguments: [app, entry.id, String(decoding: try JSONEncoder().encode(entry), as: UTF8.self)])
                 try db.execute(sql: "DELETE FROM auditEntry WHERE app = ? AND id <= ?", arguments: [app, entry.id - Int64(Limits.auditEntriesPerApp)])
+            case .putCommunityMessage(let app, let m):
+                try db.execute(sql: """
+                    INSERT INTO communityMessage (app, groupId, channelId, messageId, entry) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (app, groupId, channelId, messageId) DO UPDATE SET entry = excluded.entry
+                    """, arguments: [app, m.groupId, m.channelId, m.messageId, String(decoding: try JSONEncoder().encode(m), as: UTF8.self)])
+            case .deleteCommunityMessage(let app, let groupId, let channelId, let messageId):
+                try db.execute(sql: "DELETE FROM communityMessage WHERE app = ? AND groupId = ? AND channelId = ? AND messageId = ?",
+                               arguments: [app, groupId, channelId, messageId])
+            case .putCommunityRules(let app, let groupId, let channelId, let rules):
+                if rules.isEmpty {
+                    try db.execute(sql: "DELETE FROM communityRules WHERE app = ? AND groupId = ? AND channelId = ?", arguments: [app, groupId, channelId])
+                } else {
+                    try db.execute(sql: "INSERT OR REPLACE INTO communityRules (app, groupId, channelId, entry) VALUES (?, ?, ?, ?)",
+                                   arguments: [app, groupId, channelId, String(decoding: try JSONEncoder().encode(rules), as: UTF8.self)])
+                }
+            case .deleteCommunityChannel(let app, let groupId, let channelId):
+                try db.execute(sql: "DELETE FROM communityMessage WHERE app = ? AND groupId = ? AND channelId = ?", arguments: [app, groupId, channelId])
+                try db.execute(sql: "DELETE FROM communityRules WHERE app = ? AND groupId = ? AND channelId = ?", arguments: [app, groupId, channelId])
             }
         }
     }
@@ -422,6 +440,16 @@ public final class Store: @unchecked Sendable {
                 audit[row["app"], default: []].append(try JSONDecoder().decode(AuditEntry.self, from: Data(json.utf8)))
             }
             for (app, entries) in audit { domain.restoreAudit(app: app, entries) }
+            // MO-3, MO-5: community messages in the order they were sent, and controls.
+            for row in try Row.fetchAll(db, sql: "SELECT app, entry FROM communityMessage ORDER BY rowid") {
+                let json: String = row["entry"]
+                domain.restoreCommunityMessage(app: row["app"], try JSONDecoder().decode(CommunityMessage.self, from: Data(json.utf8)))
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT app, groupId, channelId, entry FROM communityRules") {
+                let json: String = row["entry"]
+                domain.restoreCommunityRules(app: row["app"], groupId: row["groupId"], channelId: row["channelId"],
+                                             try JSONDecoder().decode(CommunityRules.self, from: Data(json.utf8)))
+            }
             // The newest messages of each room, oldest first (the in-memory history window; one
             // more than it holds, so the window knows when older ones are only on disk).
             for key in domain.appKeys {

@@ -267,8 +267,63 @@ public enum Encode {
             }
         case .conversationStatusChanged(let list):
             infoList(list, &w, statusFields)
+        case .communityMessage(let m):
+            communityMessageFields(m, &w)
+        case .communityMessageUpdated(let e):
+            w.field("change", e.change)
+            w.field("operator", e.operatorId)
+            w.field("time", e.time)
+            w.key("message")
+            communityMessage(e.message, &w)
+        case .communityRulesChanged(let e):
+            w.field("groupId", e.groupId)
+            w.field("channelId", e.channelId)
+            w.field("action", e.action)
+            w.field("userIds", e.userIds)
+            w.field("time", e.time)
         }
         w.endObject()
+    }
+
+    /// MO-3: a community message as the native API and events give it.
+    public static func communityMessage(_ m: CommunityMessage, _ w: inout JSONWriter) {
+        w.beginObject()
+        communityMessageFields(m, &w)
+        w.endObject()
+    }
+
+    static func communityMessageFields(_ m: CommunityMessage, _ w: inout JSONWriter) {
+        w.field("messageId", m.messageId)
+        w.field("groupId", m.groupId)
+        w.field("channelId", m.channelId)
+        w.field("fromUserId", m.fromUserId)
+        w.field("type", m.type)
+        w.field("content", m.content)
+        w.field("sentAt", m.sentAt)
+        w.field("fromServer", m.fromServer)
+        if !m.stored { w.field("stored", false) }
+        if m.version > 0 {
+            w.field("version", m.version)
+            if let t = m.editedAt { w.field("editedAt", t) }
+        }
+        if !m.targets.isEmpty { w.field("targets", m.targets) }
+        if let entries = m.metadata {
+            w.key("metadata")
+            metadataEntries(entries, &w)
+        }
+    }
+
+    /// `[{"key", "value", "updatedAt"}]`.
+    public static func metadataEntries(_ entries: [CommunityMetadataEntry], _ w: inout JSONWriter) {
+        w.beginArray()
+        for e in entries {
+            w.beginObject()
+            w.field("key", e.key)
+            w.field("value", e.value)
+            w.field("updatedAt", e.updatedAt)
+            w.endObject()
+        }
+        w.endArray()
     }
 
     /// `"infoList": [{...}, ...]`: the array shape of the ultra-group and status events (UG-5, CS-2).
@@ -391,7 +446,8 @@ extension ChatEvent {
         case .messageRecalled(let e): return e.roomId
         case .tagsUpdated(let e): return e.roomId
         case .attributesChanged(let e): return e.roomId
-        case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged: return nil
+        case .channelTypeChanged, .channelDisbanded, .channelUsersKicked, .conversationStatusChanged, .communityMessage, .communityMessageUpdated,
+             .communityRulesChanged: return nil
         }
     }
 }
@@ -578,6 +634,20 @@ extension Encode {
             w.endArray()
             w.key("next")
             if let next { w.int(next) } else { w.null() }
+        case .communityMessages(let list):
+            w.key("messages")
+            w.beginArray()
+            for m in list { communityMessage(m, &w) }
+            w.endArray()
+        case .communityMessage(let m):
+            w.key("message")
+            communityMessage(m, &w)
+        case .communityRules(let r):
+            w.field("muted", r.muted)
+            w.field("allowedSenders", r.allowedSenders)
+            w.field("frozen", r.frozen)
+        case .flag(let f):
+            w.field("value", f)
         }
         w.endObject()
     }

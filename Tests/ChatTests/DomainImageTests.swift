@@ -97,6 +97,13 @@ struct DomainImageTests {
                                    pinned: r.bool(), level: r.pick([nil, .allMessages, .mention]), .server),
             .setConversationTypeLevel(app: app, userId: user, r.pick([.group, .private, .ultraGroup]), r.pick([.default, .mentionUsers])),
             .setGroupNotificationLevel(app: app, groupId: group, channelId: r.bool() ? nil : channel, r.pick([.default, .mention])),
+            // MO-3, MO-5: community messages (kept across the cut) and controls.
+            .sendCommunityMessage(app: app, groupIds: [group], channelId: channel,
+                                  CommunityDraft(fromUserId: user, type: "T", content: "c\(r.int(100))", stored: r.int(4) != 0,
+                                                 metadata: r.bool() ? ["k": "v"] : nil), actor),
+            .community(app: app, groupId: group, .editList(r.pick(CommunityList.allCases), channelId: r.pick(["", channel]), add: r.int(3) != 0,
+                                                          users: [user]), .server),
+            .community(app: app, groupId: group, .setFrozen(channelId: r.pick(["", channel]), r.bool()), .server),
         ]
         return r.int(12) == 0 ? .tick : .command(r.pick(commands))
     }
@@ -113,6 +120,11 @@ struct DomainImageTests {
         }
         for i in 0..<10 { q.append(.roomsOfSession(session(i))) }
         for u in users { q.append(.conversationStatuses(app: "app", userId: u, since: 0, limit: 100)) }
+        for g in ["g0", "g1"] {
+            q.append(.communityHistory(app: "app", groupId: g, CommunityHistoryQuery(channelId: nil, viewer: nil, oldest: 1_800_000_000_000,
+                                                                                   newest: 1_800_000_000_000 + 86_400_000, limit: 100, newestFirst: true)))
+            for c in ["", "c0", "RCDefault"] { q.append(.communityRules(app: "app", groupId: g, channelId: c)) }
+        }
         return q
     }
 
