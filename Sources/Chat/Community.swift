@@ -111,7 +111,7 @@ public struct CommunityRules: Codable, Equatable, Sendable {
 
     public var isEmpty: Bool { muted.isEmpty && allowedSenders.isEmpty && !frozen }
 
-    func list(_ l: CommunityList) -> [String] { l == .muted ? muted : allowedSenders }
+    public func list(_ l: CommunityList) -> [String] { l == .muted ? muted : allowedSenders }
     mutating func setList(_ l: CommunityList, _ users: [String]) {
         if l == .muted { muted = users } else { allowedSenders = users }
     }

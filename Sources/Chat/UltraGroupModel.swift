@@ -89,6 +89,8 @@ public struct GroupInfo: Equatable, Sendable {
 
 /// A channel as queries and replies describe it.
 public struct ChannelInfo: Equatable, Sendable {
+    /// Every group's default channel (UG-1).
+    public static let defaultChannelId = UltraGroup.defaultChannelId
     public var groupId: String
     public var channelId: String
     public var type: ChannelType

@@ -1067,3 +1067,19 @@ func parseUnmuteKind(_ s: String?) throws(ChatError) -> UnmuteKind {
     guard let k = UnmuteKind(rawValue: s) else { throw ChatError(.invalidParameter, "kind must be all, permanent or temporary", field: "kind") }
     return k
 }
+
+/// MO-3: a member's `group.send` (the sender is the connection's user).
+public struct CommunitySendRequest: Decodable, Sendable {
+    public var channelId: String?
+    public var type: String
+    public var content: String
+    public var stored: Bool?
+    public var targets: [String]?
+    public var metadata: [String: String]?
+
+    public func command(_ caller: Caller, groupId: String) -> Command {
+        .sendCommunityMessage(app: caller.app, groupIds: [groupId], channelId: channelId ?? ChannelInfo.defaultChannelId,
+                              CommunityDraft(fromUserId: caller.userId, type: type, content: content, stored: stored ?? true, targets: targets ?? [],
+                                             metadata: metadata), caller.actor)
+    }
+}

@@ -82,7 +82,7 @@ public enum NexconnV4 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = openChannel + community + channels + messages + channelsUnsupported
+    public static let endpoints: [VendorEndpoint] = openChannel + community + channels + messages + CommunityVendor.nexconn + channelsUnsupported
 
     static let messages: [VendorEndpoint] = [
         // MO-1: Nexconn's message delete (recall). Open-channel messages (`channelType` 4) are
@@ -166,9 +166,7 @@ public enum NexconnV4 {
         Family.editTypes("/v4/open-channel/priority-message-type-list/add", .protected(spelling), add: true),
         Family.editTypes("/v4/open-channel/priority-message-type-list/remove", .protected(spelling), add: false),
         Family.listTypes("/v4/open-channel/priority-message-type-list/get", .protected(spelling)),
-    ] + prioritySenders("/v4/open-channel/priority-sender-list") + prioritySenders("/v4/open-channel/participant/priority-sender-list") + unsupported([
-        ("/v4/open-channel/history-message", ["list"], "open-channel cloud history in Nexconn's shape (use GET /v1/rooms/{roomId}/messages)"),
-    ])
+    ] + prioritySenders("/v4/open-channel/priority-sender-list") + prioritySenders("/v4/open-channel/participant/priority-sender-list")
 
     static func prioritySenders(_ base: String) -> [VendorEndpoint] {
         [Family.protectSenders(base + "/add", spelling, add: true), Family.protectSenders(base + "/remove", spelling, add: false),
@@ -208,17 +206,11 @@ public enum NexconnV4 {
             return VendorCall.command(.renameGroup(app: i.app, groupId: try channel(p), name: try p.required("name")))
         },
     ] + unsupported([
-        ("/v4/community-channel/mute-list", ["add", "get", "remove"], "community-channel mutes"),
-        ("/v4/community-channel/allowed-sender-list", ["add", "get", "remove"], "community-channel allowed senders"),
-        ("/v4/community-channel/freeze-list", ["get", "set"], "community-channel freezes"),
         ("/v4/community-channel/user-group", ["add", "list", "remove"], "community-channel user groups"),
         ("/v4/community-channel/user-group/user", ["add", "remove"], "community-channel user groups"),
         ("/v4/community-channel/user-group/subchannel", ["list"], "community-channel user groups"),
         ("/v4/community-channel/channel/user-group", ["bind", "list", "unbind"], "community-channel user groups"),
         ("/v4/community-channel/user/user-group", ["list"], "community-channel user groups"),
-        ("/v4/community-channel/message", ["send", "update"], "community-channel messages"),
-        ("/v4/community-channel/history-message", ["list"], "community-channel messages"),
-        ("/v4/community-channel/message/metadata", ["set", "list", "delete"], "message metadata"),
     ])
 
     static let channels: [VendorEndpoint] = [

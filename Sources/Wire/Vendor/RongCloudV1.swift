@@ -32,7 +32,7 @@ public enum RongCloudV1 {
 
     // MARK: Endpoints
 
-    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message + sensitiveWords
+    public static let endpoints: [VendorEndpoint] = chatroom + ultraGroup + conversation + message + sensitiveWords + CommunityVendor.rongCloud
 
     /// MO-2: RongCloud's sensitive words: `word` (1–32 characters) with `replaceWord` is replaced in
     /// text messages, without it blocks them (21501); `list.json` answers `words` of

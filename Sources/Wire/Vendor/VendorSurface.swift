@@ -152,7 +152,9 @@ public enum Vendor: String, Sendable, CaseIterable {
     /// Reads the call's parameters as this vendor's SDKs send them.
     public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
         switch self {
-        case .rongCloud, .nim: return .form(body)
+        case .nim: return .form(body)
+        // MO-3: RongCloud's ultra-group publish sends a JSON body; a form body never starts with `{`.
+        case .rongCloud: return body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == 0x7B ? try .json(body) : .form(body)
         case .nexconn: return try .json(body)
         }
     }
