@@ -13,6 +13,8 @@ extension ChatDomain {
 
     func channel(_ group: UltraGroup, _ channelId: String) throws(ChatError) -> UltraChannel {
         guard let c = group.channels[channelId] else {
+            // An id no channel can have is bad input, not a missing channel.
+            try Validate.identifier(channelId, field: "channelId", maxBytes: Limits.maxChannelIdBytes)
             throw ChatError(.notFound, "channel \(channelId) does not exist in ultra group \(group.id)", field: "channelId")
         }
         return c

@@ -341,7 +341,7 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
-        m.registerMigration("v14-community-messages") { db in
+        m.registerMigration("v13-community-messages") { db in
             // MO-3: each channel's stored messages (the message, with its latest edit and its
             // metadata, as JSON); the rowid keeps the order they were sent in across edits.
             // MO-5: the controls of a channel, or of the whole group (channelId '').

@@ -18,6 +18,7 @@ struct LimitsTests {
         "room.leave": ["roomId": "r"],
         "room.switch": ["from": "r", "to": ["roomId": "s"]],
         "room.send": ["roomId": "r", "content": "hello"],
+        "group.send": ["groupId": "g", "type": "T", "content": "hello"],
         "room.history": ["roomId": "r"],
         "room.members": ["roomId": "r"],
         "room.membersByIds": ["roomId": "r", "userIds": ["bob"]],

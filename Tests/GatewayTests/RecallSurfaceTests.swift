@@ -282,7 +282,7 @@ struct GroupRenameSurfaceTests {
 /// Issue 29: the vendor endpoints that still answer "service not enabled", counted from the
 /// endpoint tables (printed, so a run shows how many are left), each listed in errors.md; the
 /// ones this work serves are served.
-@Suite("Vendor endpoints not served (MO-1, MO-2, MO-4)")
+@Suite("Vendor endpoints not served (MO-1, MO-2, MO-3, MO-4, MO-5, MO-6)")
 struct UnservedVendorEndpointTests {
     @Test func countsAndTheServedOnes() throws {
         let errors = VendorCodes.markdown
@@ -296,7 +296,15 @@ struct UnservedVendorEndpointTests {
         print("vendor endpoints answering \"service not enabled\": \(total)")
         let served = ["/message/recall.json", "/sensitiveword/add.json", "/sensitiveword/list.json", "/sensitiveword/delete.json",
                       "/sensitiveword/batch/delete.json", "/ultragroup/refresh.json", "/v4/community-channel/update", "/v4/message/delete",
-                      "/nimserver/chatroom/recall.action"]
+                      "/nimserver/chatroom/recall.action",
+                      // MO-3, MO-5, MO-6.
+                      "/v4/community-channel/message/send", "/v4/community-channel/message/update", "/v4/community-channel/message/metadata/set",
+                      "/v4/community-channel/message/metadata/list", "/v4/community-channel/message/metadata/delete",
+                      "/v4/community-channel/history-message/list", "/v4/open-channel/history-message/list",
+                      "/v4/community-channel/mute-list/add", "/v4/community-channel/allowed-sender-list/get", "/v4/community-channel/freeze-list/set",
+                      "/message/ultragroup/publish.json", "/ultragroup/msg/modify.json", "/ultragroup/hismsg/query.json",
+                      "/ultragroup/message/expansion/set.json", "/ultragroup/userbanned/add.json", "/ultragroup/globalbanned/set.json",
+                      "/ultragroup/banned/whitelist/get.json"]
         let all = Dictionary(Vendor.allCases.flatMap { $0.endpoints.map { ($0.path, $0.supported) } }, uniquingKeysWith: { a, _ in a })
         for path in served { #expect(all[path] == true, "\(path) should be served") }
     }

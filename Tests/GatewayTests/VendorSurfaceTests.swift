@@ -267,7 +267,7 @@ struct VendorSurfaceTests {
         let rest = g.rest()
         let rc = try rest.vendor(.rongCloud, "/ultragroup/usergroup/add.json", [("groupId", "g"), ("userGroupId", "ug")])
         #expect(rc.status == 430 && rc.json.int("code") == 1009 && (rc.json.str("errorMessage") ?? "").contains("not supported"))
-        let nx = try rest.vendor(.nexconn, "/v4/community-channel/mute-list/add", json: ["channelId": "c"])
+        let nx = try rest.vendor(.nexconn, "/v4/channel/tag/add", json: ["userId": "u"])
         #expect(nx.status == 430 && nx.json.int("code") == 1009)
         let nim = try rest.vendor(.nim, "/nimserver/chatroom/addRobot.action", [("roomid", "1"), ("accids", "[\"a\"]")])
         #expect(nim.status == 200 && nim.json.int("code") == 403 && (nim.json.str("desc") ?? "").contains("not supported"))

@@ -241,6 +241,17 @@ export interface RoomGapData {
 }
 export interface RoomResumeData { resumed: boolean; replayed: number; reason?: 'epochChanged' | 'serverRestarted' | 'outOfWindow' }
 export interface InfoListData { infoList: Record<string, any>[] }
+/** MO-3: a message of an ultra group's channel. */
+export interface CommunityMessage {
+  messageId: string; groupId: string; channelId: string; fromUserId: string; type: string; content: string; sentAt: number;
+  fromServer: boolean; stored?: boolean; version?: number; editedAt?: number; targets?: string[];
+  metadata?: { key: string; value: string; updatedAt: number }[];
+}
+export interface MessageUpdatedData { change: 'content' | 'metadata'; operator: string; time: number; message: CommunityMessage }
+export interface GroupModerationChangedData {
+  groupId: string; channelId: string;
+  action: 'muteAdd' | 'muteRemove' | 'allowedSenderAdd' | 'allowedSenderRemove' | 'freeze' | 'unfreeze'; userIds: string[]; time: number;
+}
 export interface ConversationStatusSyncedData { code: number; cursor: number }
 export interface TokenExpiredData { graceSeconds: number }
 
@@ -263,6 +274,9 @@ export interface ServerEventMap {
   'group.channelTypeChanged': EventFrame<'group.channelTypeChanged', InfoListData>;
   'group.channelDisbanded': EventFrame<'group.channelDisbanded', InfoListData>;
   'group.channelUserKicked': EventFrame<'group.channelUserKicked', InfoListData>;
+  'group.message': EventFrame<'group.message', CommunityMessage>;
+  'message.updated': EventFrame<'message.updated', MessageUpdatedData>;
+  'group.moderationChanged': EventFrame<'group.moderationChanged', GroupModerationChangedData>;
   'conversation.statusChanged': EventFrame<'conversation.statusChanged', InfoListData>;
   'conversation.statusSynced': EventFrame<'conversation.statusSynced', ConversationStatusSyncedData>;
   'token.expired': EventFrame<'token.expired', TokenExpiredData>;

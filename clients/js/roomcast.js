@@ -70,7 +70,7 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
 export const EVENT_NAMES = Object.freeze([
   'room.status', 'room.kicked', 'room.memberChanged', 'room.members', 'room.multiLoginSync', 'room.block', 'room.ban',
   'room.notification', 'room.message', 'message.recalled', 'room.gap', 'room.attributes', 'room.resume', 'room.tagsUpdated',
-  'group.channelTypeChanged', 'group.channelDisbanded', 'group.channelUserKicked',
+  'group.channelTypeChanged', 'group.channelDisbanded', 'group.channelUserKicked', 'group.message', 'message.updated', 'group.moderationChanged',
   'conversation.statusChanged', 'conversation.statusSynced', 'token.expired',
 ]);
 

@@ -238,9 +238,11 @@ enum CommunityVendor {
         },
         VendorEndpoint("/ultragroup/msg/modify.json") { i throws(ChatError) in
             let p = i.params
-            return .call(VendorCall(.command(.community(app: i.app, groupId: try p.required("groupId"),
-                                                        .edit(channelId: try busChannel(p), messageId: try p.required("msgUID"),
-                                                              fromUserId: try p.required("fromUserId"), content: try p.required("content")), .server))))
+            var call = VendorCall(.command(.community(app: i.app, groupId: try p.required("groupId"),
+                                                      .edit(channelId: try busChannel(p), messageId: try p.required("msgUID"),
+                                                            fromUserId: try p.required("fromUserId"), content: try p.required("content")), .server)))
+            call.fields = ["messageId": "msgUID"]
+            return .call(call)
         },
         // MO-6: oldest first, `startTime` < msgTime ≤ `endTime`, at most 14 days, `pageSize` 1…100 (20).
         VendorEndpoint("/ultragroup/hismsg/query.json") { i throws(ChatError) in
