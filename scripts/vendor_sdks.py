@@ -474,9 +474,10 @@ def main():
         expect("mute-c" not in got, f"a refused mute changed state: {got}")
     step("VC-3 nc the refused call changed nothing (RC-8)", nc_unchanged)
 
-    step("VC-3 nc unsupported endpoint (community-channel freeze list) -> ApiException HTTP 430 error_code 1009",
-         lambda: nc_refused(lambda: ncsdk.CommunityChannelModerationApi(client).get_community_channel_freeze_list(
-             ncsdk.CommunityChannelFreezeListGetRequest(channel_id=c1)), ncx.ApiException, 430, 1009, "community-channel/freeze-list/get"))
+    step("VC-3 nc unsupported endpoint (conversation tags) -> ApiException HTTP 430 error_code 1009",
+         lambda: nc_refused(lambda: chan.add_tag_to_channels(ncsdk.ChannelTagAddRequest(
+             user_id="cc-m1", tag_id="t1", channels=[ncsdk.ChannelTagTargetItem(channel_id=c1, channel_type=10)])),
+             ncx.ApiException, 430, 1009, "channel/tag/add"))
 
 
     # ============================== QS: room QoS through both SDKs ==============================
@@ -650,6 +651,59 @@ def main():
         got = native_get(base, args.key, args.secret, f"/v1/groups/{c1}").get("group", {}).get("name")
         expect(got == "Community Renamed", f"name after update {got!r}")
     step("MO-4 nc update_community_channel_info renames", mo_nc_rename)
+
+    cmod = ncsdk.CommunityChannelModerationApi(client)
+    mm3 = ncsdk.MessageManagementApi(client)
+
+    def mo_nc_community_messages():
+        r = mm3.send_community_channel_message(ncsdk.CommunityChannelMessageSendRequest(
+            from_user_id="cc-owner", to_channel_ids=[c1], message_type="RC:TxtMsg", content='{"content":"hello"}',
+            has_metadata=True, metadata={"likes": "0"}))
+        expect(r.code == 0 and r.result and r.result.message_ids, f"message/send {r!r}")
+        mid = r.result.message_ids[0].message_id
+        expect(r.result.message_ids[0].channel_id == c1, f"messageIds {r.result.message_ids}")
+        r = mm3.update_community_channel_message(ncsdk.CommunityChannelMessageUpdateRequest(
+            channel_id=c1, from_user_id="cc-owner", message_id=mid, content='{"content":"edited"}'))
+        expect(r.code == 0, f"message/update code {r.code}")
+        r = mm3.set_community_channel_message_metadata(ncsdk.CommunityChannelMessageMetadataSetRequest(
+            message_id=mid, user_id="cc-m1", channel_id=c1, metadata={"likes": "1", "pin": "yes"}))
+        expect(r.code == 0, f"metadata/set code {r.code}")
+        r = mm3.delete_community_channel_message_metadata(ncsdk.CommunityChannelMessageMetadataDeleteRequest(
+            message_id=mid, user_id="cc-m1", channel_id=c1, keys=["pin"]))
+        expect(r.code == 0, f"metadata/delete code {r.code}")
+        r = mm3.list_community_channel_message_metadata(ncsdk.CommunityChannelMessageMetadataListRequest(message_id=mid, channel_id=c1))
+        entries = {e.key: e for e in (r.result.metadata if r.result else None) or []}
+        expect(set(entries) == {"likes"} and entries["likes"].value == "1" and entries["likes"].updated_at, f"metadata/list {entries}")
+        now = int(time.time() * 1000) + 1000
+        r = mm3.list_community_channel_history_messages(ncsdk.CommunityChannelHistoryMessageListRequest(
+            channel_id=c1, user_id="cc-m1", start_at=now, end_at=now - 3_600_000, page_size=10, include_start=True))
+        msgs = (r.result.messages if r.result else None) or []
+        expect(len(msgs) == 1 and msgs[0].message_id == mid and msgs[0].content == '{"content":"edited"}' and msgs[0].has_metadata,
+               f"history-message/list {msgs}")
+        return f"message {mid}: edited, metadata {{likes: 1}}, history 1"
+    step("MO-3, MO-6 nc community-channel message send / update / metadata set, delete, list / history list", mo_nc_community_messages)
+
+    def mo_nc_community_controls():
+        r = cmod.add_community_channel_muted_users(ncsdk.CommunityChannelMuteListAddRequest(channel_id=c1, user_ids=["cc-m1"]))
+        expect(r.code == 0, f"mute-list/add code {r.code}")
+        r = cmod.list_community_channel_muted_users(ncsdk.CommunityChannelMuteListGetRequest(channel_id=c1))
+        muted = [m.user_id for m in (r.result.muted_members if r.result else None) or []]
+        expect(muted == ["cc-m1"], f"mute-list/get {muted}")
+        r = cmod.remove_community_channel_muted_users(ncsdk.CommunityChannelMuteListRemoveRequest(channel_id=c1, user_ids=["cc-m1"]))
+        expect(r.code == 0, f"mute-list/remove code {r.code}")
+        r = cmod.add_community_channel_allowed_sender_list(ncsdk.CommunityChannelAllowedSenderListUpdateRequest(channel_id=c1, user_ids=["cc-owner"]))
+        expect(r.code == 0, f"allowed-sender-list/add code {r.code}")
+        r = cmod.list_community_channel_allowed_sender_list(ncsdk.CommunityChannelAllowedSenderListGetRequest(channel_id=c1))
+        allowed = [m.user_id for m in (r.result.members if r.result else None) or []]
+        expect(allowed == ["cc-owner"], f"allowed-sender-list/get {allowed}")
+        r = cmod.set_community_channel_freeze_list(ncsdk.CommunityChannelFreezeListSetRequest(channel_id=c1, status=True))
+        expect(r.code == 0, f"freeze-list/set code {r.code}")
+        r = cmod.get_community_channel_freeze_list(ncsdk.CommunityChannelFreezeListGetRequest(channel_id=c1))
+        expect(r.result is not None and r.result.status is True, f"freeze-list/get {r!r}")
+        return nc_refused(lambda: cmod.add_community_channel_muted_users(ncsdk.CommunityChannelMuteListAddRequest(
+            channel_id=c1, subchannel_id="no-such-subchannel", user_ids=["cc-m1"])), ncx.NotFoundException, 404, 40401, "mute unknown subchannel",
+            field="subchannelId")
+    step("MO-5 nc community-channel mute list, allowed senders, freeze; an unknown subchannel -> 404 naming subchannelId", mo_nc_community_controls)
 
     sens = rc.get_sensitive()
     w_rep, w_block = f"spam{run}", f"bad{run}"
