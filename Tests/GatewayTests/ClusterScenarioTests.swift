@@ -77,6 +77,11 @@ struct ClusterScenarioTests {
         try await offPool { () throws in try Scenarios.moderation(try ClusterGateway(database: "mod")) }
     }
 
+    // CL-2 with MO-3, MO-5, MO-6: community messages, edits and mutes reach every node alike.
+    @Test func communityChannels() async throws {
+        try await offPool { () throws in try Scenarios.communityChannels(try ClusterGateway(database: "comm")) }
+    }
+
     // CL-2 with CS-1..CS-4
     @Test func conversationStatuses() async throws {
         try await offPool { () throws in try Scenarios.conversationStatuses(try ClusterGateway(database: "cs")) }

@@ -16,6 +16,13 @@ struct GroupsAndConversationsTests {
         try Scenarios.ultraGroupChannels(g)
     }
 
+    // MO-3, MO-5, MO-6
+    @Test func communityMessagesReachWhoSeesTheChannel() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.communityChannels(g)
+    }
+
     // CS-1, CS-2, CS-3, CS-4
     @Test func statusChangesReachEveryDeviceOfTheUserAndSyncOnConnect() throws {
         let g = try InProcessGateway()

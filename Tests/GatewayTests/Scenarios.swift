@@ -537,6 +537,55 @@ enum Scenarios {
         for c in [phone, tablet, bob, carol] { #expect(c.eventNames(within: 0).isEmpty) }
     }
 
+    /// MO-3, MO-5, MO-6: community messages and controls through Nexconn's calls and the
+    /// `group.send` op: who receives what (nobody outside the group, a private channel's list
+    /// only), a mute holding a member's send, an edit reaching everyone who saw the message.
+    static func communityChannels<G: ScenarioGateway>(_ g: G) throws {
+        let rest = g.api
+        #expect(try rest.call("POST", "/v1/groups", ["groupId": "cg", "name": "Guild", "creator": "alice"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/cg/members", ["userIds": ["bob", "carol"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/cg/channels", ["channelId": "vip", "type": "private"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/cg/channels/vip/private-members", ["userIds": ["bob"]]).status == 200)
+        let alice = try g.connectClient("alice"), bob = try g.connectClient("bob"), carol = try g.connectClient("carol")
+        let dave = try g.connectClient("dave")
+
+        let sent = try rest.call("POST", "/v4/community-channel/message/send",
+                                 ["fromUserId": "alice", "toChannelIds": ["cg"], "messageType": "RC:TxtMsg", "content": "hello"])
+        #expect(sent.json.int("code") == 0, "\(sent.text)")
+        let id = try #require((sent.json.obj("result")["messageIds"] as? [[String: Any]])?.first?.str("messageId"))
+        var sentAt = 0
+        for c in [alice, bob, carol] {
+            let data = try c.waitFor("group.message").obj("data")
+            #expect(data.str("messageId") == id)
+            sentAt = data.int("sentAt") ?? 0
+        }
+        #expect(dave.eventNames(within: 0.3).isEmpty, "dave is in no group")
+        #expect(try rest.call("POST", "/v4/community-channel/message/send",
+                              ["fromUserId": "alice", "toChannelIds": ["cg"], "subchannelId": "vip", "messageType": "T", "content": "s"]).json.int("code") == 0)
+        #expect(try bob.waitFor("group.message").obj("data").str("channelId") == "vip")
+        for c in [alice, carol, dave] { #expect(!c.eventNames(within: 0.3).contains("group.message")) }
+
+        // MO-5: a muted member's send is refused (23408) and reaches nobody; after the unmute it does.
+        #expect(try rest.call("POST", "/v4/community-channel/mute-list/add", ["channelId": "cg", "userIds": ["carol"]]).json.int("code") == 0)
+        #expect(try carol.waitFor("group.moderationChanged").obj("data").str("action") == "muteAdd")
+        #expect(try carol.send("group.send", ["groupId": "cg", "type": "T", "content": "x"]).obj("error").int("code") == 23408)
+        for c in [alice, bob] { #expect(!c.eventNames(within: 0.3).contains("group.message")) }
+        #expect(try rest.call("POST", "/v4/community-channel/mute-list/remove", ["channelId": "cg", "userIds": ["carol"]]).json.int("code") == 0)
+        _ = try carol.waitFor("group.moderationChanged")
+        _ = try carol.expectOK(try carol.send("group.send", ["groupId": "cg", "type": "T", "content": "back"]))
+        for c in [alice, bob] { #expect(try c.waitFor("group.message").obj("data").str("content") == "back") }
+
+        // MO-3: the sender's edit reaches everyone who saw it; history shows the latest version.
+        #expect(try rest.call("POST", "/v4/community-channel/message/update",
+                              ["channelId": "cg", "fromUserId": "alice", "messageId": id, "content": "hello again"]).json.int("code") == 0)
+        for c in [alice, bob, carol] { #expect(try c.waitFor("message.updated").obj("data").obj("message").str("content") == "hello again") }
+        #expect(!dave.eventNames(within: 0.3).contains("message.updated"))
+        let history = try rest.call("POST", "/v4/community-channel/history-message/list",
+                                    ["channelId": "cg", "userId": "carol", "startAt": sentAt + 86_400_000, "endAt": sentAt - 1000, "includeStart": true])
+        let contents = (history.json.obj("result")["messages"] as? [[String: Any]])?.compactMap { $0.str("content") }
+        #expect(contents == ["back", "hello again"], "\(history.text)")
+    }
+
     /// CS-1..CS-4: conversation status reaches every device of the user and syncs on connect.
     static func conversationStatuses<G: ScenarioGateway>(_ g: G) throws {
         let rest = g.api
