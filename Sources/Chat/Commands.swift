@@ -363,7 +363,7 @@ extension Command {
             return true
         case .community(_, _, let change, _):
             switch change {
-            case .editList, .setFrozen: return true
+            case .editList, .setFrozen, .recall: return true
             case .edit, .setMetadata, .removeMetadata: return false
             }
         case .via(_, let c):

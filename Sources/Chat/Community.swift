@@ -47,6 +47,8 @@ public struct CommunityMessage: Codable, Equatable, Sendable {
     public var fromServer: Bool
     /// Kept in the channel's history (`shouldPersist`, `isPersisted`).
     public var stored: Bool
+    /// MO-1: recalled; its tombstone keeps its place (no content, no metadata).
+    public var recalled: Bool?
 
     public init(messageId: String, groupId: String, channelId: String, fromUserId: String, type: String, content: String, sentAt: Int64,
                 metadata: [CommunityMetadataEntry]?, targets: [String], fromServer: Bool, stored: Bool) {
@@ -127,6 +129,10 @@ public enum CommunityChange: Codable, Equatable, Sendable {
     /// MO-5: channel "" is the whole group.
     case editList(CommunityList, channelId: String, add: Bool, users: [String])
     case setFrozen(channelId: String, Bool)
+    /// MO-1: the app server recalls a stored message; `fromUserId` (and `sentAt` when given) must
+    /// describe it. Its members are told (`message.updated`, change `recalled`) and history keeps
+    /// its tombstone.
+    case recall(channelId: String, messageId: String, fromUserId: String, sentAt: Int64?)
 }
 
 /// Which messages a history query returns (MO-6): those of one channel (or every channel) the
@@ -160,7 +166,7 @@ public struct CommunityHistoryQuery: Equatable, Sendable {
 /// MO-3 event: a message's content or metadata changed.
 public struct CommunityUpdateEvent: Equatable, Sendable {
     public var message: CommunityMessage
-    /// "content" (an edit) or "metadata".
+    /// "content" (an edit), "metadata" or "recalled".
     public var change: String
     public var operatorId: String
     public var time: Int64
@@ -323,6 +329,7 @@ extension ChatDomain {
             guard message.fromUserId == from else {
                 throw ChatError(.permissionDenied, "only the sender of message \(messageId) may edit it", field: "fromUserId")
             }
+            guard message.recalled != true else { throw ChatError(.notFound, "message \(messageId) was recalled", field: "messageId") }
             message.content = content
             message.version += 1
             message.editedAt = now
@@ -331,6 +338,7 @@ extension ChatDomain {
             try Validate.userId(user)
             guard !entries.isEmpty else { throw .invalid("metadata", "at least one metadata entry is required") }
             var (c, index, message) = try storedMessage(g, channelId, messageId)
+            guard message.recalled != true else { throw ChatError(.notFound, "message \(messageId) was recalled", field: "messageId") }
             guard let existing = message.metadata else {
                 throw ChatError(.invalidParameter, "message \(messageId) was sent without metadata (hasMetadata)", field: "messageId")
             }
@@ -342,6 +350,7 @@ extension ChatDomain {
             guard keys.count <= Limits.maxMetadataEntriesPerCall else { throw .invalid("keys", "at most \(Limits.maxMetadataEntriesPerCall) keys per call") }
             for k in keys { try Self.metadataKey(k, field: "keys") }
             var (c, index, message) = try storedMessage(g, channelId, messageId)
+            guard message.recalled != true else { throw ChatError(.notFound, "message \(messageId) was recalled", field: "messageId") }
             guard let existing = message.metadata else {
                 throw ChatError(.invalidParameter, "message \(messageId) was sent without metadata (hasMetadata)", field: "messageId")
             }
@@ -349,6 +358,22 @@ extension ChatDomain {
             guard kept.count != existing.count else { return .communityMessage(message) }
             message.metadata = kept
             return replace(message, at: index, in: g, c, change: "metadata", operatorId: user, appKey, now, &out)
+        case .recall(let channelId, let messageId, let from, let sentAt):
+            try Validate.userId(from, field: "fromUserId")
+            var (c, index, message) = try storedMessage(g, channelId, messageId)
+            guard message.recalled != true else { throw ChatError(.notFound, "message \(messageId) was already recalled", field: "messageId") }
+            guard message.fromUserId == from else {
+                throw ChatError(.invalidParameter, "message \(messageId) was not sent by \(from)", field: "fromUserId")
+            }
+            if let sentAt, sentAt != message.sentAt {
+                throw ChatError(.invalidParameter, "message \(messageId) was not sent at \(sentAt)", field: "sentTime")
+            }
+            message.content = ""
+            message.metadata = message.metadata == nil ? nil : []
+            message.recalled = true
+            let reply = replace(message, at: index, in: g, c, change: "recalled", operatorId: "", appKey, now, &out)
+            audit(app, .recall, by: actor, roomId: g.id, targets: [message.fromUserId], messageId: messageId, detail: "channel \(c.id)", now: now, &out)
+            return reply
         case .editList(let list, let channelId, let add, let users):
             try Validate.userIds(users, max: Limits.maxUsersPerCall)
             let c = try rulesChannel(g, channelId)

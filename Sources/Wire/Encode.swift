@@ -302,6 +302,7 @@ public enum Encode {
         w.field("sentAt", m.sentAt)
         w.field("fromServer", m.fromServer)
         if !m.stored { w.field("stored", false) }
+        if m.recalled == true { w.field("recalled", true) }
         if m.version > 0 {
             w.field("version", m.version)
             if let t = m.editedAt { w.field("editedAt", t) }

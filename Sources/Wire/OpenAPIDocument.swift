@@ -568,6 +568,7 @@ public enum OpenAPIDocument {
                                   "updatedAt": int("When the entry was last set (ms)")], required: ["key", "value", "updatedAt"]),
             "CommunityMessage": obj(["messageId": str(), "groupId": str(), "channelId": str(), "fromUserId": str(), "type": str(), "content": str(),
                                      "sentAt": int(), "fromServer": bool(), "stored": bool("Present (false) when the message is not kept in history"),
+                                     "recalled": bool("MO-1: present (true) on a recalled message's tombstone"),
                                      "version": int("Edits so far (absent: none)", minimum: 1), "editedAt": int(),
                                      "targets": arr(str(), maxItems: Limits.maxMessageTargets),
                                      "metadata": arr(ref("MetadataEntry"), maxItems: Limits.maxMetadataEntriesPerMessage)],

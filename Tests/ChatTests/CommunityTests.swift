@@ -193,6 +193,37 @@ struct CommunityTests {
         #expect(read == after)
     }
 
+    @Test("MO-1, MO-3: the app server recalls a community message: a tombstone in history, who saw it is told, nothing more can change it")
+    func recall() throws {
+        let (h, a, b, c, d) = setUp()
+        let m = try #require(sent(send(h, from: "bob", "oops", metadata: ["k": "v"])).first)
+        h.clearInboxes()
+        let wrongSender = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "carol",
+                                                                               sentAt: nil), .server))
+        #expect(wrongSender.error?.field == "fromUserId" && wrongSender.mutations.isEmpty)
+        let wrongTime = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "bob",
+                                                                             sentAt: m.sentAt + 1), .server))
+        #expect(wrongTime.error?.field == "sentTime" && wrongTime.mutations.isEmpty)
+        let out = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "bob",
+                                                                       sentAt: m.sentAt), .server))
+        #expect(out.succeeded)
+        for s in [a, b, c] {
+            let e = try #require(updates(h, s).first)
+            #expect(e.change == "recalled" && e.message.recalled == true && e.message.content.isEmpty && e.message.metadata == [])
+        }
+        #expect(updates(h, d).isEmpty)
+        #expect(stored(h).first?.recalled == true && stored(h).first?.content == "")
+        let again = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "bob", sentAt: nil),
+                                     .server))
+        #expect(again.error?.code == .notFound)
+        let edit = h.run(.community(app: h.app, groupId: "g1", .edit(channelId: "RCDefault", messageId: m.messageId, fromUserId: "bob", content: "x"),
+                                    .server))
+        #expect(edit.error?.code == .notFound && edit.mutations.isEmpty)
+        let meta = h.run(.community(app: h.app, groupId: "g1", .setMetadata(channelId: "RCDefault", messageId: m.messageId, userId: "bob", ["k": "w"]),
+                                    .server))
+        #expect(meta.error?.code == .notFound && meta.mutations.isEmpty)
+    }
+
     // MARK: MO-5
 
     @Test("MO-5: a muted member's client send is refused with 23408 and reaches nobody; the app server still sends")

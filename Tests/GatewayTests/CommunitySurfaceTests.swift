@@ -253,6 +253,40 @@ struct CommunitySurfaceTests {
         #expect((try rest.vendor(.nexconn, "/v4/community-channel/mute-list/get", json: ["channelId": "guild"]).json.obj("result")["mutedMembers"] as? [J])?.isEmpty == true)
     }
 
+    @Test("MO-1, MO-3: RongCloud's recall (conversationType 10) and Nexconn's delete (channelType 10) leave a tombstone and tell who saw it")
+    func recalls() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let (alice, bob, carol, dave) = try guild(g)
+        let rest = g.rest()
+        var ids: [String] = []
+        for text in ["one", "two"] {
+            let r = try rest.vendor(.nexconn, "/v4/community-channel/message/send",
+                                    json: ["fromUserId": "bob", "toChannelIds": ["guild"], "messageType": "T", "content": text])
+            ids.append(try #require((r.json.obj("result")["messageIds"] as? [J])?.first?.str("messageId")))
+        }
+        g.settle()
+        let sentAt = try #require(received(alice, "group.message").first?.int("sentAt"))
+        for c in [bob, carol, dave] { _ = c.drain() }
+        let rc = try rest.vendor(.rongCloud, "/message/recall.json", [("conversationType", "10"), ("fromUserId", "bob"), ("targetId", "guild"),
+                                                                       ("messageUID", ids[0]), ("sentTime", String(sentAt)), ("busChannel", "RCDefault")])
+        #expect(rc.json.int("code") == 200, "\(rc.text)")
+        let nx = try rest.vendor(.nexconn, "/v4/message/delete", json: ["channelType": 10, "fromUserId": "bob", "channelId": "guild", "messageId": ids[1]])
+        #expect(nx.json.int("code") == 0, "\(nx.text)")
+        g.settle()
+        for c in [alice, bob, carol] {
+            let updates = received(c, "message.updated")
+            #expect(updates.map { $0.str("change") ?? "" } == ["recalled", "recalled"])
+            #expect(updates.allSatisfy { $0.obj("message")["recalled"] as? Bool == true && $0.obj("message").str("content") == "" })
+        }
+        #expect(received(dave, "message.updated").isEmpty)
+        let again = try rest.vendor(.nexconn, "/v4/message/delete", json: ["channelType": 10, "fromUserId": "bob", "channelId": "guild", "messageId": ids[1]])
+        #expect(again.status == 404 && again.json.str("field") == "messageId", "\(again.text)")
+        let wrong = try rest.vendor(.rongCloud, "/message/recall.json", [("conversationType", "10"), ("fromUserId", "carol"), ("targetId", "guild"),
+                                                                          ("messageUID", ids[0]), ("sentTime", String(sentAt))])
+        #expect(wrong.json.int("code") != 200, "\(wrong.text)")
+    }
+
     @Test("MO-6: Nexconn's open-channel history in its shape, newest first, what the participant may see")
     func openChannelHistory() throws {
         let g = try InProcessGateway()

@@ -101,7 +101,12 @@ public enum NexconnV4 {
                 return VendorCall.command(.recallMessage(app: i.app, roomId: target, messageId: id,
                                                          RecallOptions(sender: from, sentTime: sent.map(Int64.init), notifyExt: try p.string("extra") ?? ""), .server))
             case 10:
-                return .unsupported("/v4/message/delete: community-channel messages are not carried by Roomcast — not supported by Roomcast")
+                // MO-1 for community-channel messages (MO-3): `channelId` is the community channel.
+                var call = VendorCall(.command(.community(app: i.app, groupId: target,
+                                                          .recall(channelId: try CommunityVendor.subchannel(p), messageId: id, fromUserId: from,
+                                                                  sentAt: sent.map(Int64.init)), .server)))
+                call.fields = ["groupId": "channelId", "channelId": "subchannelId", "sentTime": "sentAt"]
+                return .call(call)
             case 1, 3, 6:
                 return .unsupported("/v4/message/delete: direct, group and system channels are not carried by Roomcast — not supported by Roomcast")
             default:

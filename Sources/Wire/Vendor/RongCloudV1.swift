@@ -92,7 +92,12 @@ public enum RongCloudV1 {
                 return VendorCall.command(.recallMessage(app: i.app, roomId: target, messageId: id,
                                                          RecallOptions(sender: from, sentTime: Int64(sent), notifyExt: extra), .server))
             case 10:
-                return .unsupported("/message/recall.json: ultra-group messages are not carried by Roomcast (ultra groups hold channels, members and statuses) — not supported by Roomcast")
+                // MO-1 for ultra-group messages (MO-3): `targetId` is the group, `busChannel` the channel.
+                var call = VendorCall(.command(.community(app: i.app, groupId: target,
+                                                          .recall(channelId: try CommunityVendor.busChannel(p), messageId: id, fromUserId: from,
+                                                                  sentAt: Int64(sent)), .server)))
+                call.fields = ["groupId": "targetId", "messageId": "messageUID"]
+                return .call(call)
             case 1, 3, 6:
                 return .unsupported("/message/recall.json: private, group and system conversations are not carried by Roomcast — not supported by Roomcast")
             default:
