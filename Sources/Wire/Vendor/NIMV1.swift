@@ -475,9 +475,9 @@ public enum NIMV1 {
     }
 
     static let unsupported: [VendorEndpoint] = [
-        ("addRobot", "chat-room robots"),
-        ("removeRobot", "chat-room robots"),
-        ("cleanRobot", "chat-room robots"),
+        ("addRobot", "chat-room robots are accounts driven by NIM's own AI service, outside a chat gateway"),
+        ("removeRobot", "chat-room robots are accounts driven by NIM's own AI service, outside a chat gateway"),
+        ("cleanRobot", "chat-room robots are accounts driven by NIM's own AI service, outside a chat gateway"),
     ].map { name, what in VendorEndpoint.unsupported(prefix + name + ".action", what) }
 }
 

@@ -258,10 +258,12 @@ public enum NexconnV4 {
     ]
 
     static let channelsUnsupported: [VendorEndpoint] = unsupported([
-        ("/v4/channel/tag", ["add", "delete", "list"], "conversation tags"),
-        ("/v4/channel-type/mute", ["list", "set"], "per-type mutes"),
-        ("/v4/channel-type/message/metadata", ["set", "list", "delete"], "message metadata"),
-        ("/v4/channel/message/history", ["delete"], "deleting conversation history"),
+        ("/v4/channel/tag", ["add", "delete", "list"],
+         "conversation tags sort a user's direct and group channels, which a chat-room gateway does not carry (Roomcast carries open channels and community channels)"),
+        ("/v4/channel-type/mute", ["list", "set"], "muting a channel type's offline push notifications: Roomcast sends no mobile push"),
+        ("/v4/channel-type/message/metadata", ["set", "list", "delete"],
+         "metadata of direct and group channel messages, which a chat-room gateway does not carry (community-channel message metadata is served)"),
+        ("/v4/channel/message/history", ["delete"], "deleting a direct or group channel's history, which a chat-room gateway does not carry"),
     ])
 
     static func pushGet(_ path: String) -> VendorEndpoint {

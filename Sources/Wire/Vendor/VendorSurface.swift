@@ -84,11 +84,14 @@ public struct VendorEndpoint: Sendable {
     public let path: String
     /// False for an endpoint that always answers "not supported" (listed apart in errors.md).
     public let supported: Bool
+    /// Why an unsupported endpoint is not served (errors.md lists it); empty when served.
+    public let why: String
     public let resolve: @Sendable (VendorInput) throws(ChatError) -> VendorResolution
 
     public init(_ path: String, _ resolve: @escaping @Sendable (VendorInput) throws(ChatError) -> VendorResolution) {
         self.path = path
         self.supported = true
+        self.why = ""
         self.resolve = resolve
     }
 
@@ -100,6 +103,7 @@ public struct VendorEndpoint: Sendable {
     private init(path: String, what: String) {
         self.path = path
         self.supported = false
+        self.why = what
         self.resolve = { _ throws(ChatError) in .unsupported("\(path): \(what) — not supported by Roomcast") }
     }
 }
@@ -351,8 +355,15 @@ public enum VendorCodes {
             for r in rows(v) { out += "| \(r.code) | \(r.status) | \(r.meaning) |\n" }
             out += "\nEndpoints (`POST`):\n\n"
             out += v.endpoints.filter(\.supported).map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
-            out += "Not supported (answered with \(unsupported(v).code)):\n\n"
-            out += v.endpoints.filter { !$0.supported }.map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
+            out += "Not supported (answered with \(unsupported(v).code)), and why:\n\n"
+            var reasons: [String] = []
+            var paths: [String: [String]] = [:]
+            for e in v.endpoints where !e.supported {
+                if paths[e.why] == nil { reasons.append(e.why) }
+                paths[e.why, default: []].append("`\(e.path)`")
+            }
+            for why in reasons { out += "- " + paths[why]!.joined(separator: ", ") + ": " + why + ".\n" }
+            out += "\n"
         }
         return out
     }
