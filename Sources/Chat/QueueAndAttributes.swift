@@ -25,6 +25,10 @@ extension ChatDomain {
         try checkQueuePermission(room, user, now: now)
         // A transient element vanishes with its owner, so it needs an owner in the room.
         if transient && user == nil { throw .invalid("transient", "transient elements are offered by a member from a client") }
+        // MO-7: an account's transient element vanishes when it leaves, so it must be in the room.
+        if transient, case .account(let op) = actor, room.members[op]?.isOnline != true {
+            throw ChatError(.notInRoom, "\(op) is not in room \(roomId): a transient element needs its operator present", field: "operator")
+        }
         let existing = room.queue[key]
         if existing == nil && room.queue.count >= room.queueLimit {
             throw ChatError(.limitExceeded, "the queue holds at most \(room.queueLimit) elements", field: "key")

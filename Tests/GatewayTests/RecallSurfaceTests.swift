@@ -449,4 +449,31 @@ extension NIMOperatorRightsTests {
         #expect(try nim("muteRoom", [("roomid", room), ("operator", "host"), ("mute", "false")]).json.int("code") == 200)
         _ = try carl.expectOK(try carl.command("room.send", ["roomId": room, "content": "open again"]))
     }
+
+    @Test("MO-7: queueOffer and queueBatchUpdateElements act with the operator's role (queuelevel 1: creator and managers only); a transient offer needs its operator in the room")
+    func queueOperators() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let fixture = try NIMRoom(g)
+        let (room, nim) = (fixture.room, fixture.call)
+        let bob = try g.client("bob"), carl = try g.client("carl")
+        for c in [bob, carl] { _ = try c.expectOK(try c.command("room.join", ["roomId": room])) }
+        #expect(try nim("setMemberRole", [("roomid", room), ("operator", "host"), ("target", "bob"), ("opt", "1"), ("optvalue", "true")]).json.int("code") == 200)
+        #expect(try nim("update", [("roomid", room), ("operator", "host"), ("queuelevel", "1")]).json.int("code") == 200)
+        try fixture.expectRefused([
+            ("queueOffer", [("roomid", room), ("operator", "carl"), ("key", "mic"), ("value", "c")]),
+            ("queueBatchUpdateElements", [("roomid", room), ("operator", "carl"), ("elements", #"{"mic":"x"}"#)]),
+        ])
+        #expect(try nim("queueOffer", [("roomid", room), ("operator", "bob"), ("key", "mic"), ("value", "b")]).json.int("code") == 200)
+        #expect(try nim("queueBatchUpdateElements", [("roomid", room), ("operator", "host"), ("elements", #"{"mic":"h"}"#)]).json.int("code") == 200)
+        let away = try nim("queueOffer", [("roomid", room), ("operator", "host"), ("key", "t"), ("value", "v"), ("transient", "true")])
+        #expect(away.json.int("code") != 200 && away.json.str("field") == "operator", "the creator is not in the room: \(away.text)")
+        #expect(try nim("queueOffer", [("roomid", room), ("operator", "bob"), ("key", "t"), ("value", "v"), ("transient", "true")]).json.int("code") == 200)
+        let list = try nim("queueList", [("roomid", room)]).text
+        #expect(list.contains("\"mic\":\"h\"") && list.contains("\"t\":\"v\""), "\(list)")
+        // bob's transient element leaves with him.
+        _ = try bob.expectOK(try bob.command("room.leave", ["roomId": room]))
+        g.settle()
+        #expect(!(try nim("queueList", [("roomid", room)]).text.contains("\"t\"")))
+    }
 }

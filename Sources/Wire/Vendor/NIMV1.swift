@@ -406,10 +406,13 @@ public enum NIMV1 {
             u.queueLimit = try i.params.requiredInt("sizeLimit")
             return VendorCall.command(.updateRoom(app: i.app, roomId: try roomId(i.params), u, .server, nim: nil))
         },
+        // MO-7: `operator` offers with its role in the room (a room whose queuelevel is 1 takes
+        // only its creator's and managers'); a transient element needs its operator in the room.
         e("queueOffer") { i throws(ChatError) in
             let p = i.params
+            let op = try p.string("operator").flatMap { $0.isEmpty ? nil : $0 }
             return VendorCall.command(.queueOffer(app: i.app, roomId: try roomId(p), key: try p.required("key"), value: try p.string("value") ?? "",
-                                                  transient: try p.bool("transient") ?? false, .server))
+                                                  transient: try p.bool("transient") ?? false, op.map { .account($0) } ?? .server))
         },
         e("queuePoll") { i throws(ChatError) in
             let p = i.params
@@ -447,11 +450,12 @@ public enum NIMV1 {
         },
         e("queueBatchUpdateElements") { i throws(ChatError) in
             let p = i.params
-            _ = try p.required("operator")
+            // MO-7: the operator updates with its role in the room.
+            let op = try p.required("operator")
             guard let elements = try p.stringMap("elements"), !elements.isEmpty else {
                 throw ChatError(.invalidParameter, "elements is required (a JSON object of keys and values)", field: "elements")
             }
-            return VendorCall.command(.queueBatchUpdate(app: i.app, roomId: try roomId(p), elements.map { KeyValue(key: $0.key, value: $0.value) }, .server, notify: try notify(p, defaultOn: false))) { reply, w in
+            return VendorCall.command(.queueBatchUpdate(app: i.app, roomId: try roomId(p), elements.map { KeyValue(key: $0.key, value: $0.value) }, .account(op), notify: try notify(p, defaultOn: false))) { reply, w in
                 w.key("desc")
                 w.beginObject()
                 if case .missingKeys(let keys) = reply { w.field("noExistElementKey", keys) } else { w.field("noExistElementKey", [String]()) }
