@@ -66,6 +66,13 @@ public enum AuditAction: String, Codable, Equatable, Sendable, CaseIterable {
     case roomOpen
     case distributionStop
     case distributionResume
+    /// A room destroyed by the app server (every member is removed; log format 7).
+    case roomDestroy
+    /// QS-1, QS-4: an app's message-type lists and a room's protected senders (log format 7).
+    case messageListAdd
+    case messageListRemove
+    case protectedSenderAdd
+    case protectedSenderRemove
 }
 
 /// One entry of an app's audit trail.

@@ -359,7 +359,7 @@ extension Command {
     public var isModeration: Bool {
         switch self {
         case .recallMessage, .block, .unblock, .mute, .unmute, .setRoomMuted, .addToAllowlist, .removeFromAllowlist, .globalMute, .globalUnmute,
-             .tagMute, .setRole, .kick, .editSensitiveWords, .setRoomOpen, .setDistribution:
+             .tagMute, .setRole, .kick, .editSensitiveWords, .setRoomOpen, .setDistribution, .destroyRooms, .editMessageList, .setProtectedSenders:
             return true
         case .community(_, _, let change, _):
             switch change {

@@ -228,6 +228,8 @@ extension ChatDomain {
         settings[list: list] = next
         app.settings = settings
         out.mutations.append(.putApp(appKey, settings))
+        let changed = add ? next.filter { !current.contains($0) } : current.filter { !next.contains($0) }
+        audit(app, add ? .messageListAdd : .messageListRemove, by: .server, roomId: "", targets: changed, detail: list.rawValue, now: now, &out)
         return .done
     }
 
@@ -254,6 +256,8 @@ extension ChatDomain {
         guard next != current else { return .done }
         room.protectedSenders = next
         out.mutations.append(.putRoom(record(room)))
+        let changed = add ? next.filter { !current.contains($0) } : current.filter { !next.contains($0) }
+        audit(app, add ? .protectedSenderAdd : .protectedSenderRemove, by: .server, roomId: roomId, targets: changed, now: now, &out)
         return .done
     }
 

@@ -90,7 +90,10 @@ extension ChatDomain {
             _ = try room(app, id)
         }
         for id in Array(Set(ids)).sorted() {
-            if let room = app.rooms[id] { destroyRoom(room, app, type: .manual, now: now, &out) }
+            guard let room = app.rooms[id] else { continue }
+            let members = room.members.keys.sorted()
+            destroyRoom(room, app, type: .manual, now: now, &out)
+            audit(app, .roomDestroy, by: .server, roomId: id, targets: members, now: now, &out)
         }
         return .done
     }

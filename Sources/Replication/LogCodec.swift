@@ -37,9 +37,12 @@ extension LogRecord {
         default: break
         }
         // MO-3, MO-5: community messages and controls are format 7's.
-        switch change {
+        var inner = change
+        if case .via(_, let c)? = change { inner = c }
+        switch inner {
         case .sendCommunityMessage?, .community?: return 7
-        case .via(_, .community)?: return 7
+        // MO-8: audited since format 7.
+        case .destroyRooms?, .editMessageList?, .setProtectedSenders?: return 7
         default: break
         }
         // MO-8: a moderation command records an audit entry, which a node of an older format

@@ -66,6 +66,12 @@ import Testing
             (.kick(app: h.app, roomId: "r", target: "alice", .server, notifyExt: ""), (.kick, "r", ["alice"], nil, "")),
             (.setRoomOpen(app: h.app, roomId: "r", false, .server, nim: nil), (.roomClose, "r", [], nil, "")),
             (.setRoomOpen(app: h.app, roomId: "r", true, .server, nim: nil), (.roomOpen, "r", [], nil, "")),
+            (.editMessageList(app: h.app, .lowPriorityMessageTypes, add: true, ["RC:Like"]), (.messageListAdd, "", ["RC:Like"], nil, "lowPriorityMessageTypes")),
+            (.editMessageList(app: h.app, .lowPriorityMessageTypes, add: false, ["RC:Like"]), (.messageListRemove, "", ["RC:Like"], nil, "lowPriorityMessageTypes")),
+            (.setProtectedSenders(app: h.app, roomId: "r", add: true, ["bob"]), (.protectedSenderAdd, "r", ["bob"], nil, "")),
+            (.setProtectedSenders(app: h.app, roomId: "r", add: false, ["bob"]), (.protectedSenderRemove, "r", ["bob"], nil, "")),
+            // Last: the room goes, with its members (alice was kicked; host, the creator, is a fixed member).
+            (.destroyRooms(app: h.app, ["r"]), (.roomDestroy, "r", ["bob", "boss", "host"], nil, "")),
         ]
         #expect(Set(server.map(\.1.0)) == Set(AuditAction.allCases), "every action kind is exercised")
         var id: Int64 = 1
@@ -115,6 +121,28 @@ import Testing
         let count = all(h).count
         #expect(Command.createRoom(app: h.app, RoomConfig(roomId: "x")).via(.nexconn) == .createRoom(app: h.app, RoomConfig(roomId: "x")))
         #expect(h.createRoom("x").succeeded)
+        #expect(all(h).count == count)
+    }
+
+    @Test("MO-8: room destroys, the app's message-type lists and a room's protected senders are recorded; repeating a no-op records nothing")
+    func destroysListsAndProtectedSenders() {
+        let (h, _, _, _) = room()
+        let before = all(h).count
+        #expect(h.run(.editMessageList(app: h.app, .lowPriorityMessageTypes, add: true, ["RC:Like", "RC:Gift"])).succeeded)
+        #expect(h.run(.editMessageList(app: h.app, .lowPriorityMessageTypes, add: true, ["RC:Like"])).succeeded, "already there: nothing changes")
+        #expect(h.run(.editMessageList(app: h.app, .lowPriorityMessageTypes, add: false, ["RC:Gift"])).succeeded)
+        #expect(h.run(.setProtectedSenders(app: h.app, roomId: "r", add: true, ["alice"])).succeeded)
+        #expect(h.run(.setProtectedSenders(app: h.app, roomId: "r", add: false, ["alice"])).succeeded)
+        #expect(h.run(.destroyRooms(app: h.app, ["r"])).succeeded)
+        let entries = all(h).prefix(all(h).count - before).reversed()
+        #expect(entries.map(\.action) == [.messageListAdd, .messageListRemove, .protectedSenderAdd, .protectedSenderRemove, .roomDestroy])
+        #expect(entries.first?.targets == ["RC:Like", "RC:Gift"] && entries.first?.detail == "lowPriorityMessageTypes")
+        #expect(entries.last?.roomId == "r" && entries.last?.targets == ["alice", "bob", "boss", "host"], "\(String(describing: entries.last))")
+        #expect(entries.allSatisfy { $0.actor.kind == .server && $0.surface == .native })
+        // Refused: nothing recorded.
+        let count = all(h).count
+        #expect(h.run(.destroyRooms(app: h.app, ["r"])).error?.code == .roomNotFound)
+        #expect(h.run(.setProtectedSenders(app: h.app, roomId: "nope", add: true, ["x"])).error != nil)
         #expect(all(h).count == count)
     }
 
