@@ -437,6 +437,8 @@ public struct AttributesEvent: Equatable, Sendable {
         public var value: String
         public var owner: String
         public var autoDelete: Bool
+        /// MO-6: when it was last set (ms).
+        public var updatedAt: Int64 = 0
     }
     public var roomId: String
     public var updated: [Entry]

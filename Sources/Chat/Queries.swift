@@ -117,7 +117,7 @@ extension ChatDomain {
             let wanted = keys.isEmpty ? room.attributes.keys.sorted() : keys.filter { room.attributes[$0] != nil }
             return .attributes(wanted.map {
                 let a = room.attributes[$0]!
-                return AttributesEvent.Entry(key: $0, value: a.value, owner: a.owner, autoDelete: a.autoDelete)
+                return AttributesEvent.Entry(key: $0, value: a.value, owner: a.owner, autoDelete: a.autoDelete, updatedAt: a.updatedAt)
             })
 
         case .queue(let appKey, let roomId):

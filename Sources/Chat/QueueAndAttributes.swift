@@ -157,7 +157,7 @@ extension ChatDomain {
             let a = Attribute(value: e.value, owner: entryOwner, autoDelete: autoDelete, updatedAt: now)
             room.attributes[e.key] = a
             out.mutations.append(.putAttribute(room.key, e.key, a))
-            updated.append(AttributesEvent.Entry(key: e.key, value: e.value, owner: entryOwner, autoDelete: autoDelete))
+            updated.append(AttributesEvent.Entry(key: e.key, value: e.value, owner: entryOwner, autoDelete: autoDelete, updatedAt: now))
         }
         out.deliver(.attributesChanged(AttributesEvent(roomId: roomId, updated: updated, removed: [], operatorId: user ?? "", time: now)),
                     to: .room(room.key))

@@ -175,7 +175,7 @@ struct ZIMTests {
         h.join(bob, "z")
         h.clearInboxes()
         h.run(.setAttributes(app: h.app, roomId: "z", [KeyValue("mode", "vote")], owner: nil, autoDelete: false, .session(alice)))
-        #expect(h.received(bob).attributeChanges.first?.updated == [AttributesEvent.Entry(key: "mode", value: "vote", owner: "alice", autoDelete: false)])
+        #expect(h.received(bob).attributeChanges.first?.updated == [AttributesEvent.Entry(key: "mode", value: "vote", owner: "alice", autoDelete: false, updatedAt: h.now)])
         #expect(h.received(alice).attributeChanges.count == 1)
     }
 }

@@ -158,6 +158,8 @@ struct VendorSurfaceTests {
         #expect(try rc("/chatroom/user/ban/whitelist/query.json", [("chatroomId", "live")])["userIds"] as? [String] == ["vip"])
         let entries = try rc("/chatroom/entry/query.json", [("chatroomId", "live")])["keys"] as? [J] ?? []
         #expect(entries.count == 1 && entries[0].str("key") == "topic" && entries[0].str("value") == "a b" && entries[0].str("userID") == "host")
+        // MO-6: with the time it was last set, as RongCloud gives it.
+        #expect(entries.first?.str("lastSetTime") == VendorTime.dateTime(milliseconds: g.clock.now), "\(entries)")
 
         // A ZIM-style room (destroyed once empty) has no RongCloud destroy type: none is invented.
         #expect(try rest.call("POST", "/v1/rooms", ["roomId": "zim", "destroy": ["policy": "whenEmpty", "seconds": 30]]).status == 201)
@@ -317,7 +319,7 @@ struct VendorSurfaceTests {
         #expect((try nx("/v4/open-channel/participant/ban-list/get", ["channelId": "oc"]).0["bannedParticipants"] as? [J])?.first?.str("banExpiresAt") != nil)
         _ = try nx("/v4/open-channel/metadata/batch/set", ["channelId": "oc", "metadataOwnerId": "host", "metadata": ["k2": "v2"], "shouldAutoDelete": false])
         let (_, meta) = try nx("/v4/open-channel/metadata/batch/get", ["channelId": "oc", "metadataKeys": ["k2"]])
-        #expect(meta.contains(#""key":"k2","value":"v2","metadataOwnerId":"host","shouldAutoDelete":0"#))
+        #expect(meta.contains(#""key":"k2","value":"v2","metadataOwnerId":"host","shouldAutoDelete":0,"updatedAt":\#(g.clock.now)"#), "\(meta)")
 
         // Community channels (ultra groups) and channel status.
         _ = try nx("/v4/community-channel/create", ["userId": "owner", "channelId": "cc", "name": "Guild"])

@@ -21,7 +21,7 @@ public enum NexconnV4 {
         roomCreatedAt: "createdAt", roomMemberCount: "participantCount", roomMuted: "isFrozen", memberList: "participants", memberId: "participantId",
         memberJoinedAt: "createdAt", userItem: "participantId", presenceList: "participants", inRoom: "isInOpenChannel",
         blocks: Family.ExpiryList(key: "bannedParticipants", until: "banExpiresAt"), mutes: Family.ExpiryList(key: "mutedParticipants", until: "muteExpiresAt"),
-        mutedRooms: "channelIds", allowlist: "participantIds", attributeList: "metadata", attributeOwner: "metadataOwnerId",
+        mutedRooms: "channelIds", allowlist: "participantIds", attributeList: "metadata", attributeOwner: "metadataOwnerId", attributeSetTime: ("updatedAt", false),
         group: "channelId", channel: "subchannelId",
         groupUsers: { p throws(ChatError) in [try p.required("userId")] },
         privateMembers: { p throws(ChatError) in try Family.requiredList(p, "userIds") },

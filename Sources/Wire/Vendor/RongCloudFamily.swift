@@ -78,6 +78,9 @@ enum RongCloudFamily {
         /// `metadataOwnerId`).
         let attributeList: String
         let attributeOwner: String
+        /// MO-6: when each attribute was last set (RongCloud `lastSetTime` as date and time,
+        /// Nexconn `updatedAt` in milliseconds).
+        let attributeSetTime: (key: String, asDateTime: Bool)
 
         // Groups (RongCloud ultra group, Nexconn community channel) and their channels.
         /// The group (`groupId`, `channelId`) and the channel in it (`busChannel`, `subchannelId`).
@@ -439,6 +442,11 @@ enum RongCloudFamily {
                     w.field("value", e.value)
                     w.field(s.attributeOwner, e.owner)
                     w.field(s.autoDelete, e.autoDelete ? 1 : 0)
+                    if s.attributeSetTime.asDateTime {
+                        w.field(s.attributeSetTime.key, VendorTime.dateTime(milliseconds: e.updatedAt))
+                    } else {
+                        w.field(s.attributeSetTime.key, e.updatedAt)
+                    }
                 }
             }
         }

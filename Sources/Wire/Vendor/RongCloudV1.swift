@@ -16,7 +16,7 @@ public enum RongCloudV1 {
         mutedRoomsPageSize: "size",
         roomCreatedAt: "createTime", roomMemberCount: "memberCount", roomMuted: "ban", memberList: "users", memberId: "id", memberJoinedAt: "time",
         userItem: "userId", presenceList: "result", inRoom: "isInChrm", blocks: Family.ExpiryList(key: "users", until: "time"),
-        mutes: Family.ExpiryList(key: "users", until: "time"), mutedRooms: "chatroomids", allowlist: "userIds", attributeList: "keys", attributeOwner: "userID",
+        mutes: Family.ExpiryList(key: "users", until: "time"), mutedRooms: "chatroomids", allowlist: "userIds", attributeList: "keys", attributeOwner: "userID", attributeSetTime: ("lastSetTime", true),
         group: "groupId", channel: "busChannel",
         groupUsers: { p throws(ChatError) in try Family.requiredList(p, "userId") },
         privateMembers: { p throws(ChatError) in try commaJoinedUsers(p) },
