@@ -198,7 +198,7 @@ class HttpLink {
   /**
    * @param {'sse'|'poll'} kind
    * @param {object} c what the link needs from its client: base, fetch, setTimeout, clearTimeout,
-   *   fallback (DEFAULT_FALLBACK's shape), compact (boolean), token() (the current token),
+   *   fallback (DEFAULT_FALLBACK's shape), requestTimeoutMs, compact (boolean), token() (the current token),
    *   hello(ok), frame(data) (an event: JSON text, or a poll's object), answer(frame),
    *   failed(id, error), pending(id), problem(error), ended({code, reason, reached, established, refusal})
    */
@@ -230,6 +230,13 @@ class HttpLink {
   pause() {
     this.paused = true;
     return this.idle;
+  }
+
+  /** Posts again (the move to the WebSocket did not happen). */
+  resume() {
+    if (!this.paused) return;
+    this.paused = false;
+    if (this.queue.length > 0) this.pump();
   }
 
   open(token) {
@@ -438,20 +445,26 @@ class HttpLink {
    * to the WebSocket does not lose the answer of a command already sent).
    */
   async post({ id, op, args, bearer }) {
+    // A post that hangs is given up a little after its command timed out (the next one goes).
+    const aborter = new AbortController();
+    const timer = this.c.setTimeout(() => aborter.abort(), this.c.requestTimeoutMs + 1000);
     let res;
+    let body = null;
     try {
       res = await this.c.fetch(`${this.c.base}/client/ops`, {
         method: 'POST',
         headers: { ...this.headers(bearer ?? this.c.token()), 'Content-Type': 'application/json', 'X-Roomcast-Stream': this.stream ?? '' },
         body: JSON.stringify({ id, op, args }),
         cache: 'no-store',
+        signal: aborter.signal,
       });
+      try { body = JSON.parse(await res.text()); } catch { /* not JSON */ }
     } catch (err) {
       this.c.failed(id, new RoomcastError('disconnected', `${op} could not be sent: ${err?.message ?? err}`, { cause: err }));
       return;
+    } finally {
+      this.c.clearTimeout(timer);
     }
-    let body = null;
-    try { body = JSON.parse(await res.text()); } catch { /* not JSON */ }
     if (res.status === 200 && body && typeof body === 'object' && body.id === id) {
       this.c.answer(body);
     } else if (body && typeof body === 'object' && typeof body.code === 'number' && body.code !== 40412) {
@@ -798,6 +811,7 @@ export class RoomcastClient {
       setTimeout: this.#setTimeout,
       clearTimeout: this.#clearTimeout,
       fallback: this.#fallback,
+      requestTimeoutMs: this.#timeoutMs,
       compact: this.#options.encoding !== 'json',
       token: () => this.#token,
       hello: (ok) => { if (this.#http === link) this.#connectedWith(ok); },
@@ -981,6 +995,7 @@ export class RoomcastClient {
       try { ws.close(1000); } catch { /* already closing */ }
     }
     this.#probeFailures++;
+    this.#http?.resume();
     if (this.#connected && this.#http !== null) this.#scheduleProbe();
   }
 

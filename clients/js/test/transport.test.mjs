@@ -438,3 +438,26 @@ test('TR-3: transport "websocket" never uses HTTP; "sse" and "poll" never open a
     assert.equal(t.WS.instances.length, 0);
   }
 });
+
+test('TR-3: a WebSocket lost while the move waits for a posted answer: posting goes on over SSE', async () => {
+  const t = setup({ fallback: { probe: { initialMs: 1000, jitter: 0 } } });
+  await onSse(t);
+  const a = t.client.sendMessage('r1', 'a');
+  const b = t.client.sendMessage('r1', 'b');
+  await settle();
+  t.timers.advance(1000);
+  await settle();
+  const ws = t.WS.last;
+  ws.open();
+  ws.answerLast(CONNECTED);
+  await settle();
+  ws.serverClose(1006); // gone before a's answer came
+  await settle();
+  await answerOp(t.fetch, { messageId: 'm-a' });
+  assert.deepEqual(await a, { messageId: 'm-a' });
+  assert.equal(t.client.transport, 'sse');
+  assert.equal(t.fetch.to('/client/ops').length, 2, 'b is posted');
+  await answerOp(t.fetch, { messageId: 'm-b' });
+  assert.deepEqual(await b, { messageId: 'm-b' });
+  assert.ok(t.timers.pending().includes(2000), 'the next probe is scheduled, backed off');
+});
