@@ -98,7 +98,8 @@ export interface BackoffOptions {
  * WebSocket's connect answer, a stream's `hello`) fails: a WebSocket upgrade that fails (error or
  * close before open, or no open within handshakeTimeoutMs) or a server that cannot be reached
  * moves to the next transport at once; an attempt that reaches the server but is cut, garbled or
- * times out before its session does so after failuresBeforeFallback attempts in a row. After the
+ * times out before its session (or whose session is cut within handshakeTimeoutMs without
+ * delivering any event) does so after failuresBeforeFallback attempts in a row. After the
  * last transport, the next round starts again with the first, after the reconnect backoff. While
  * on SSE or long-poll the client tries the WebSocket again after `probe` backoff delays and moves
  * back to it once its connect is answered.

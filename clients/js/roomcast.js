@@ -84,7 +84,8 @@ export const TRANSPORTS = Object.freeze(['websocket', 'sse', 'poll']);
  * TR-3: defaults of the `fallback` option. handshakeTimeoutMs: how long an attempt may take to
  * reach its session (a WebSocket's upgrade and connect answer, a stream's `hello`) before it
  * counts as failed; failuresBeforeFallback: attempts in a row that reach the server but no
- * session (cut, garbled, timed out) before the next transport is tried (a WebSocket upgrade that
+ * session (cut, garbled, timed out; or a session cut within handshakeTimeoutMs before it
+ * delivered any event) before the next transport is tried (a WebSocket upgrade that
  * fails, or a server that cannot be reached, moves on at once); probe: the backoff between tries
  * to go back to the WebSocket while on a fallback; heartbeatTimeoutMs: silence after which a
  * stream counts as cut (the server's heartbeat is 15 s); pollWaitSeconds: a poll's wait;
@@ -236,7 +237,7 @@ class HttpLink {
   resume() {
     if (!this.paused) return;
     this.paused = false;
-    if (this.queue.length > 0) this.pump();
+    if (this.queue.length > 0) this.#pumping();
   }
 
   open(token) {
@@ -413,7 +414,7 @@ class HttpLink {
   submit(id, op, args, bearer) {
     if (this.done || this.queue.length >= this.c.fallback.maxQueuedOps) return false;
     this.queue.push({ id, op, args, bearer });
-    if (!this.paused) this.pump();
+    if (!this.paused) this.#pumping();
     return true;
   }
 
@@ -422,6 +423,10 @@ class HttpLink {
     const q = this.queue;
     this.queue = [];
     return q;
+  }
+
+  #pumping() {
+    this.pump().catch((error) => this.c.problem(error));
   }
 
   async pump() {
@@ -535,6 +540,11 @@ export class RoomcastClient {
   #attemptOpened = false;
   /** The current attempt reached its session (connect answer, or hello). */
   #attemptEstablished = false;
+  /** The current session delivered an event (anything besides answers). */
+  #attemptDelivered = false;
+  /** When the current session was established, and the failure counts it reset then. */
+  #establishedAt = 0;
+  #countsAtConnect = { failures: 0, levelFailures: 0 };
   #handshakeTimer = null;
   /** @type {'websocket'|'sse'|'poll'|null} */
   #transport = null;
@@ -757,6 +767,7 @@ export class RoomcastClient {
     this.#attemptKind = kind;
     this.#attemptOpened = false;
     this.#attemptEstablished = false;
+    this.#attemptDelivered = false;
     if (kind !== 'websocket') {
       this.#openHttp(kind, args);
       return;
@@ -864,6 +875,8 @@ export class RoomcastClient {
   /** The connect answer: re-join and re-observe, then report the state and resolve connect(). */
   #connectedWith(ok) {
     this.#connected = true;
+    this.#countsAtConnect = { failures: this.#failures, levelFailures: this.#levelFailures };
+    this.#establishedAt = this.#now();
     this.#failures = 0;
     this.#attemptEstablished = true;
     this.#levelFailures = 0;
@@ -1018,6 +1031,7 @@ export class RoomcastClient {
     this.#attemptKind = 'websocket';
     this.#attemptOpened = true;
     this.#attemptEstablished = true;
+    this.#attemptDelivered = true; // the session has been delivering over HTTP
     this.#compact = ws.protocol === ENCODINGS.compact;
     this.#waitingForEpoch.clear();
     ws.onmessage = (event) => { if (this.#ws === ws) this.#receive(event.data); };
@@ -1060,8 +1074,15 @@ export class RoomcastClient {
     this.#http = null;
     this.#clearHandshake();
     this.#stopProbe();
-    const established = this.#attemptEstablished;
+    let established = this.#attemptEstablished;
     this.#attemptEstablished = false;
+    if (established && this.#ladder.length > 1 && !this.#attemptDelivered && this.#now() - this.#establishedAt < this.#fallback.handshakeTimeoutMs) {
+      // TR-3: cut right after its session began, before delivering anything: as good as not
+      // established (it counts towards the fallback, and the backoff keeps growing).
+      established = false;
+      this.#failures = this.#countsAtConnect.failures;
+      this.#levelFailures = this.#countsAtConnect.levelFailures;
+    }
     this.#connected = false;
     this.#failPending();
     const refusal = this.#refusal;
@@ -1381,6 +1402,7 @@ export class RoomcastClient {
   }
 
   #event(frame) {
+    this.#attemptDelivered = true;
     const roomId = frame.roomId;
     const tracked = roomId !== undefined && (this.#joined.has(roomId) || this.#observed.has(roomId));
     if (tracked && typeof frame.epoch === 'string' && typeof frame.offset === 'number') {

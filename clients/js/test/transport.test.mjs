@@ -461,3 +461,48 @@ test('TR-3: a WebSocket lost while the move waits for a posted answer: posting g
   assert.deepEqual(await b, { messageId: 'm-b' });
   assert.ok(t.timers.pending().includes(2000), 'the next probe is scheduled, backed off');
 });
+
+test('TR-3: sessions cut right after their hello, before delivering anything, count towards the fallback', async () => {
+  const t = setup();
+  const connecting = t.client.connect();
+  await settle();
+  // The WebSocket's connect is answered, then the socket is cut before any event, twice.
+  t.WS.last.open();
+  t.WS.last.answerLast(CONNECTED);
+  assert.deepEqual(await connecting, CONNECTED);
+  t.WS.last.serverClose(1006);
+  assert.equal(t.states.at(-1).delayMs, 500);
+  t.timers.advance(500);
+  await settle();
+  t.WS.last.open();
+  t.WS.last.answerLast(CONNECTED);
+  await settle();
+  t.WS.last.serverClose(1006);
+  assert.equal(t.states.at(-1).delayMs, 0, 'SSE at once');
+  t.timers.advance(0);
+  await settle();
+  // The same on SSE: the hello, then the stream ends.
+  for (const delay of [1000, 0]) {
+    const stream = t.fetch.lastTo('/sse').stream();
+    stream.push(sse('hello', { stream: 's', ok: CONNECTED }));
+    await settle();
+    stream.end();
+    await settle();
+    assert.equal(t.states.at(-1).delayMs, delay, 'the backoff kept growing, then long-poll at once');
+    t.timers.advance(delay);
+    await settle();
+  }
+  assert.equal(t.fetch.calls.at(-1).path, '/poll');
+  // A session that delivered an event is a success: its cut is an ordinary reconnect.
+  t.fetch.lastTo('/poll').json(200, { stream: 'p', cursor: 'c1', events: [
+    { event: 'hello', data: { stream: 'p', ok: CONNECTED }, cursor: 'c1' },
+    { event: 'conversation.statusSynced', data: { ev: 'conversation.statusSynced', data: { code: 0, cursor: 1 } }, cursor: 'c1' },
+  ] });
+  await settle();
+  t.fetch.lastTo('/poll').fail();
+  await settle();
+  assert.equal(t.states.at(-1).delayMs, 500);
+  t.timers.advance(500);
+  await settle();
+  assert.equal(t.fetch.calls.at(-1).path, '/poll', 'still long-poll');
+});
