@@ -47,7 +47,7 @@ def main():
         browser_client.test_reconnect_resumes_every_missed_event(gateway, origin, report)
         browser_client.test_token_refresh_through_get_token(gateway, origin, report, grace)
         browser_client.test_readme_example_page(gateway, origin, report)
-        browser_transport.run_all(gateway, origin, report)
+        browser_transport.run_all(gateway, origin, report, grace)
         browser_console.run_all(gateway, origin, report, args.screenshots)
         browser_console.run_moderation(gateway, origin, report, args.screenshots)
         browser_console.run_tags(gateway, origin, report, args.screenshots)

@@ -9,10 +9,11 @@ check asserts the exact sequence the page delivered (no gap, no duplicate, offse
   keep coming, again with every message once;
 - cuts: WebSocket connections, then SSE streams, are cut mid-event three times each; the page
   resumes across every cut with every message once;
+- a short-lived token is refreshed over SSE (token.refresh posted with the new token);
 - refused upgrades and broken event streams: the page ends on long-polling and gets everything;
 - the console (which uses the client library) shows live events with upgrades refused.
 
-Run by scripts/browser_tests.py; about half a minute in all."""
+Run by scripts/browser_tests.py; about half a minute in all (browsers included)."""
 
 import threading
 import time
@@ -22,12 +23,12 @@ from browser_proxy import FallbackProxy
 
 # A page: the library from the gateway (through the proxy), short backoffs so the checks stay quick.
 SETUP = """
-const [proxy, user, room, done] = arguments;
+const [proxy, user, room, ttl, done] = arguments;
 (async () => {
   const { RoomcastClient } = await import(proxy + "/client/roomcast.js");
-  const rc = window.rc = { messages: [], offsets: [], transports: [], states: [], errors: [] };
+  const rc = window.rc = { messages: [], offsets: [], transports: [], states: [], errors: [], tokens: 0 };
   rc.client = new RoomcastClient(proxy.replace(/^http/, "ws") + "/ws", {
-    getToken: async () => (await fetch(`/token?user=${user}`)).text(),
+    getToken: async () => { rc.tokens += 1; return (await fetch(`/token?user=${user}&ttl=${ttl}`)).text(); },
     backoff: { initialMs: 200, maxMs: 1000, factor: 2, jitter: 0 },
     fallback: { handshakeTimeoutMs: 3000, probe: { initialMs: 400, maxMs: 800, factor: 2, jitter: 0 } },
   });
@@ -55,9 +56,9 @@ def rc(driver, expr):
     return driver.execute_script("return window.rc." + expr)
 
 
-def open_page(driver, origin, proxy, user, room):
+def open_page(driver, origin, proxy, user, room, ttl=3600):
     driver.get(origin.base + "/app.html")
-    result = driver.execute_async_script(SETUP, proxy.base, user, room)
+    result = driver.execute_async_script(SETUP, proxy.base, user, room, ttl)
     assert result == "ok", f"{user}: {result}"
 
 
@@ -117,6 +118,30 @@ def test_sse_and_back(gateway, origin, proxy, report):
         assert problems == [], problems
         report("TR-3: upgrades allowed again: the page moved back to the WebSocket while 20 messages came, each once, in order")
     finally:
+        d.quit()
+
+
+def test_token_refresh_on_sse(gateway, origin, proxy, report, grace):
+    room = "tr3-tokens"
+    gateway.ok("POST", "/v1/rooms", {"roomId": room, "keepAlive": True})
+    proxy.set("refuse-ws")
+    d = browser()
+    try:
+        open_page(d, origin, proxy, "tr3-tom", room, ttl=2)
+        assert rc(d, "client.transport") == "sse"
+        # The token expires after ~2 s; unless token.refresh (posted with the new token) is
+        # accepted, the server ends the stream with 4002 after the grace.
+        time.sleep(2 + grace + 1)
+        states = rc(d, "states")
+        assert "disconnected" not in states[states.index("connected"):], states
+        assert rc(d, "tokens") >= 2, rc(d, "tokens")
+        publish(gateway, room, ["after the refresh"])
+        exactly_once(d, ["after the refresh"], "on the refreshed SSE session")
+        assert rc(d, "transports") == ["sse"], rc(d, "transports")
+        assert rc(d, "errors") == [], rc(d, "errors")
+        report(f"TR-3: token refreshed over SSE ({rc(d, 'tokens')} tokens); the stream outlived the {grace} s grace")
+    finally:
+        proxy.set("pass")
         d.quit()
 
 
@@ -212,10 +237,11 @@ def test_console_without_websocket(gateway, proxy, report):
         console.quit()
 
 
-def run_all(gateway, origin, report):
+def run_all(gateway, origin, report, grace):
     proxy = FallbackProxy(gateway.port).start()
     try:
         test_sse_and_back(gateway, origin, proxy, report)
+        test_token_refresh_on_sse(gateway, origin, proxy, report, grace)
         test_cuts(gateway, origin, proxy, report)
         test_long_poll(gateway, origin, proxy, report)
         test_console_without_websocket(gateway, proxy, report)
