@@ -11,7 +11,8 @@ Modes (switchable while it runs):
   through, then the connection closes before any event, as a buffering proxy that gives up);
 - with `cuts` > 0 (any mode): streaming responses (event streams, and WebSockets when they are
   allowed) are cut mid-event that many times: once `cut_after` bytes went through on a
-  connection, the next piece from the server is forwarded half way and the connection closed.
+  connection, the next piece from the server is forwarded only up to a point inside an event's
+  data line, or inside a WebSocket frame, and the connection is closed (`cut_log` says where).
 
 Each request gets its own connection to roomcast (`Connection: close` both ways), so every
 request is seen and judged here."""
@@ -31,6 +32,51 @@ def _join_head(first, headers):
     return ("\r\n".join([first] + [f"{k}: {v}" for k, v in headers]) + "\r\n\r\n").encode("latin-1")
 
 
+class _Frames:
+    """Where the server's WebSocket frames begin and end in what it sends (its frames are not
+    masked), so that a cut lands inside a frame."""
+
+    def __init__(self):
+        self.left = 0  # bytes of the current frame still to come
+        self.head = b""  # the start of a header the previous piece cut short
+
+    @staticmethod
+    def _sizes(head):
+        """(header size, payload size) once `head` holds enough of a header, else None."""
+        if len(head) < 2:
+            return None
+        n = head[1] & 0x7F
+        extra = 2 if n == 126 else 8 if n == 127 else 0
+        size = 2 + extra + (4 if head[1] & 0x80 else 0)
+        if len(head) < size:
+            return size, None
+        payload = int.from_bytes(head[2:2 + extra], "big") if extra else n
+        return size, payload
+
+    def boundaries(self, data):
+        """The offsets in `data` where a frame begins or ends; takes `data` in."""
+        out, i = set(), 0
+        while i < len(data):
+            if self.left:
+                step = min(self.left, len(data) - i)
+                self.left -= step
+                i += step
+                if self.left == 0:
+                    out.add(i)
+                continue
+            if not self.head:
+                out.add(i)
+            self.head += data[i:i + 1]
+            i += 1
+            sizes = self._sizes(self.head)
+            if sizes and sizes[1] is not None:
+                self.head = b""
+                self.left = sizes[1]
+                if self.left == 0:
+                    out.add(i)
+        return out
+
+
 def _closing(headers):
     """The headers with Connection: close instead of any keep-alive."""
     kept = [(k, v) for k, v in headers if k.lower() not in ("connection", "keep-alive", "proxy-connection")]
@@ -48,8 +94,9 @@ class FallbackProxy:
         self.upgrades = 0
         self.broken_streams = 0
         self.cuts = 0
-        # The last bytes each cut stream delivered (an event stream's never end an event).
-        self.cut_tails = []
+        # Each cut: the stream's kind ("websocket", "event-stream") and the last bytes it delivered
+        # (an event stream's never end an event; a WebSocket's never end a frame).
+        self.cut_log = []
         self.port = None
         self._loop = None
         self._server = None
@@ -116,6 +163,20 @@ class FallbackProxy:
             self.cuts += 1
             return True
 
+    @staticmethod
+    def _cut_point(data, bounds, websocket):
+        """Where to cut this piece so that what gets through ends inside an event: about half
+        way and not at a frame's edge (WebSocket), or a few bytes into an event's data line
+        (an event stream; its chunked framing around it stays whole up to there). None: not in
+        this piece."""
+        if websocket:
+            cut = len(data) // 2
+            while cut < len(data) - 1 and cut in bounds:
+                cut += 1
+            return cut if 0 < cut < len(data) and cut not in bounds else None
+        at = data.find(b"\ndata: ")
+        return at + 9 if at >= 0 and at + 9 < len(data) else None
+
     async def _handle(self, reader, writer):
         self._writers.add(writer)
         upstream_writer = None
@@ -177,19 +238,18 @@ class FallbackProxy:
         if event_stream and mode == "no-sse":
             self.broken_streams += 1
             return
+        frames = _Frames() if streaming else None
         streaming = streaming or event_stream
         forwarded = 0
         while True:
             data = await upstream.read(65536)
             if not data:
                 return
-            if streaming and forwarded >= self.cut_after and self._take_cut():
-                # Half of this piece (never ending on a line break: an event or frame cut short).
-                cut = max(1, len(data) // 2)
-                while cut > 1 and data[cut - 1:cut] in (b"\n", b"\r"):
-                    cut -= 1
+            bounds = frames.boundaries(data) if frames else set()
+            cut = self._cut_point(data, bounds, frames is not None) if streaming and forwarded >= self.cut_after else None
+            if cut is not None and self._take_cut():
                 writer.write(data[:cut])
-                self.cut_tails.append(data[:cut][-16:])
+                self.cut_log.append(("websocket" if frames else "event-stream", data[:cut][-16:], cut not in bounds))
                 await writer.drain()
                 return
             writer.write(data)

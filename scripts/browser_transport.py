@@ -159,7 +159,7 @@ def test_cuts(gateway, origin, proxy, report):
         exactly_once(d, on_ws, "across WebSocket cuts")
         assert proxy.cuts == 3, f"{proxy.cuts} cuts"
         assert rc(d, "transports") == ["websocket"], rc(d, "transports")
-        report("TR-3: WebSocket cut mid-frame 3 times: the page resumed and got 30 messages once each")
+        report("TR-3: WebSocket cut inside a frame 3 times: the page resumed and got 30 messages once each")
 
         # Now upgrades are refused and event streams are cut: SSE, resumed across every cut.
         proxy.set("refuse-ws", cuts=3)
@@ -169,11 +169,13 @@ def test_cuts(gateway, origin, proxy, report):
         publishing(gateway, room, on_sse, 0.03).join()
         exactly_once(d, on_ws + on_sse, "across SSE cuts")
         assert proxy.cuts == 6, f"{proxy.cuts} cuts"
-        assert not any(tail.endswith(b"\n\n") for tail in proxy.cut_tails[3:]), "each stream was cut inside an event"
+        kinds = [kind for kind, _, _ in proxy.cut_log]
+        assert kinds == ["websocket"] * 3 + ["event-stream"] * 3, kinds
+        assert all(inside and not tail.endswith(b"\n") for _, tail, inside in proxy.cut_log), proxy.cut_log
         assert rc(d, "errors") == [], rc(d, "errors")
         problems = page_problems(d, allow=EXPECTED_PROBLEMS)
         assert problems == [], problems
-        report("TR-3: event stream cut mid-event 3 times: the page resumed and got 30 messages once each")
+        report("TR-3: event stream cut inside an event 3 times: the page resumed and got 30 messages once each")
     finally:
         proxy.set("pass")
         d.quit()
