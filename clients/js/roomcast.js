@@ -300,6 +300,7 @@ class HttpLink {
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     const max = this.c.fallback.maxEventBytes;
+    const lineEnd = new RegExp(SSE_LINE_END.source, 'g'); // this stream's own (lastIndex is state)
     let buffer = '';
     let name = '';
     let data = null;
@@ -310,8 +311,8 @@ class HttpLink {
       if (this.established) this.arm(this.c.fallback.heartbeatTimeoutMs, 'the stream went silent');
       buffer += typeof value === 'string' ? value : decoder.decode(value, { stream: true });
       let from = 0;
-      SSE_LINE_END.lastIndex = 0;
-      for (let m; (m = SSE_LINE_END.exec(buffer)) !== null;) {
+      lineEnd.lastIndex = 0;
+      for (let m; (m = lineEnd.exec(buffer)) !== null;) {
         const line = buffer.slice(from, m.index);
         from = m.index + m[0].length;
         if (line === '') {

@@ -506,3 +506,18 @@ test('TR-3: sessions cut right after their hello, before delivering anything, co
   await settle();
   assert.equal(t.fetch.calls.at(-1).path, '/poll', 'still long-poll');
 });
+
+test('TR-3: the event stream parser: pieces split anywhere, CRLF, heartbeats, multi-line data', async () => {
+  const t = setup();
+  const { stream } = await onSse(t);
+  t.client.join('r1');
+  await answerOp(t.fetch, joinReply('r1', EPOCH, 5));
+  const text = `: heartbeat\r\n\r\n${sse('room.message', streamEvent('r1', EPOCH, 6)).replaceAll('\n', '\r\n')}`
+    + 'event: room.message\ndata: {"ev":"room.message","roomId":"r1",\ndata: "epoch":"e1","offset":7,"data":{"message":{}}}\n\n'
+    + sse('room.message', streamEvent('r1', EPOCH, 8));
+  // One character at a time: every CRLF is split too.
+  for (const ch of text) stream.push(ch);
+  await settle(10);
+  assert.deepEqual(t.messages, [6, 7, 8]);
+  assert.deepEqual(t.errors, []);
+});
