@@ -135,6 +135,8 @@ const COMPACT_MESSAGE_KEYS = Object.freeze({
 /** Message fields a compact frame leaves out when they have these values. */
 const COMPACT_MESSAGE_DEFAULTS = Object.freeze({ senderNickname: '', senderAvatar: '', roomExt: '', type: 'text', content: '', fromServer: false });
 const COMPACT_FLAGS = new Set(['fromServer', 'transient', 'recalled']);
+/** Compact events of one room that may wait for the answer naming its epoch. */
+const MAX_WAITING_EVENTS = 1000;
 /** Ops whose answer names a room's epoch (the compact events of that room wait for it). */
 const EPOCH_ANSWERS = new Set(['room.join', 'room.switch', 'room.observe']);
 
@@ -1179,10 +1181,7 @@ export class RoomcastClient {
     if (this.#http) {
       // TR-3: posted to /client/ops; a token.refresh is authenticated by the new token (the
       // old one may have expired already).
-      const timer = this.#setTimeout(() => {
-        if (!this.#pending.delete(id)) return;
-        done(new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
+      const timer = this.#setTimeout(() => this.#failOne(id, new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`)), this.#timeoutMs);
       this.#pending.set(id, { op, args, done, timer });
       if (!this.#http.submit(id, op, args, op === 'token.refresh' ? args.token : undefined)) {
         this.#pending.delete(id);
@@ -1198,10 +1197,8 @@ export class RoomcastClient {
       done(new RoomcastError('disconnected', `${op} could not be sent: ${err?.message ?? err}`, { cause: err }));
       return;
     }
-    const timer = this.#setTimeout(() => {
-      if (!this.#pending.delete(id)) return;
-      done(new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`));
-    }, this.#timeoutMs);
+    // A join that gets no answer releases its room's waiting compact events (#failOne).
+    const timer = this.#setTimeout(() => this.#failOne(id, new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`)), this.#timeoutMs);
     this.#pending.set(id, { op, args, done, timer });
   }
 
@@ -1314,6 +1311,8 @@ export class RoomcastClient {
         if (waiting) waiting.push(out);
         else this.#waitingForEpoch.set(roomId, [out]);
         out.data = data;
+        // Bounded: past MAX_WAITING_EVENTS they go on with the epoch known so far.
+        if (waiting && waiting.length >= MAX_WAITING_EVENTS) this.#releaseWaiting(roomId, undefined);
         return null;
       }
       const epoch = this.#positions.get(roomId)?.epoch;

@@ -521,3 +521,16 @@ test('TR-3: the event stream parser: pieces split anywhere, CRLF, heartbeats, mu
   assert.deepEqual(t.messages, [6, 7, 8]);
   assert.deepEqual(t.errors, []);
 });
+
+test('TR-3: compact events waiting for a join answer that never comes are released when it times out', async () => {
+  const t = setup({ encoding: 'compact', requestTimeoutMs: 5000 });
+  const { stream } = await onSse(t);
+  const joining = caught(t.client.join('r1'));
+  await settle();
+  stream.push(sse('room.message', { m: 'r1', o: 6, i: 'm6', s: 'u2', c: 'hello', t: 1 }));
+  await settle();
+  assert.deepEqual(t.messages, []);
+  t.timers.advance(5000);
+  assert.equal((await joining).code, 'timeout');
+  assert.deepEqual(t.messages, [6]);
+});
