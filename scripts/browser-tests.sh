@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The browser side in a real browser (BX-3, BX-4): headless Chromium (Debian's chromium and
+# The browser side in a real browser (BX-3, BX-4, TR-3): headless Chromium (Debian's chromium and
 # chromium-driver) driven by Selenium (PyPI) against a live roomcast — the client library imported
 # by pages on another origin, reconnect and resume across a kill -9, token refresh, the README
-# example, and the console (sign-in, rooms, live events, moderation, dead-letter replay), with
-# screenshots of the console in .build/screenshots/. Also the client library's unit tests
-# (node --test, no npm packages).
+# example, the fallback WebSocket → SSE → long-poll and back through a local proxy of our own
+# that refuses upgrades, breaks event streams and cuts streams mid-event (TR-3,
+# scripts/browser_proxy.py, 127.0.0.1 only), and the console (sign-in, rooms, live events,
+# moderation, dead-letter replay), with screenshots of the console in .build/screenshots/. Also
+# the client library's unit tests (node --test, no npm packages).
 #
 #   scripts/browser-tests.sh                  (builds roomcast first)
 #   ROOMCAST_BIN=path scripts/browser-tests.sh  (uses an already built binary)

@@ -1,5 +1,6 @@
-"""The browser checks (BX-3, BX-4) against a live roomcast in headless Chromium: the client
-library (browser_client.py) and the console (browser_console.py). Screenshots of the console go to
+"""The browser checks (BX-3, BX-4, TR-3) against a live roomcast in headless Chromium: the client
+library (browser_client.py), its transport fallback through a local proxy (browser_transport.py)
+and the console (browser_console.py). Screenshots of the console go to
 --screenshots. Exits non-zero on the first failure."""
 
 import argparse
@@ -14,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import browser_client  # noqa: E402
 import browser_console  # noqa: E402
+import browser_transport  # noqa: E402
 from browser_harness import Roomcast  # noqa: E402
 
 
@@ -45,6 +47,7 @@ def main():
         browser_client.test_reconnect_resumes_every_missed_event(gateway, origin, report)
         browser_client.test_token_refresh_through_get_token(gateway, origin, report, grace)
         browser_client.test_readme_example_page(gateway, origin, report)
+        browser_transport.run_all(gateway, origin, report, grace)
         browser_console.run_all(gateway, origin, report, args.screenshots)
         browser_console.run_moderation(gateway, origin, report, args.screenshots)
         browser_console.run_tags(gateway, origin, report, args.screenshots)

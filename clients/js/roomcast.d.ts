@@ -30,6 +30,20 @@ export declare const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>>;
 /** 10000 */
 export declare const DEFAULT_REQUEST_TIMEOUT_MS: number;
 
+/** TR-3: the transports, in fallback order. */
+export declare const TRANSPORTS: readonly ['websocket', 'sse', 'poll'];
+export type Transport = 'websocket' | 'sse' | 'poll';
+
+/**
+ * TR-3: `{handshakeTimeoutMs: 10000, failuresBeforeFallback: 2, probe: {initialMs: 5000,
+ * maxMs: 120000, factor: 2, jitter: 0.5}, heartbeatTimeoutMs: 45000, pollWaitSeconds: 20,
+ * maxQueuedOps: 1000, maxEventBytes: 1048576}` (see {@link FallbackOptions}).
+ */
+export declare const DEFAULT_FALLBACK: Readonly<Required<FallbackOptions>>;
+
+/** TR-3: the HTTP base of a WebSocket URL (`wss://host/ws` → `https://host`). */
+export declare function httpBaseOf(url: string): string;
+
 /** Every event name the protocol defines. */
 /** TR-5: the subprotocols of the two event encodings. */
 export declare const ENCODINGS: Readonly<{ compact: 'roomcast.compact.v1'; json: 'roomcast.json.v1' }>;
@@ -53,12 +67,14 @@ export declare function backoffDelay(attempt: number, backoff?: BackoffOptions, 
  *   the time between `connect()` and the connect answer), or the socket closed before the answer;
  * - `"closed"`: `close()` was called while `connect()` waited;
  * - `"protocol"`: the server sent a frame the client could not read;
- * - `"token"`: `getToken` failed or returned no token.
+ * - `"token"`: `getToken` failed or returned no token;
+ * - `"busy"` (TR-3, over SSE or long-poll): `fallback.maxQueuedOps` commands already wait to be
+ *   posted; nothing was sent.
  */
 export declare class RoomcastError extends Error {
   constructor(code: number | string, message: string, more?: { field?: string; closeCode?: number; cause?: unknown });
   name: 'RoomcastError';
-  code: number | 'timeout' | 'disconnected' | 'closed' | 'protocol' | 'token';
+  code: number | 'timeout' | 'disconnected' | 'closed' | 'protocol' | 'token' | 'busy';
   field?: string;
   /** The WebSocket close code, when the error ended the connection. */
   closeCode?: number;
@@ -75,6 +91,34 @@ export interface BackoffOptions {
   factor?: number;
   /** Fraction of the delay taken off at random (equal jitter), 0..1. Default 0.5. */
   jitter?: number;
+}
+
+/**
+ * TR-3: how the client falls back and comes back. An attempt that does not reach its session (a
+ * WebSocket's connect answer, a stream's `hello`) fails: a WebSocket upgrade that fails (error or
+ * close before open, or no open within handshakeTimeoutMs) or a server that cannot be reached
+ * moves to the next transport at once; an attempt that reaches the server but is cut, garbled or
+ * times out before its session (or whose session is cut within handshakeTimeoutMs without
+ * delivering any event) does so after failuresBeforeFallback attempts in a row. After the
+ * last transport, the next round starts again with the first, after the reconnect backoff. While
+ * on SSE or long-poll the client tries the WebSocket again after `probe` backoff delays and moves
+ * back to it once its connect is answered.
+ */
+export interface FallbackOptions {
+  /** Bound on an attempt's upgrade and connect (or a stream's hello), ms. Default 10000. */
+  handshakeTimeoutMs?: number;
+  /** Attempts in a row that reach the server but no session before the next transport. Default 2. */
+  failuresBeforeFallback?: number;
+  /** Backoff between tries of the WebSocket while on a fallback. Default `{initialMs: 5000, maxMs: 120000, factor: 2, jitter: 0.5}`. */
+  probe?: BackoffOptions;
+  /** Silence after which an event stream counts as cut (the server's heartbeat is 15 s), ms. Default 45000. */
+  heartbeatTimeoutMs?: number;
+  /** A poll's wait, seconds (the server takes at most 30). Default 20. */
+  pollWaitSeconds?: number;
+  /** Commands waiting to be posted at most (more reject with "busy"). Default 1000. */
+  maxQueuedOps?: number;
+  /** The largest stream event or line, characters (a larger one drops the stream). Default 1 MiB. */
+  maxEventBytes?: number;
 }
 
 /** Structural type of the WebSocket class the client needs (the browser's, or a test fake). */
@@ -119,6 +163,24 @@ export interface RoomcastClientOptions {
    * handlers get the same event objects either way. `'json'`: offers nothing (any server).
    */
   encoding?: 'compact' | 'json';
+  /**
+   * TR-3: the transport. Default `'auto'`: a WebSocket, falling back to Server-Sent Events
+   * (`GET /sse`, read with fetch so the token travels in the Authorization header) and then to
+   * long-polling (`GET /poll`), with commands posted to `/client/ops`; while on a fallback the
+   * WebSocket is tried again now and then (see {@link FallbackOptions}). Every switch re-joins
+   * each room with resume from the last position delivered, dropping replayed events already
+   * delivered: no event is lost or delivered twice. `'websocket'`, `'sse'` or `'poll'`: that
+   * transport only. Anonymous clients (and runtimes without fetch) use the WebSocket only: the
+   * HTTP transports need a token. Over HTTP the session's connect carries the token only (not
+   * `device` or `conversationCursor`).
+   */
+  transport?: 'auto' | Transport;
+  /** TR-3: the HTTP base of `/sse`, `/poll` and `/client/ops`. Default: from the URL (`wss://host/ws` → `https://host`). */
+  httpUrl?: string;
+  /** TR-3: see {@link FallbackOptions}. */
+  fallback?: FallbackOptions;
+  /** TR-3: default `globalThis.fetch`. */
+  fetch?: (input: string, init?: Record<string, any>) => Promise<any>;
   /** Default `globalThis.WebSocket`. */
   WebSocket?: WebSocketConstructor;
   /** Default `Math.random`; used for backoff jitter only. */
@@ -334,9 +396,18 @@ export interface ErrorEvent {
   event?: string;
 }
 
+/** TR-3: the session moved to another transport (`previous` is null for the first session). */
+export interface TransportEvent {
+  transport: Transport;
+  previous: Transport | null;
+  /** `now()` at the change. */
+  at: number;
+}
+
 /** Everything `on` accepts by name; any other string receives unknown server events. */
 export interface RoomcastEventMap extends ServerEventMap {
   state: StateEvent;
+  transport: TransportEvent;
   error: ErrorEvent;
   /** Every server event, after its own handlers. */
   '*': EventFrame;
@@ -412,6 +483,8 @@ export declare class RoomcastClient {
   readonly observedRooms: string[];
   /** The cursor the next connect sends. */
   readonly conversationCursor: number | undefined;
+  /** TR-3: the transport of the current (or last) session; null before the first. */
+  readonly transport: Transport | null;
   /** The kept stream position of a tracked room. */
   position(roomId: string): StreamPosition | undefined;
 

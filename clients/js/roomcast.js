@@ -7,6 +7,13 @@
 //
 // Runs in modern browsers and in Node 20+ (pass a WebSocket class with the `WebSocket` option).
 //
+// TR-3: where a WebSocket cannot get through (a proxy that refuses the upgrade or cuts the
+// socket), the client falls back to Server-Sent Events and then to long-polling (openapi/sse.md),
+// posting its commands to /client/ops, and tries the WebSocket again now and then to move back.
+// Every switch re-joins each room with resume from the last position delivered to the app, so no
+// event is lost or delivered twice. `client.transport` names the transport; `transport` events
+// tell each change. Option `transport`: "auto" (the default), "websocket", "sse" or "poll".
+//
 //   import { RoomcastClient } from '/client/roomcast.js';
 //   const client = new RoomcastClient('wss://chat.example.com/ws', { getToken: () => fetch('/token').then((r) => r.text()) });
 //   client.on('room.message', (frame) => console.log(frame.roomId, frame.data.message));
@@ -66,6 +73,49 @@ export const DEFAULT_BACKOFF = Object.freeze({ initialMs: 500, maxMs: 30000, fac
 /** Default time an answer may take before its promise rejects with code "timeout". */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
 
+/**
+ * TR-3: the transports, in fallback order: a WebSocket (`/ws`), Server-Sent Events (`GET /sse`)
+ * and long-polling (`GET /poll`); the last two send their commands with `POST /client/ops`
+ * (openapi/sse.md). Every one carries the same session, answers and events.
+ */
+export const TRANSPORTS = Object.freeze(['websocket', 'sse', 'poll']);
+
+/**
+ * TR-3: defaults of the `fallback` option. handshakeTimeoutMs: how long an attempt may take to
+ * reach its session (a WebSocket's upgrade and connect answer, a stream's `hello`) before it
+ * counts as failed; failuresBeforeFallback: attempts in a row that reach the server but no
+ * session (cut, garbled, timed out; or a session cut within handshakeTimeoutMs before it
+ * delivered any event) before the next transport is tried (a WebSocket upgrade that
+ * fails, or a server that cannot be reached, moves on at once); probe: the backoff between tries
+ * to go back to the WebSocket while on a fallback; heartbeatTimeoutMs: silence after which a
+ * stream counts as cut (the server's heartbeat is 15 s); pollWaitSeconds: a poll's wait;
+ * maxQueuedOps: commands waiting to be posted at most; maxEventBytes: the largest stream event.
+ */
+export const DEFAULT_FALLBACK = Object.freeze({
+  handshakeTimeoutMs: 10000,
+  failuresBeforeFallback: 2,
+  probe: Object.freeze({ initialMs: 5000, maxMs: 120000, factor: 2, jitter: 0.5 }),
+  heartbeatTimeoutMs: 45000,
+  pollWaitSeconds: 20,
+  maxQueuedOps: 1000,
+  maxEventBytes: 1 << 20,
+});
+
+/**
+ * TR-3: the HTTP base of a WebSocket URL: `wss://host/ws` → `https://host` (the routes `/sse`,
+ * `/poll` and `/client/ops` hang off it).
+ * @param {string} url
+ */
+export function httpBaseOf(url) {
+  const u = new URL(url, globalThis.location?.href);
+  if (u.protocol === 'wss:') u.protocol = 'https:';
+  else if (u.protocol === 'ws:') u.protocol = 'http:';
+  u.pathname = u.pathname.replace(/\/ws\/?$/, '');
+  u.search = '';
+  u.hash = '';
+  return u.href.replace(/\/+$/, '');
+}
+
 /** Every event name the protocol defines (the client emits any other `ev` by its name too). */
 export const EVENT_NAMES = Object.freeze([
   'room.status', 'room.kicked', 'room.memberChanged', 'room.members', 'room.multiLoginSync', 'room.block', 'room.ban',
@@ -85,6 +135,8 @@ const COMPACT_MESSAGE_KEYS = Object.freeze({
 /** Message fields a compact frame leaves out when they have these values. */
 const COMPACT_MESSAGE_DEFAULTS = Object.freeze({ senderNickname: '', senderAvatar: '', roomExt: '', type: 'text', content: '', fromServer: false });
 const COMPACT_FLAGS = new Set(['fromServer', 'transient', 'recalled']);
+/** Compact events of one room that may wait for the answer naming its epoch. */
+const MAX_WAITING_EVENTS = 1000;
 /** Ops whose answer names a room's epoch (the compact events of that room wait for it). */
 const EPOCH_ANSWERS = new Set(['room.join', 'room.switch', 'room.observe']);
 
@@ -135,8 +187,305 @@ export class RoomcastError extends Error {
 /** Profile fields of a join that are sent again when the client re-joins after a reconnect. */
 const REJOIN_PROFILE_FIELDS = ['nickname', 'avatar', 'ext'];
 
+/** A stream line ends with CRLF, LF or CR (a CR at the end of what came so far may be a CRLF's half). */
+const SSE_LINE_END = /\r\n|\n|\r(?=[^\n])/g;
+
 /**
- * A Roomcast WebSocket client. See roomcast.d.ts for the documented API.
+ * TR-3: one session over plain HTTP (openapi/sse.md), internal to the client: a Server-Sent
+ * Events stream read with fetch (so the token travels in the Authorization header, never in a
+ * URL) or a series of long polls, and the session's commands posted to /client/ops one at a time
+ * (so they keep their order, as on a WebSocket). It opens no rooms itself: the client joins them
+ * with resume from the positions it delivered, as after any reconnect.
+ */
+class HttpLink {
+  /**
+   * @param {'sse'|'poll'} kind
+   * @param {object} c what the link needs from its client: base, fetch, setTimeout, clearTimeout,
+   *   fallback (DEFAULT_FALLBACK's shape), requestTimeoutMs, compact (boolean), token() (the current token),
+   *   hello(ok), frame(data) (an event: JSON text, or a poll's object), answer(frame),
+   *   failed(id, error), pending(id), problem(error), ended({code, reason, reached, established, refusal})
+   */
+  constructor(kind, c) {
+    this.kind = kind;
+    this.c = c;
+    /** The id ops and polls name the session by (the hello's `stream`). */
+    this.stream = null;
+    /** The hello came: the session is up. */
+    this.established = false;
+    /** An HTTP answer came back (the server, or something in between, is reachable). */
+    this.reached = false;
+    this.done = false;
+    /** The server's refusal of the session, if it refused it. */
+    this.refusal = null;
+    this.aborter = new AbortController();
+    /** Commands waiting to be posted, oldest first (at most fallback.maxQueuedOps). */
+    this.queue = [];
+    this.posting = false;
+    /** Set when the client moves to a WebSocket: nothing more is posted. */
+    this.paused = false;
+    /** Resolves when the post under way (if any) is answered. */
+    this.idle = Promise.resolve();
+    this.timer = null;
+    this.closing = null;
+  }
+
+  /** Stops posting; resolves once the command being posted (if any) has its answer. */
+  pause() {
+    this.paused = true;
+    return this.idle;
+  }
+
+  /** Posts again (the move to the WebSocket did not happen). */
+  resume() {
+    if (!this.paused) return;
+    this.paused = false;
+    if (this.queue.length > 0) this.#pumping();
+  }
+
+  open(token) {
+    const q = new URLSearchParams();
+    if (this.c.compact) q.set('encoding', 'compact');
+    if (this.kind === 'poll') q.set('wait', String(this.c.fallback.pollWaitSeconds));
+    this.arm(this.c.fallback.handshakeTimeoutMs, 'no session within the handshake bound');
+    const url = `${this.c.base}/${this.kind}?${q}`;
+    const run = this.kind === 'sse' ? this.runStream(url, token) : this.runPolls(url, token);
+    run.catch((err) => this.end(CloseCode.abnormal, String(err?.message ?? err)));
+  }
+
+  /** Ends the link without telling the client (it closed it, or moved on). */
+  close() {
+    if (this.done) return;
+    this.finish();
+  }
+
+  finish() {
+    this.done = true;
+    this.queue = [];
+    if (this.timer !== null) this.c.clearTimeout(this.timer);
+    this.timer = null;
+    try { this.aborter.abort(); } catch { /* already aborted */ }
+  }
+
+  end(code, reason) {
+    if (this.done) return;
+    this.finish();
+    this.c.ended({ code, reason, reached: this.reached, established: this.established, refusal: this.refusal });
+  }
+
+  /** (Re)starts the bound within which the next bytes must come. */
+  arm(ms, why) {
+    if (this.timer !== null) this.c.clearTimeout(this.timer);
+    this.timer = this.c.setTimeout(() => { this.timer = null; this.end(CloseCode.abnormal, why); }, ms);
+  }
+
+  headers(token) { return { Authorization: `Bearer ${token}` }; }
+
+  /** A refusal in an answer that is not the one hoped for: `{code, message, field}` (errors.md), or null. */
+  async refusalOf(res) {
+    let body = null;
+    try { body = JSON.parse(await res.text()); } catch { /* not JSON: something in between answered */ }
+    if (body === null || typeof body !== 'object' || typeof body.code !== 'number') return null;
+    return new RoomcastError(body.code, body.message ?? `refused (${res.status})`, { field: body.field });
+  }
+
+  /** `GET /sse`: reads the event stream until it ends. */
+  async runStream(url, token) {
+    const res = await this.c.fetch(url, { headers: { ...this.headers(token), Accept: 'text/event-stream' }, signal: this.aborter.signal, cache: 'no-store' });
+    if (this.done) return;
+    this.reached = true;
+    const type = res.headers?.get?.('content-type') ?? '';
+    if (res.status !== 200 || !type.startsWith('text/event-stream') || !res.body) {
+      this.refusal = await this.refusalOf(res);
+      this.end(CloseCode.abnormal, `GET /sse answered ${res.status}`);
+      return;
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    const max = this.c.fallback.maxEventBytes;
+    const lineEnd = new RegExp(SSE_LINE_END.source, 'g'); // this stream's own (lastIndex is state)
+    let buffer = '';
+    let name = '';
+    let data = null;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (this.done) { reader.cancel().catch(() => {}); return; }
+      if (done) break;
+      if (this.established) this.arm(this.c.fallback.heartbeatTimeoutMs, 'the stream went silent');
+      buffer += typeof value === 'string' ? value : decoder.decode(value, { stream: true });
+      let from = 0;
+      lineEnd.lastIndex = 0;
+      for (let m; (m = lineEnd.exec(buffer)) !== null;) {
+        const line = buffer.slice(from, m.index);
+        from = m.index + m[0].length;
+        if (line === '') {
+          // A blank line dispatches the event (an event cut short before it is never seen).
+          if (data !== null) this.event(name || 'message', data);
+          if (this.done) { reader.cancel().catch(() => {}); return; }
+          name = '';
+          data = null;
+          continue;
+        }
+        if (line[0] === ':') continue; // a comment: the heartbeat
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let v = colon < 0 ? '' : line.slice(colon + 1);
+        if (v[0] === ' ') v = v.slice(1);
+        if (field === 'event') name = v;
+        else if (field === 'data') data = data === null ? v : `${data}\n${v}`;
+        // `id` is the stream's cursor; the client resumes from its rooms' positions instead.
+        if (data !== null && data.length > max) throw new Error('a stream event over maxEventBytes');
+      }
+      buffer = buffer.slice(from);
+      if (buffer.length > max) throw new Error('a stream line over maxEventBytes');
+    }
+    this.end(this.closing?.code ?? CloseCode.abnormal, this.closing?.reason ?? 'the stream ended');
+  }
+
+  /** `GET /poll`: opens the session, then polls until it ends. */
+  async runPolls(url, token) {
+    const wait = this.c.fallback.pollWaitSeconds;
+    let next = url;
+    let bearer = token;
+    for (;;) {
+      const res = await this.c.fetch(next, { headers: this.headers(bearer), signal: this.aborter.signal, cache: 'no-store' });
+      if (this.done) return;
+      this.reached = true;
+      let answer = null;
+      if (res.status === 200) {
+        try { answer = JSON.parse(await res.text()); } catch { /* garbled */ }
+      } else {
+        const refusal = await this.refusalOf(res);
+        // 40412: the session is gone (ended, or no poll reached it in time): a loss, not a refusal.
+        if (refusal && refusal.code !== 40412 && !this.established) this.refusal = refusal;
+      }
+      if (this.done) return;
+      if (answer === null || typeof answer !== 'object' || !Array.isArray(answer.events) || typeof answer.cursor !== 'string') {
+        this.end(CloseCode.abnormal, `GET /poll answered ${res.status}`);
+        return;
+      }
+      if (typeof answer.stream === 'string') this.stream = answer.stream;
+      for (const e of answer.events) {
+        if (e && typeof e.event === 'string') this.event(e.event, e.data);
+        if (this.done) return;
+      }
+      const q = new URLSearchParams({ stream: this.stream ?? '', cursor: answer.cursor, wait: String(wait) });
+      if (this.established) this.arm((wait + 10) * 1000, 'a poll went unanswered');
+      next = `${this.c.base}/poll?${q}`;
+      bearer = this.c.token();
+    }
+  }
+
+  /** One event of the session: the link's own (hello, join, close, error) or the protocol's. */
+  event(name, data) {
+    const parse = () => (typeof data === 'string' ? JSON.parse(data) : data);
+    switch (name) {
+      case 'hello': {
+        let f;
+        try { f = parse(); } catch { f = null; }
+        if (!f || typeof f.stream !== 'string') { this.end(CloseCode.abnormal, 'an unreadable hello'); return; }
+        this.stream = f.stream;
+        this.established = true;
+        if (this.kind === 'sse') this.arm(this.c.fallback.heartbeatTimeoutMs, 'the stream went silent');
+        else if (this.timer !== null) { this.c.clearTimeout(this.timer); this.timer = null; }
+        this.c.hello(f.ok ?? {});
+        return;
+      }
+      case 'join':
+        return; // the link names no rooms when it opens
+      case 'close': {
+        let f = null;
+        try { f = parse(); } catch { /* keep the default */ }
+        this.closing = { code: typeof f?.code === 'number' ? f.code : CloseCode.abnormal, reason: f?.reason ?? '' };
+        this.end(this.closing.code, this.closing.reason);
+        return;
+      }
+      case 'error': {
+        // The connect's refusal (the close follows), or an answer the server could not match.
+        let e = null;
+        try { e = parse()?.error; } catch { /* unreadable */ }
+        const error = new RoomcastError(e?.code ?? 'protocol', e?.message ?? 'an error event', { field: e?.field });
+        if (!this.established) this.refusal = error;
+        else this.c.problem(error);
+        return;
+      }
+      default:
+        this.c.frame(data);
+    }
+  }
+
+  /** Queues a command to post; false when the queue is full. */
+  submit(id, op, args, bearer) {
+    if (this.done || this.queue.length >= this.c.fallback.maxQueuedOps) return false;
+    this.queue.push({ id, op, args, bearer });
+    if (!this.paused) this.#pumping();
+    return true;
+  }
+
+  /** The commands not posted yet (the client sends them on the WebSocket it moves to). */
+  takeQueued() {
+    const q = this.queue;
+    this.queue = [];
+    return q;
+  }
+
+  #pumping() {
+    this.pump().catch((error) => this.c.problem(error));
+  }
+
+  async pump() {
+    if (this.posting) return;
+    this.posting = true;
+    let idle;
+    this.idle = new Promise((resolve) => { idle = resolve; });
+    try {
+      while (this.queue.length > 0 && !this.done && !this.paused) {
+        const item = this.queue.shift();
+        if (this.c.pending(item.id)) await this.post(item);
+      }
+    } finally {
+      this.posting = false;
+      idle();
+    }
+  }
+
+  /**
+   * Posts one command; its answer goes to the client even if the link closed meanwhile (a move
+   * to the WebSocket does not lose the answer of a command already sent).
+   */
+  async post({ id, op, args, bearer }) {
+    // A post that hangs is given up a little after its command timed out (the next one goes).
+    const aborter = new AbortController();
+    const timer = this.c.setTimeout(() => aborter.abort(), this.c.requestTimeoutMs + 1000);
+    let res;
+    let body = null;
+    try {
+      res = await this.c.fetch(`${this.c.base}/client/ops`, {
+        method: 'POST',
+        headers: { ...this.headers(bearer ?? this.c.token()), 'Content-Type': 'application/json', 'X-Roomcast-Stream': this.stream ?? '' },
+        body: JSON.stringify({ id, op, args }),
+        cache: 'no-store',
+        signal: aborter.signal,
+      });
+      try { body = JSON.parse(await res.text()); } catch { /* not JSON */ }
+    } catch (err) {
+      this.c.failed(id, new RoomcastError('disconnected', `${op} could not be sent: ${err?.message ?? err}`, { cause: err }));
+      return;
+    } finally {
+      this.c.clearTimeout(timer);
+    }
+    if (res.status === 200 && body && typeof body === 'object' && body.id === id) {
+      this.c.answer(body);
+    } else if (body && typeof body === 'object' && typeof body.code === 'number' && body.code !== 40412) {
+      this.c.failed(id, new RoomcastError(body.code, body.message ?? `refused (${res.status})`, { field: body.field }));
+    } else {
+      this.c.failed(id, new RoomcastError('disconnected', `the session ended before the answer to ${op} (${res.status})`));
+    }
+  }
+}
+
+/**
+ * A Roomcast client: a WebSocket, or (TR-3) Server-Sent Events or long-polling when a WebSocket
+ * cannot get through. See roomcast.d.ts for the documented API.
  */
 export class RoomcastClient {
   // Configuration.
@@ -149,6 +498,12 @@ export class RoomcastClient {
   #now;
   #backoff;
   #timeoutMs;
+  #fetch;
+  /** TR-3: the transports to try, in order (`transport` "auto": all three). */
+  #ladder;
+  #fallback;
+  #probeBackoff;
+  #httpBase = null;
 
   // Credentials.
   #token;
@@ -175,6 +530,30 @@ export class RoomcastClient {
   /** @type {{resolve: Function, reject: Function}[]} */
   #connectWaiters = [];
   #refreshingToken = false;
+
+  // TR-3: transports.
+  /** The session over plain HTTP (SSE or long-polling), when not on a WebSocket. @type {HttpLink|null} */
+  #http = null;
+  /** Index in #ladder of the transport the next attempt uses. */
+  #level = 0;
+  /** Attempts in a row at this level that reached the server but no session. */
+  #levelFailures = 0;
+  #attemptKind = null;
+  /** The current attempt's WebSocket opened (its upgrade went through). */
+  #attemptOpened = false;
+  /** The current attempt reached its session (connect answer, or hello). */
+  #attemptEstablished = false;
+  /** The current session delivered an event (anything besides answers). */
+  #attemptDelivered = false;
+  /** When the current session was established, and the failure counts it reset then. */
+  #establishedAt = 0;
+  #countsAtConnect = { failures: 0, levelFailures: 0 };
+  #handshakeTimer = null;
+  /** @type {'websocket'|'sse'|'poll'|null} */
+  #transport = null;
+  #probeTimer = null;
+  #probeWs = null;
+  #probeFailures = 0;
 
   // Commands.
   #nextId = 1;
@@ -217,8 +596,25 @@ export class RoomcastClient {
     this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#token = options.token;
     this.#conversationCursor = options.conversationCursor;
-    if (typeof this.#WebSocket !== 'function') {
-      throw new TypeError('no WebSocket class: pass options.WebSocket');
+    const fetchFn = options.fetch ?? globalThis.fetch;
+    this.#fetch = typeof fetchFn === 'function' ? (input, init) => fetchFn(input, init) : null;
+    this.#fallback = { ...DEFAULT_FALLBACK, ...(options.fallback ?? {}) };
+    this.#probeBackoff = { ...DEFAULT_FALLBACK.probe, ...(options.fallback?.probe ?? {}) };
+    const transport = options.transport ?? 'auto';
+    if (transport === 'auto') {
+      // The HTTP transports need a token (no anonymous sessions) and fetch.
+      this.#ladder = options.anonymous || !this.#fetch ? ['websocket'] : [...TRANSPORTS];
+    } else if (TRANSPORTS.includes(transport)) {
+      if (transport !== 'websocket' && options.anonymous) throw new TypeError(`anonymous clients need a WebSocket (transport ${transport})`);
+      if (transport !== 'websocket' && !this.#fetch) throw new TypeError('no fetch: pass options.fetch');
+      this.#ladder = [transport];
+    } else {
+      throw new TypeError(`transport is "auto", "websocket", "sse" or "poll", not ${transport}`);
+    }
+    if (options.httpUrl !== undefined) this.#httpBase = String(options.httpUrl).replace(/\/+$/, '');
+    if (this.#ladder.includes('websocket') && typeof this.#WebSocket !== 'function') {
+      if (transport === 'auto' && this.#fetch && !options.anonymous) this.#ladder = ['sse', 'poll'];
+      else throw new TypeError('no WebSocket class: pass options.WebSocket');
     }
     if (!options.token && !options.getToken && !options.anonymous) {
       throw new TypeError('options need token, getToken or anonymous');
@@ -238,6 +634,12 @@ export class RoomcastClient {
 
   /** The rooms the client observes (and will observe again after a reconnect). */
   get observedRooms() { return [...this.#observed]; }
+
+  /**
+   * TR-3: the transport of the current (or last) session: "websocket", "sse" or "poll"; null
+   * before the first. A `transport` event tells each change.
+   */
+  get transport() { return this.#transport; }
 
   /** The cursor sent with the next connect (updated by conversation.statusSynced). */
   get conversationCursor() { return this.#conversationCursor; }
@@ -315,13 +717,19 @@ export class RoomcastClient {
    */
   close() {
     if (this.#closed) return;
-    const wasActive = this.#ws !== null || this.#reconnectTimer !== null || this.#state !== 'disconnected';
+    const wasActive = this.#ws !== null || this.#http !== null || this.#reconnectTimer !== null || this.#state !== 'disconnected';
     this.#closed = true;
     this.#generation++;
     if (this.#reconnectTimer !== null) {
       this.#clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = null;
     }
+    this.#clearHandshake();
+    this.#stopProbe();
+    if (this.#http) this.#http.close();
+    this.#http = null;
+    this.#level = 0;
+    this.#levelFailures = 0;
     const ws = this.#ws;
     if (ws) {
       this.#detach(ws);
@@ -358,18 +766,34 @@ export class RoomcastClient {
       return;
     }
     if (generation !== this.#generation || this.#closed) return;
+    const kind = this.#ladder[this.#level] ?? this.#ladder[0];
+    this.#attemptKind = kind;
+    this.#attemptOpened = false;
+    this.#attemptEstablished = false;
+    this.#attemptDelivered = false;
+    if (kind !== 'websocket') {
+      this.#openHttp(kind, args);
+      return;
+    }
     let ws;
     try {
-      // TR-5: compact unless the application asked for JSON (then nothing is offered: any server speaks it).
-      ws = this.#options.encoding === 'json' ? new this.#WebSocket(this.#url) : new this.#WebSocket(this.#url, [ENCODINGS.compact, ENCODINGS.json]);
+      ws = this.#newSocket();
     } catch (err) {
       // A malformed URL or a blocked port: trying again would fail the same way.
       this.#lost(undefined, String(err?.message ?? err), true, new RoomcastError('disconnected', String(err?.message ?? err), { cause: err }));
       return;
     }
     this.#ws = ws;
+    if (this.#ladder.length > 1) {
+      // TR-3: an upgrade or connect that does not complete within the bound counts as failed.
+      this.#handshakeTimer = this.#setTimeout(() => {
+        this.#handshakeTimer = null;
+        if (this.#ws === ws && !this.#connected) this.#abandon(ws, 'the WebSocket handshake timed out');
+      }, this.#fallback.handshakeTimeoutMs);
+    }
     ws.onopen = () => {
       if (this.#ws !== ws) return;
+      this.#attemptOpened = true;
       this.#compact = ws.protocol === ENCODINGS.compact;
       this.#waitingForEpoch.clear();
       this.#write('connect', args, (err, ok) => {
@@ -385,6 +809,51 @@ export class RoomcastClient {
     ws.onmessage = (event) => { if (this.#ws === ws) this.#receive(event.data); };
     ws.onclose = (event) => { if (this.#ws === ws) this.#socketClosed(event.code, event.reason); };
     ws.onerror = () => { /* a close event follows */ };
+  }
+
+  /** A WebSocket to the server, offering the encodings (TR-5: compact unless the application asked for JSON). */
+  #newSocket() {
+    return this.#options.encoding === 'json' ? new this.#WebSocket(this.#url) : new this.#WebSocket(this.#url, [ENCODINGS.compact, ENCODINGS.json]);
+  }
+
+  /** TR-3: opens a session over plain HTTP (`sse` or `poll`) with the attempt's token. */
+  #openHttp(kind, args) {
+    if (this.#httpBase === null) this.#httpBase = httpBaseOf(this.#url);
+    const link = new HttpLink(kind, {
+      base: this.#httpBase,
+      fetch: this.#fetch,
+      setTimeout: this.#setTimeout,
+      clearTimeout: this.#clearTimeout,
+      fallback: this.#fallback,
+      requestTimeoutMs: this.#timeoutMs,
+      compact: this.#options.encoding !== 'json',
+      token: () => this.#token,
+      hello: (ok) => { if (this.#http === link) this.#connectedWith(ok); },
+      frame: (data) => { if (this.#http === link) this.#receive(data); },
+      // Answers are matched by id: one posted before a move to the WebSocket still counts.
+      answer: (frame) => this.#answer(frame),
+      failed: (id, error) => this.#failOne(id, error),
+      pending: (id) => this.#pending.has(id),
+      problem: (error) => this.#emit('error', { type: 'protocol', error }),
+      ended: (info) => {
+        if (this.#http !== link) return;
+        if (info.refusal) this.#refusal = info.refusal;
+        this.#socketClosed(info.code, info.reason, info.reached);
+      },
+    });
+    this.#http = link;
+    this.#compact = this.#options.encoding !== 'json';
+    this.#waitingForEpoch.clear();
+    link.open(args.token);
+  }
+
+  /** The connect args of the current token (no getToken call). */
+  #sessionArgs() {
+    const o = this.#options;
+    const args = { token: this.#token };
+    if (o.device !== undefined) args.device = o.device;
+    if (this.#conversationCursor !== undefined) args.conversationCursor = this.#conversationCursor;
+    return args;
   }
 
   /** The connect args: a token (from getToken except on the first attempt if one was given), or anonymous. */
@@ -403,23 +872,187 @@ export class RoomcastClient {
       if (typeof token !== 'string' || token === '') throw new RoomcastError('token', 'getToken returned no token');
       this.#token = token;
     }
-    const args = { token: this.#token };
-    if (o.device !== undefined) args.device = o.device;
-    if (this.#conversationCursor !== undefined) args.conversationCursor = this.#conversationCursor;
-    return args;
+    return this.#sessionArgs();
   }
 
   /** The connect answer: re-join and re-observe, then report the state and resolve connect(). */
   #connectedWith(ok) {
     this.#connected = true;
+    this.#countsAtConnect = { failures: this.#failures, levelFailures: this.#levelFailures };
+    this.#establishedAt = this.#now();
     this.#failures = 0;
+    this.#attemptEstablished = true;
+    this.#levelFailures = 0;
+    this.#clearHandshake();
     this.#session = ok;
+    if (this.#attemptKind === 'websocket') this.#probeFailures = 0;
+    this.#setTransport(this.#attemptKind);
     for (const [roomId, profile] of this.#joined) this.#rejoin(roomId, profile);
     for (const roomId of this.#observed) this.#reobserve(roomId);
     this.#setState('connected', {});
     const waiters = this.#connectWaiters;
     this.#connectWaiters = [];
     for (const w of waiters) w.resolve(ok);
+    // TR-3: on a fallback, try the WebSocket again now and then.
+    if (this.#connected && this.#http !== null) this.#scheduleProbe();
+  }
+
+  #setTransport(kind) {
+    if (kind === this.#transport) return;
+    const previous = this.#transport;
+    this.#transport = kind;
+    this.#emit('transport', { transport: kind, previous, at: this.#now() });
+  }
+
+  #clearHandshake() {
+    if (this.#handshakeTimer === null) return;
+    this.#clearTimeout(this.#handshakeTimer);
+    this.#handshakeTimer = null;
+  }
+
+  // MARK: TR-3: falling back, and going back to the WebSocket
+
+  /**
+   * After an attempt that ended before its session: whether to move to the next transport now.
+   * `reached`: the server answered (a WebSocket opened, an HTTP answer came). Not reached, or
+   * failuresBeforeFallback times in a row: the next transport, at once. Past the last one, the
+   * next round starts again from the first after the backoff.
+   */
+  #stepDown(reached) {
+    if (this.#ladder.length < 2) return false;
+    this.#levelFailures++;
+    if (reached && this.#levelFailures < this.#fallback.failuresBeforeFallback) return false;
+    this.#levelFailures = 0;
+    if (this.#level + 1 < this.#ladder.length) {
+      this.#level++;
+      return true;
+    }
+    this.#level = 0;
+    return false;
+  }
+
+  #scheduleProbe() {
+    if (this.#probeTimer !== null || this.#probeWs !== null || this.#closed || this.#ladder[0] !== 'websocket') return;
+    const delayMs = backoffDelay(this.#probeFailures, this.#probeBackoff, this.#random);
+    this.#probeTimer = this.#setTimeout(() => {
+      this.#probeTimer = null;
+      this.#probe();
+    }, delayMs);
+  }
+
+  #stopProbe() {
+    if (this.#probeTimer !== null) this.#clearTimeout(this.#probeTimer);
+    this.#probeTimer = null;
+    const ws = this.#probeWs;
+    this.#probeWs = null;
+    if (ws) {
+      this.#detach(ws);
+      try { ws.close(1000); } catch { /* already closing */ }
+    }
+  }
+
+  /**
+   * Tries the WebSocket while a session runs over HTTP: once its connect is answered, the client
+   * moves to it (#cutover); otherwise it tries again after the probe backoff.
+   */
+  #probe() {
+    const link = this.#http;
+    if (!this.#connected || link === null || this.#closed) return;
+    let ws;
+    try {
+      ws = this.#newSocket();
+    } catch {
+      this.#probeFailed();
+      return;
+    }
+    this.#probeWs = ws;
+    const id = this.#nextId++;
+    /** Frames before the connect answer (handled after the move); a handful at most. */
+    const early = [];
+    const timer = this.#setTimeout(() => { if (this.#probeWs === ws) this.#probeFailed(); }, this.#fallback.handshakeTimeoutMs);
+    const fail = () => {
+      if (this.#probeWs !== ws) return;
+      this.#clearTimeout(timer);
+      this.#probeFailed();
+    };
+    ws.onopen = () => {
+      if (this.#probeWs !== ws) return;
+      try { ws.send(JSON.stringify({ id, op: 'connect', args: this.#sessionArgs() })); } catch { fail(); }
+    };
+    ws.onmessage = (event) => {
+      if (this.#probeWs !== ws) return;
+      let frame = null;
+      try { frame = JSON.parse(event.data); } catch { /* an event; kept below */ }
+      if (frame !== null && typeof frame === 'object' && frame.id === id) {
+        if (frame.error || !frame.ok) {
+          fail();
+          return;
+        }
+        this.#clearTimeout(timer);
+        // Commands already posted are answered first, then the rest move with the client.
+        link.pause().then(() => {
+          if (this.#probeWs === ws && this.#http === link && this.#connected) this.#cutover(ws, frame.ok, early);
+        });
+      } else if (early.length < 64) {
+        early.push(event.data);
+      } else {
+        fail();
+      }
+    };
+    ws.onclose = fail;
+    ws.onerror = () => { /* a close event follows */ };
+  }
+
+  #probeFailed() {
+    const ws = this.#probeWs;
+    this.#probeWs = null;
+    if (ws) {
+      this.#detach(ws);
+      try { ws.close(1000); } catch { /* already closing */ }
+    }
+    this.#probeFailures++;
+    this.#http?.resume();
+    if (this.#connected && this.#http !== null) this.#scheduleProbe();
+  }
+
+  /**
+   * Moves a session from HTTP to the WebSocket whose connect was just answered: the HTTP session
+   * is closed (its later events are not delivered), every room is joined again with resume from
+   * the last position delivered to the app, and the commands not posted yet go on the socket.
+   * The state stays "connected"; a `transport` event tells the move.
+   */
+  #cutover(ws, ok, early) {
+    const link = this.#http;
+    const queued = link.takeQueued();
+    link.close();
+    this.#http = null;
+    this.#probeWs = null;
+    this.#probeFailures = 0;
+    this.#level = 0;
+    this.#levelFailures = 0;
+    this.#ws = ws;
+    this.#attemptKind = 'websocket';
+    this.#attemptOpened = true;
+    this.#attemptEstablished = true;
+    this.#attemptDelivered = true; // the session has been delivering over HTTP
+    this.#compact = ws.protocol === ENCODINGS.compact;
+    this.#waitingForEpoch.clear();
+    ws.onmessage = (event) => { if (this.#ws === ws) this.#receive(event.data); };
+    ws.onclose = (event) => { if (this.#ws === ws) this.#socketClosed(event.code, event.reason); };
+    ws.onerror = () => { /* a close event follows */ };
+    this.#session = ok;
+    this.#setTransport('websocket');
+    for (const data of early) this.#receive(data);
+    for (const [roomId, profile] of this.#joined) this.#rejoin(roomId, profile);
+    for (const roomId of this.#observed) this.#reobserve(roomId);
+    for (const item of queued) {
+      if (!this.#pending.has(item.id)) continue;
+      try {
+        ws.send(JSON.stringify({ id: item.id, op: item.op, args: item.args }));
+      } catch (err) {
+        this.#failOne(item.id, new RoomcastError('disconnected', `${item.op} could not be sent: ${err?.message ?? err}`, { cause: err }));
+      }
+    }
   }
 
   /** Drops a socket we gave up on (connect timed out) as if it had closed abnormally. */
@@ -433,10 +1066,26 @@ export class RoomcastClient {
     ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
   }
 
-  /** The socket closed (not by close()): decide whether and when to connect again. */
-  #socketClosed(code, reason) {
+  /**
+   * The socket or HTTP session closed (not by close()): decide whether, how and when to connect
+   * again. `reached`: the attempt got through to the server (TR-3).
+   */
+  #socketClosed(code, reason, reached = this.#attemptOpened) {
     if (this.#ws) this.#detach(this.#ws);
     this.#ws = null;
+    if (this.#http) this.#http.close();
+    this.#http = null;
+    this.#clearHandshake();
+    this.#stopProbe();
+    let established = this.#attemptEstablished;
+    this.#attemptEstablished = false;
+    if (established && this.#ladder.length > 1 && !this.#attemptDelivered && this.#now() - this.#establishedAt < this.#fallback.handshakeTimeoutMs) {
+      // TR-3: cut right after its session began, before delivering anything: as good as not
+      // established (it counts towards the fallback, and the backoff keeps growing).
+      established = false;
+      this.#failures = this.#countsAtConnect.failures;
+      this.#levelFailures = this.#countsAtConnect.levelFailures;
+    }
     this.#connected = false;
     this.#failPending();
     const refusal = this.#refusal;
@@ -444,7 +1093,7 @@ export class RoomcastClient {
     if (refusal) {
       // A refused connect is final, except for an expired token we can replace and the
       // server's "try again" codes (5xxxx: store unavailable, starting or shutting down).
-      const transient = typeof refusal.code === 'number' && refusal.code >= 50000 && refusal.code < 60000;
+      const transient = typeof refusal.code === 'number' && ((refusal.code >= 50000 && refusal.code < 60000) || Math.floor(refusal.code / 100) === 429);
       const retry = transient || (refusal.code === TOKEN_EXPIRED_ERROR && Boolean(this.#options.getToken));
       refusal.closeCode = code;
       this.#lost(code, reason, !retry, refusal);
@@ -453,7 +1102,9 @@ export class RoomcastClient {
     // 1000 is never refused here: the server only echoes a close we started (and close()
     // detaches first), so a 1000 we did not ask for comes from something in between (a proxy).
     const refused = code !== CloseCode.normal && NO_RECONNECT_CLOSE_CODES.includes(code);
-    this.#lost(code, reason, refused, refused ? new RoomcastError('disconnected', `closed by the server (${code}${reason ? ': ' + reason : ''})`, { closeCode: code }) : undefined);
+    // TR-3: an attempt that never reached its session may move to the next transport at once.
+    const now = !refused && !established && this.#stepDown(reached);
+    this.#lost(code, reason, refused, refused ? new RoomcastError('disconnected', `closed by the server (${code}${reason ? ': ' + reason : ''})`, { closeCode: code }) : undefined, now);
   }
 
   /**
@@ -462,14 +1113,15 @@ export class RoomcastClient {
    * @param {string|undefined} reason
    * @param {boolean} refused the server refused us; never retried
    * @param {RoomcastError} [error]
+   * @param {boolean} [now] TR-3: the next transport is tried at once (no backoff)
    */
-  #lost(code, reason, refused, error) {
+  #lost(code, reason, refused, error, now = false) {
     const willReconnect = !refused && this.#options.autoReconnect !== false && !this.#closed;
     const extra = { code, reason, nimState: refused ? NimState.enterFailed : NimState.connectionLost, willReconnect };
     if (error) extra.error = error;
     if (willReconnect) {
-      const delayMs = backoffDelay(this.#failures, this.#backoff, this.#random);
-      this.#failures++;
+      const delayMs = now ? 0 : backoffDelay(this.#failures, this.#backoff, this.#random);
+      if (!now) this.#failures++;
       extra.delayMs = delayMs;
       this.#reconnectTimer = this.#setTimeout(() => this.#attempt(), delayMs);
       this.#setState('disconnected', extra);
@@ -526,6 +1178,18 @@ export class RoomcastClient {
    */
   #write(op, args, done) {
     const id = this.#nextId++;
+    if (this.#http) {
+      // TR-3: posted to /client/ops; a token.refresh is authenticated by the new token (the
+      // old one may have expired already).
+      const timer = this.#setTimeout(() => this.#failOne(id, new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      this.#pending.set(id, { op, args, done, timer });
+      if (!this.#http.submit(id, op, args, op === 'token.refresh' ? args.token : undefined)) {
+        this.#pending.delete(id);
+        this.#clearTimeout(timer);
+        done(new RoomcastError('busy', `${op} was not sent: ${this.#fallback.maxQueuedOps} commands wait already`));
+      }
+      return;
+    }
     const ws = this.#ws;
     try {
       ws.send(JSON.stringify({ id, op, args }));
@@ -533,11 +1197,19 @@ export class RoomcastClient {
       done(new RoomcastError('disconnected', `${op} could not be sent: ${err?.message ?? err}`, { cause: err }));
       return;
     }
-    const timer = this.#setTimeout(() => {
-      if (!this.#pending.delete(id)) return;
-      done(new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`));
-    }, this.#timeoutMs);
+    // A join that gets no answer releases its room's waiting compact events (#failOne).
+    const timer = this.#setTimeout(() => this.#failOne(id, new RoomcastError('timeout', `no answer to ${op} within ${this.#timeoutMs} ms`)), this.#timeoutMs);
     this.#pending.set(id, { op, args, done, timer });
+  }
+
+  /** Ends one command with an error of the client's (TR-3: a post that failed). */
+  #failOne(id, error) {
+    const p = this.#pending.get(id);
+    if (!p) return;
+    this.#pending.delete(id);
+    this.#clearTimeout(p.timer);
+    if (EPOCH_ANSWERS.has(p.op)) this.#releaseWaiting(this.#roomOf(p), undefined);
+    p.done(error);
   }
 
   /** Rejects every command waiting for an answer with "disconnected". */
@@ -555,8 +1227,9 @@ export class RoomcastClient {
   #receive(data) {
     let frame;
     try {
-      if (typeof data !== 'string') throw new Error('not a text frame');
-      frame = JSON.parse(data);
+      if (typeof data === 'object' && data !== null) frame = data; // TR-3: a poll's event
+      else if (typeof data !== 'string') throw new Error('not a text frame');
+      else frame = JSON.parse(data);
       if (frame === null || typeof frame !== 'object') throw new Error('not an object');
     } catch (err) {
       this.#emit('error', { type: 'protocol', error: new RoomcastError('protocol', `unreadable frame from the server: ${err.message}`, { cause: err }) });
@@ -638,6 +1311,8 @@ export class RoomcastClient {
         if (waiting) waiting.push(out);
         else this.#waitingForEpoch.set(roomId, [out]);
         out.data = data;
+        // Bounded: past MAX_WAITING_EVENTS they go on with the epoch known so far.
+        if (waiting && waiting.length >= MAX_WAITING_EVENTS) this.#releaseWaiting(roomId, undefined);
         return null;
       }
       const epoch = this.#positions.get(roomId)?.epoch;
@@ -727,6 +1402,7 @@ export class RoomcastClient {
   }
 
   #event(frame) {
+    this.#attemptDelivered = true;
     const roomId = frame.roomId;
     const tracked = roomId !== undefined && (this.#joined.has(roomId) || this.#observed.has(roomId));
     if (tracked && typeof frame.epoch === 'string' && typeof frame.offset === 'number') {

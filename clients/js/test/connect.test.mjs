@@ -9,7 +9,7 @@ function setup(options) {
   const WS = makeSocketClass();
   const timers = fakeTimers();
   const client = new RoomcastClient('ws://gateway.test/ws', {
-    WebSocket: WS, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: timers.now, random: () => 0, ...options,
+    transport: 'websocket', WebSocket: WS, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: timers.now, random: () => 0, ...options,
   });
   const states = [];
   client.on('state', (s) => states.push(s));
@@ -68,7 +68,7 @@ test('a token given up front is used for the first connect without calling getTo
 
 test('options without credentials or WebSocket are refused by the constructor', () => {
   assert.throws(() => new RoomcastClient('ws://x', { WebSocket: makeSocketClass() }), TypeError);
-  assert.throws(() => new RoomcastClient('ws://x', { token: 't', WebSocket: null }), TypeError);
+  assert.throws(() => new RoomcastClient('ws://x', { token: 't', WebSocket: null, transport: 'websocket' }), TypeError);
 });
 
 test('state events: connecting (0, joining) then connected (1, joined)', async () => {

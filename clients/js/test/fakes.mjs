@@ -118,6 +118,8 @@ export async function connectedClient(options = {}, connected = CONNECTED, serve
   const timers = fakeTimers();
   const client = new RoomcastClient('ws://gateway.test/ws', {
     token: 'tok-1',
+    // These tests are about the WebSocket itself; the fallback (TR-3) has its own (transport.test.mjs).
+    transport: 'websocket',
     WebSocket: WS,
     setTimeout: timers.setTimeout,
     clearTimeout: timers.clearTimeout,
@@ -165,3 +167,57 @@ export const joinReply = (roomId, epoch, offset) => ({
 
 /** A room-stream event frame. */
 export const streamEvent = (roomId, epoch, offset, ev = 'room.message', data = { message: { content: `m${offset}` } }) => ({ ev, roomId, epoch, offset, data });
+
+/** Lets several rounds of promise callbacks run (fetch bodies and stream reads take a few). */
+export async function settle(rounds = 5) {
+  for (let i = 0; i < rounds; i++) await flush();
+}
+
+/**
+ * TR-3: a fake fetch. The test plays the server for each request in `fetch.calls`: `json(status,
+ * body)`, `stream()` (a text/event-stream answer: `push(text)`, `end()`), `fail()` (a network
+ * error). A request's `path` is its URL's path, `query` its parameters, `headers` what was sent.
+ * An aborted request rejects, and so does its stream's next read.
+ */
+export function makeFetch() {
+  const calls = [];
+  const fetch = (url, init = {}) => new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const call = {
+      url: String(url), path: u.pathname, query: Object.fromEntries(u.searchParams), method: init.method ?? 'GET',
+      headers: init.headers ?? {}, body: init.body === undefined ? undefined : JSON.parse(init.body), aborted: false, answered: false,
+      json(status, body) {
+        call.answered = true;
+        resolve({ status, headers: new Map([['content-type', 'application/json']]), text: async () => (typeof body === 'string' ? body : JSON.stringify(body)) });
+      },
+      stream(status = 200, type = 'text/event-stream') {
+        call.answered = true;
+        const encoder = new TextEncoder();
+        let controller;
+        const body = new ReadableStream({ start(c) { controller = c; } });
+        call.controller = controller;
+        resolve({ status, headers: new Map([['content-type', type]]), body, text: async () => '' });
+        return {
+          push(text) { if (!call.aborted) controller.enqueue(encoder.encode(text)); },
+          end() { if (!call.aborted) controller.close(); },
+        };
+      },
+      fail() { call.answered = true; reject(new TypeError('fetch failed')); },
+    };
+    init.signal?.addEventListener('abort', () => {
+      call.aborted = true;
+      const error = new DOMException('aborted', 'AbortError');
+      if (call.controller) { try { call.controller.error(error); } catch { /* closed */ } }
+      reject(error);
+    });
+    calls.push(call);
+  });
+  fetch.calls = calls;
+  /** The requests to `path` (e.g. "/sse", "/client/ops"). */
+  fetch.to = (path) => calls.filter((c) => c.path === path);
+  fetch.lastTo = (path) => fetch.to(path).at(-1);
+  return fetch;
+}
+
+/** One Server-Sent Event as the gateway writes it. */
+export const sse = (name, data, id = 'cur') => `event: ${name}\ndata: ${typeof data === 'string' ? data : JSON.stringify(data)}\nid: ${id}\n\n`;

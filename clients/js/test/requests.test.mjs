@@ -79,7 +79,7 @@ const outcomeNow = (promise) => Promise.race([
 test('commands while not connected reject at once with "disconnected" and send nothing', async () => {
   const WS = makeSocketClass();
   const timers = fakeTimers();
-  const client = new RoomcastClient('ws://x/ws', { token: 't', WebSocket: WS, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout });
+  const client = new RoomcastClient('ws://x/ws', { token: 't', transport: 'websocket', WebSocket: WS, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout });
   assert.equal(await outcomeNow(client.send('room.info', { roomId: 'r' })), 'disconnected');
   const connecting = client.connect();
   await flush();
