@@ -10,8 +10,8 @@ Modes (switchable while it runs):
 - "no-sse": as refuse-ws, and also breaks every text/event-stream response (the header goes
   through, then the connection closes before any event, as a buffering proxy that gives up);
 - with `cuts` > 0 (any mode): streaming responses (event streams, and WebSockets when they are
-  allowed) are cut mid-event that many times: once `cut_after` bytes went through on a
-  connection, the next piece from the server is forwarded only up to a point inside an event's
+  allowed) are cut mid-event that many times: once `cut_after` bytes and a whole message went
+  through on a connection, the next piece from the server carrying a message is forwarded only up to a point inside an event's
   data line, or inside a WebSocket frame, and the connection is closed (`cut_log` says where).
 
 Each request gets its own connection to roomcast (`Connection: close` both ways), so every
@@ -241,12 +241,19 @@ class FallbackProxy:
         frames = _Frames() if streaming else None
         streaming = streaming or event_stream
         forwarded = 0
+        # Messages that went through on this connection whole: a cut comes only after one, and
+        # in a piece that carries another, so every cut session delivered something first (a
+        # session cut before its first event counts towards the client's fallback, which the
+        # cut checks do not mean to test) and every cut loses part of a message.
+        delivered = 0
         while True:
             data = await upstream.read(65536)
             if not data:
                 return
+            messages = data.count(b"room.message") + data.count(b'"m":')
             bounds = frames.boundaries(data) if frames else set()
-            cut = self._cut_point(data, bounds, frames is not None) if streaming and forwarded >= self.cut_after else None
+            ready = streaming and forwarded >= self.cut_after and delivered > 0 and messages > 0
+            cut = self._cut_point(data, bounds, frames is not None) if ready else None
             if cut is not None and self._take_cut():
                 writer.write(data[:cut])
                 self.cut_log.append(("websocket" if frames else "event-stream", data[:cut][-16:], cut not in bounds))
@@ -255,3 +262,4 @@ class FallbackProxy:
             writer.write(data)
             await writer.drain()
             forwarded += len(data)
+            delivered += messages
