@@ -154,6 +154,14 @@ public final class ChatDomain {
         case .addPrivateMembers(let app, let groupId, let channelId, let users): return try addPrivateMembers(app, groupId, channelId, users, now, &out)
         case .removePrivateMembers(let app, let groupId, let channelId, let users):
             return try removePrivateMembers(app, groupId, channelId, users, now, &out)
+        case .createUserGroups(let app, let groupId, let ids): return try createUserGroups(app, groupId, ids, now, &out)
+        case .deleteUserGroups(let app, let groupId, let ids): return try deleteUserGroups(app, groupId, ids, now, &out)
+        case .addUserGroupMembers(let app, let groupId, let userGroupId, let users):
+            return try addUserGroupMembers(app, groupId, userGroupId, users, now, &out)
+        case .removeUserGroupMembers(let app, let groupId, let userGroupId, let users):
+            return try removeUserGroupMembers(app, groupId, userGroupId, users, now, &out)
+        case .bindUserGroups(let app, let groupId, let channelId, let ids): return try bindUserGroups(app, groupId, channelId, ids, now, &out)
+        case .unbindUserGroups(let app, let groupId, let channelId, let ids): return try unbindUserGroups(app, groupId, channelId, ids, now, &out)
         case .setConversationStatus(let app, let user, let key, let pinned, let level, let actor):
             return try setConversationStatus(app, user, key, pinned: pinned, level: level, actor, now, &out)
         case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
@@ -205,7 +213,8 @@ public final class ChatDomain {
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
              .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast,
-             .queueBatchOffer, .updateMemberInfo, .editSensitiveWords, .renameGroup:
+             .queueBatchOffer, .updateMemberInfo, .editSensitiveWords, .renameGroup, .createUserGroups, .deleteUserGroups,
+             .addUserGroupMembers, .removeUserGroupMembers, .bindUserGroups, .unbindUserGroups:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

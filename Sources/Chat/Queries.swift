@@ -192,6 +192,7 @@ extension ChatDomain {
             return .appSettings(try app(appKey).settings)
 
         case .group, .groupMembers, .isGroupMember, .channels, .privateMembers, .userChannels, .groupNotificationLevel,
+             .userGroups, .channelUserGroups, .userUserGroups, .userGroupChannels,
              .conversationStatus, .conversationStatuses, .conversationTypeLevel:
             // Answered above.
             throw .invalid("query", "unanswered query")

@@ -8,7 +8,7 @@ public enum LogRecord: Codable, Equatable, Sendable {
     /// written by a newer one refuses this node (it could not apply every entry). 1: JSON only;
     /// 2: the hot records in their binary form (`LogCodec.swift`), the rest in JSON, and the
     /// records of signed calls and webhooks; 3: messages with options (QS-1, QS-5); 4: member tags, messages for some members
-    /// only, tag mutes (AU-1, AU-2); 5: message recalls and the recall window (MO-1), sensitive words (MO-2), ultra-group renames (MO-4), NIM operators acting through the app server (MO-7); 6: moderation commands, which record the audit trail, and vendor commands naming their surface (MO-8), member-event summaries and counts-only members (AU-4). A node of a newer format raises the cluster's when it
+    /// only, tag mutes (AU-1, AU-2); 5: message recalls and the recall window (MO-1), sensitive words (MO-2), ultra-group renames (MO-4), NIM operators acting through the app server (MO-7); 6: moderation commands, which record the audit trail, and vendor commands naming their surface (MO-8), member-event summaries and counts-only members (AU-4), ultra-group user groups (MO-4). A node of a newer format raises the cluster's when it
     /// joins (older nodes then stop at the first record they cannot read, and refuse to start
     /// until upgraded).
     public static let format = 6

@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup, via
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup, createUserGroups, deleteUserGroups, addUserGroupMembers, removeUserGroupMembers, bindUserGroups, unbindUserGroups, via
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -70,6 +70,12 @@ struct CommandCodecTests {
         case .recallMessage: .recallMessage
         case .editSensitiveWords: .editSensitiveWords
         case .renameGroup: .renameGroup
+        case .createUserGroups: .createUserGroups
+        case .deleteUserGroups: .deleteUserGroups
+        case .addUserGroupMembers: .addUserGroupMembers
+        case .removeUserGroupMembers: .removeUserGroupMembers
+        case .bindUserGroups: .bindUserGroups
+        case .unbindUserGroups: .unbindUserGroups
         case .via: .via
         }
     }
@@ -136,6 +142,12 @@ struct CommandCodecTests {
             .setRole(app: "a", roomId: "r", target: "u", .setManager(true), .account("op"), notifyExt: ""),
             // MO-4.
             .renameGroup(app: "a", groupId: "g", name: "新的名字"),
+            .createUserGroups(app: "a", groupId: "g", ["ug1", "ug2"]),
+            .deleteUserGroups(app: "a", groupId: "g", ["ug1"]),
+            .addUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug2", ["u", "用户"]),
+            .removeUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug2", ["u"]),
+            .bindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug2"]),
+            .unbindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug2"]),
             // MO-2.
             .editSensitiveWords(app: "a", add: [SensitiveWord(word: "坏词"), SensitiveWord(word: "bad", replacement: "***")], remove: []),
             .editSensitiveWords(app: "a", add: [], remove: ["x", "y"]),
