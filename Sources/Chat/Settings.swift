@@ -640,7 +640,7 @@ public enum Limits {
     public static let maxGroupUsersPerCall = 100
     /// MO-4 (RongCloud's and Nexconn's bounds): user groups per ultra group, members per user
     /// group, user groups bound to one channel, user groups one call creates, deletes, binds or
-    /// unbinds, and a user group id's bytes (letters and digits). A call adds or removes at most
+    /// unbinds, and a user group id's bytes (an identifier, as group ids). A call adds or removes at most
     /// `maxUsersPerCall` users of a user group.
     public static let maxUserGroupsPerGroup = 50
     public static let maxUsersPerUserGroup = 100

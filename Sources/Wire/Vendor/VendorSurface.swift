@@ -149,10 +149,15 @@ public enum Vendor: String, Sendable, CaseIterable {
         self == .nexconn ? [.idempotencyKey, .requestID] : [.idempotencyKey]
     }
 
-    /// Reads the call's parameters as this vendor's SDKs send them.
-    public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
+    /// Reads the call's parameters as this vendor's SDKs send them. RongCloud's server SDKs send
+    /// a few calls (MO-4 `usergroup/add.json`) as JSON: a RongCloud body declared
+    /// `application/json` is read as a JSON object.
+    public func params(_ body: [UInt8], contentType: String? = nil) throws(ChatError) -> VendorParams {
         switch self {
-        case .rongCloud, .nim: return .form(body)
+        case .rongCloud:
+            if let type = contentType?.lowercased(), type.hasPrefix("application/json") { return try .json(body) }
+            return .form(body)
+        case .nim: return .form(body)
         case .nexconn: return try .json(body)
         }
     }
@@ -349,8 +354,13 @@ public enum VendorCodes {
             for r in rows(v) { out += "| \(r.code) | \(r.status) | \(r.meaning) |\n" }
             out += "\nEndpoints (`POST`):\n\n"
             out += v.endpoints.filter(\.supported).map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
-            out += "Not supported (answered with \(unsupported(v).code)):\n\n"
-            out += v.endpoints.filter { !$0.supported }.map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
+            let unserved = v.endpoints.filter { !$0.supported }
+            if unserved.isEmpty {
+                out += "Not supported: none (every endpoint above is served).\n\n"
+            } else {
+                out += "Not supported (answered with \(unsupported(v).code)):\n\n"
+                out += unserved.map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
+            }
         }
         return out
     }
