@@ -100,7 +100,7 @@ public enum Mutation: Equatable, Sendable {
     /// Messages older than this (ms) may be deleted.
     case pruneMessages(app: String, before: Int64)
     case putGroup(GroupRecord)
-    /// Removes the group with its members, channels and private lists.
+    /// Removes the group with its members, channels, private lists and user groups (MO-4).
     case deleteGroup(app: String, groupId: String)
     case putGroupMember(app: String, groupId: String, String, sequence: Int64)
     case deleteGroupMember(app: String, groupId: String, String)

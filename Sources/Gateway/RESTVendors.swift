@@ -30,7 +30,7 @@ extension RESTAPI {
     private func vendorResolved(_ vendor: Vendor, _ endpoint: VendorEndpoint, _ req: Request, app: String, _ writer: ResponseWriter) {
         let resolution: VendorResolution
         do throws(ChatError) {
-            let input = VendorInput(app: app, params: try vendor.params(req.body, contentType: req.head.headers["content-type"]), publicURLs: context.publicURLs.value,
+            let input = VendorInput(app: app, params: try vendor.params(req.body), publicURLs: context.publicURLs.value,
                                     newRoomNumber: context.roomNumber)
             resolution = try endpoint.resolve(input)
         } catch {

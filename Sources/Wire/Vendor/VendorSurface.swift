@@ -150,12 +150,13 @@ public enum Vendor: String, Sendable, CaseIterable {
     }
 
     /// Reads the call's parameters as this vendor's SDKs send them. RongCloud's server SDKs send
-    /// a few calls (MO-4 `usergroup/add.json`) as JSON: a RongCloud body declared
-    /// `application/json` is read as a JSON object.
-    public func params(_ body: [UInt8], contentType: String? = nil) throws(ChatError) -> VendorParams {
+    /// a few calls (MO-4 `usergroup/add.json`) as a JSON object: a RongCloud body that starts with
+    /// `{` (which no form body does) is read as JSON, whatever `Content-Type` it declares (clients
+    /// send form bodies declared as JSON too).
+    public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
         switch self {
         case .rongCloud:
-            if let type = contentType?.lowercased(), type.hasPrefix("application/json") { return try .json(body) }
+            if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == 0x7B { return try .json(body) }
             return .form(body)
         case .nim: return .form(body)
         case .nexconn: return try .json(body)
