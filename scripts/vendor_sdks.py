@@ -445,6 +445,62 @@ def main():
         return f"cc-m1 sees {mine}"
     step("VC-3 nc private subchannel member add/list, user subchannel list", nc_private_members)
 
+    # MO-4: user groups bound to the private subchannel (ncsdk's ten user-group calls).
+    def mo_nc_user_groups():
+        g1, g2 = f"nc-ug1-{run}", f"nc-ug2-{run}"
+        r = comm.add_community_channel_user_groups(ncsdk.CommunityChannelUserGroupAddRequest(
+            channel_id=c1, user_groups=[ncsdk.CommunityChannelUserGroupItem(user_group_id=g1), ncsdk.CommunityChannelUserGroupItem(user_group_id=g2)]))
+        expect(r.code == 0, f"user-group/add code {r.code}")
+        r = comm.list_community_channel_user_groups(ncsdk.CommunityChannelUserGroupListRequest(channel_id=c1, page=1, page_size=10))
+        listed = [g.user_group_id for g in (r.result.user_groups if r.result else None) or []]
+        expect(listed == [g1, g2], f"user-group/list {listed}")
+        r = comm.add_community_channel_user_group_users(ncsdk.CommunityChannelUserGroupUsersRequest(channel_id=c1, user_group_id=g1, user_ids=["cc-owner"]))
+        expect(r.code == 0, f"user-group/user/add code {r.code}")
+        r = comm.bind_community_channel_user_group(ncsdk.CommunityChannelUserGroupBindingRequest(channel_id=c1, subchannel_id=s1, user_group_ids=[g1, g2]))
+        expect(r.code == 0, f"channel/user-group/bind code {r.code}")
+        r = comm.list_community_channel_subchannel_user_groups(ncsdk.CommunityChannelSubchannelUserGroupListRequest(channel_id=c1, subchannel_id=s1))
+        bound = (r.result.user_group_ids if r.result else None) or []
+        expect(bound == [g1, g2], f"channel/user-group/list {bound}")
+        r = comm.list_community_channel_user_group_subchannels(ncsdk.CommunityChannelUserGroupSubchannelListRequest(channel_id=c1, user_group_id=g1))
+        subs = (r.result.subchannel_ids if r.result else None) or []
+        expect(subs == [s1], f"user-group/subchannel/list {subs}")
+        r = comm.list_community_channel_user_user_groups(ncsdk.CommunityChannelUserUserGroupListRequest(channel_id=c1, user_id="cc-owner"))
+        mine = (r.result.user_group_ids if r.result else None) or []
+        expect(mine == [g1], f"user/user-group/list {mine}")
+        # cc-owner is not on the private list: it sees the private subchannel through g1.
+        r = comm.list_community_user_subchannels(ncsdk.CommunityUserSubchannelListRequest(channel_id=c1, user_id="cc-owner"))
+        sees = (r.result.sub_channels if r.result else None) or []
+        expect(s1 in sees, f"cc-owner through {g1} sees {sees}")
+        r = comm.unbind_community_channel_user_group(ncsdk.CommunityChannelUserGroupBindingRequest(channel_id=c1, subchannel_id=s1, user_group_ids=[g1]))
+        expect(r.code == 0, f"channel/user-group/unbind code {r.code}")
+        r = comm.list_community_user_subchannels(ncsdk.CommunityUserSubchannelListRequest(channel_id=c1, user_id="cc-owner"))
+        sees = (r.result.sub_channels if r.result else None) or []
+        expect(s1 not in sees, f"cc-owner after the unbind sees {sees}")
+        r = comm.remove_community_channel_user_group_users(ncsdk.CommunityChannelUserGroupUsersRequest(channel_id=c1, user_group_id=g1, user_ids=["cc-owner"]))
+        expect(r.code == 0, f"user-group/user/remove code {r.code}")
+        r = comm.remove_community_channel_user_groups(ncsdk.CommunityChannelUserGroupDeleteRequest(channel_id=c1, user_group_ids=[g1, g2]))
+        expect(r.code == 0, f"user-group/remove code {r.code}")
+        r = comm.list_community_channel_user_groups(ncsdk.CommunityChannelUserGroupListRequest(channel_id=c1))
+        left = [g.user_group_id for g in (r.result.user_groups if r.result else None) or []]
+        expect(left == [], f"user groups after remove {left}")
+        return f"bound {bound}, then none"
+    step("MO-4 nc user groups add/list, user add/remove, bind/unbind/list, subchannel and user lists, remove", mo_nc_user_groups)
+
+    def mo_nc_user_group_refusals():
+        g = f"nc-ugx-{run}"
+        comm.add_community_channel_user_groups(ncsdk.CommunityChannelUserGroupAddRequest(
+            channel_id=c1, user_groups=[ncsdk.CommunityChannelUserGroupItem(user_group_id=g)]))
+        a = nc_refused(lambda: comm.add_community_channel_user_group_users(ncsdk.CommunityChannelUserGroupUsersRequest(
+            channel_id=c1, user_group_id=g, user_ids=["stranger"])), ncx.ForbiddenException, 403, 24406, "user-group/user/add stranger", field="userIds")
+        b = nc_refused(lambda: comm.bind_community_channel_user_group(ncsdk.CommunityChannelUserGroupBindingRequest(
+            channel_id=c1, subchannel_id=s1, user_group_ids=[g, "missing"])), ncx.NotFoundException, 404, 40401, "bind unknown", field="userGroupIds")
+        r = comm.list_community_channel_subchannel_user_groups(ncsdk.CommunityChannelSubchannelUserGroupListRequest(channel_id=c1, subchannel_id=s1))
+        expect(((r.result.user_group_ids if r.result else None) or []) == [], "a refused bind bound something")
+        comm.remove_community_channel_user_groups(ncsdk.CommunityChannelUserGroupDeleteRequest(channel_id=c1, user_group_ids=[g]))
+        return f"{a}; {b}"
+    step("MO-4 nc user-group refusals: a stranger -> 24406 (userIds), an unknown user group -> 40401 (userGroupIds), nothing bound",
+         mo_nc_user_group_refusals)
+
     def nc_pin_push():
         r = chan.set_channel_pin(ncsdk.ChannelPinSetRequest(user_id="cc-m1", channel_type=10, channel_id=c1, is_pin=True))
         expect(r.code == 0, f"pin/set code {r.code}")
@@ -760,15 +816,38 @@ def main():
         rc_ok(Module(rc)._http_post("/ultragroup/dis.json", f"groupId={g}"), "ultragroup/dis")
     step("MO-4 rc /ultragroup/refresh.json renames", mo_refresh)
 
+    # MO-4: user groups (this SDK has no method for them: its module's poster, form bodies as the
+    # RongCloud docs give them; userGroups as JSON text, ids comma-joined).
+    def mo_rc_user_groups():
+        g = f"rc-ugu-{run}"
+        post = Module(rc)._http_post
+        rc_ok(post("/ultragroup/create.json", f"userId=ug-owner&groupId={g}&groupName=G"), "ultragroup/create")
+        rc_ok(post("/ultragroup/join.json", f"userId=ug-m1&groupId={g}"), "ultragroup/join")
+        rc_ok(post("/ultragroup/channel/create.json", f"groupId={g}&busChannel=secret&type=1"), "channel/create private")
+        rc_ok(post("/ultragroup/usergroup/add.json", f'groupId={g}&userGroups=[{{"userGroupId":"t1"}},{{"userGroupId":"t2"}}]'), "usergroup/add")
+        listed = [u.get("userGroupId") for u in rc_ok(post("/ultragroup/usergroup/query.json", f"groupId={g}&page=1&pageSize=10"), "query")["userGroups"]]
+        expect(listed == ["t1", "t2"], f"usergroup/query {listed}")
+        rc_ok(post("/ultragroup/usergroup/user/add.json", f"groupId={g}&userGroupId=t1&userIds=ug-m1"), "usergroup/user/add")
+        rc_refused(post("/ultragroup/usergroup/user/add.json", f"groupId={g}&userGroupId=t1&userIds=ug-m1,stranger"), 403, 24406, "stranger")
+        rc_ok(post("/ultragroup/channel/usergroup/bind.json", f"groupId={g}&busChannel=secret&userGroupIds=t1,t2"), "bind")
+        bound = rc_ok(post("/ultragroup/channel/usergroup/query.json", f"groupId={g}&busChannel=secret"), "channel/usergroup/query")["data"]
+        expect(bound == ["t1", "t2"], f"bound {bound}")
+        sees = rc_ok(post("/ultragroup/user/channel/query.json", f"groupId={g}&userId=ug-m1&page=1&pageSize=50"), "user/channel/query")["data"]
+        expect("secret" in sees, f"ug-m1 through t1 sees {sees}")
+        rc_ok(post("/ultragroup/usergroup/user/del.json", f"groupId={g}&userGroupId=t1&userIds=ug-m1"), "usergroup/user/del")
+        rc_ok(post("/ultragroup/channel/usergroup/unbind.json", f"groupId={g}&busChannel=secret&userGroupIds=t2"), "unbind")
+        rc_ok(post("/ultragroup/usergroup/del.json", f"groupId={g}&userGroupIds=t1,t2"), "usergroup/del")
+        left = rc_ok(post("/ultragroup/channel/usergroup/query.json", f"groupId={g}&busChannel=secret"), "query after del")["data"]
+        expect(left == [], f"bound after del {left}")
+        rc_ok(post("/ultragroup/dis.json", f"groupId={g}"), "ultragroup/dis")
+        return f"bound {bound}, then none"
+    step("MO-4 rc /ultragroup/usergroup/* and /channel/usergroup/* through the SDK's poster", mo_rc_user_groups)
+
     # ============================== refusals, as each SDK surfaces them ==============================
 
     step("VC-1 rc user.query on a missing room -> raw bytes, HTTP 404 code 23410",
          lambda: f"errorMessage {rc_refused(user.query(f'missing-{run}', 10, 1), 404, 23410, 'user.query missing')['errorMessage']!r}")
-    # Every /chatroom path rc-server-sdk 3.2.0 calls is served now; an endpoint Roomcast does not honour
-    # (ultra-group user groups, which this SDK has no method for) goes through its module's poster.
-    step("VC-1 rc unsupported endpoint /ultragroup/usergroup/add.json -> HTTP 430 code 1009",
-         lambda: rc_refused(Module(rc)._http_post("/ultragroup/usergroup/add.json", "groupId=g&userGroupId=ug"), 430, 1009,
-                            "ultragroup/usergroup/add") and None)
+    # Every /chatroom path rc-server-sdk 3.2.0 calls is served, and since MO-4 every RongCloud endpoint.
     step("VC-1 rc wrong app secret -> HTTP 401 code 1004",
          lambda: rc_refused(RongCloud(args.key, "not-the-secret", host_url=base).get_chatroom().query([r1]), 401, 1004, "bad signature") and None)
 

@@ -157,6 +157,14 @@ public final class ChatDomain {
         case .sendCommunityMessage(let app, let groupIds, let channelId, let draft, let actor):
             return try sendCommunityMessage(app, groupIds, channelId, draft, actor, now, &out)
         case .community(let app, let groupId, let change, let actor): return try changeCommunity(app, groupId, change, actor, now, &out)
+        case .createUserGroups(let app, let groupId, let ids): return try createUserGroups(app, groupId, ids, now, &out)
+        case .deleteUserGroups(let app, let groupId, let ids): return try deleteUserGroups(app, groupId, ids, now, &out)
+        case .addUserGroupMembers(let app, let groupId, let userGroupId, let users):
+            return try addUserGroupMembers(app, groupId, userGroupId, users, now, &out)
+        case .removeUserGroupMembers(let app, let groupId, let userGroupId, let users):
+            return try removeUserGroupMembers(app, groupId, userGroupId, users, now, &out)
+        case .bindUserGroups(let app, let groupId, let channelId, let ids): return try bindUserGroups(app, groupId, channelId, ids, now, &out)
+        case .unbindUserGroups(let app, let groupId, let channelId, let ids): return try unbindUserGroups(app, groupId, channelId, ids, now, &out)
         case .setConversationStatus(let app, let user, let key, let pinned, let level, let actor):
             return try setConversationStatus(app, user, key, pinned: pinned, level: level, actor, now, &out)
         case .setConversationTypeLevel(let app, let user, let type, let level): return try setConversationTypeLevel(app, user, type, level, &out)
@@ -209,7 +217,8 @@ public final class ChatDomain {
              .createGroup, .dismissGroup, .joinGroup, .quitGroup, .createChannel, .changeChannelType, .deleteChannel,
              .addPrivateMembers, .removePrivateMembers, .setConversationTypeLevel, .setGroupNotificationLevel,
              .editMessageList, .setProtectedSenders, .setDistribution, .setMemberTags, .sendToRooms, .broadcast,
-             .queueBatchOffer, .updateMemberInfo, .editSensitiveWords, .renameGroup:
+             .queueBatchOffer, .updateMemberInfo, .editSensitiveWords, .renameGroup, .createUserGroups, .deleteUserGroups,
+             .addUserGroupMembers, .removeUserGroupMembers, .bindUserGroups, .unbindUserGroups:
             return nil
         case .tagMute(_, _, _, _, _, _, let actor):
             return actor.session

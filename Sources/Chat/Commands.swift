@@ -324,6 +324,16 @@ public enum Command: Sendable, Equatable, Codable {
     case sendCommunityMessage(app: String, groupIds: [String], channelId: String, CommunityDraft, Actor)
     /// MO-3, MO-5: an edit, metadata, or a control of an ultra group's channel.
     case community(app: String, groupId: String, CommunityChange, Actor)
+    /// MO-4: user groups of an ultra group (RongCloud `usergroup/*`, Nexconn `user-group/*`).
+    /// Each call is all or nothing: one bad id, an unknown user group, a user who is not a group
+    /// member or a bound past its limit refuses the whole call.
+    case createUserGroups(app: String, groupId: String, [String])
+    case deleteUserGroups(app: String, groupId: String, [String])
+    case addUserGroupMembers(app: String, groupId: String, userGroupId: String, [String])
+    case removeUserGroupMembers(app: String, groupId: String, userGroupId: String, [String])
+    /// MO-4: binds user groups to a channel (their members see it once it is private), or unbinds them.
+    case bindUserGroups(app: String, groupId: String, channelId: String, [String])
+    case unbindUserGroups(app: String, groupId: String, channelId: String, [String])
 
     // Conversation status (CS-1, CS-2, CS-4).
     case setConversationStatus(app: String, userId: String, ConversationKey, pinned: Bool?, level: NotificationLevel?, Actor)
@@ -501,8 +511,16 @@ public enum Query: Sendable {
     case isGroupMember(app: String, groupId: String, [String])
     case channels(app: String, groupId: String, page: Int, pageSize: Int)
     case privateMembers(app: String, groupId: String, channelId: String, page: Int, pageSize: Int)
-    /// Channels the user can see: public ones, and private ones whose list holds the user.
+    /// Channels the user can see: public ones, and private ones whose list holds the user or
+    /// that are bound to a user group holding the user (MO-4).
     case userChannels(app: String, groupId: String, userId: String, page: Int, pageSize: Int)
+    /// MO-4: the group's user groups in creation order (→ `Reply.userGroups`); those bound to a
+    /// channel, in binding order; those holding a user; the channels bound to a user group
+    /// (→ `Reply.channels`, in channel order).
+    case userGroups(app: String, groupId: String, page: Int, pageSize: Int)
+    case channelUserGroups(app: String, groupId: String, channelId: String, page: Int, pageSize: Int)
+    case userUserGroups(app: String, groupId: String, userId: String, page: Int, pageSize: Int)
+    case userGroupChannels(app: String, groupId: String, userGroupId: String, page: Int, pageSize: Int)
     case groupNotificationLevel(app: String, groupId: String, channelId: String?)
     /// MO-6: stored community messages (→ `Reply.communityMessages`).
     case communityHistory(app: String, groupId: String, CommunityHistoryQuery)

@@ -119,6 +119,14 @@ struct ChannelImage: Codable, Equatable, Sendable {
     var createdAt: Int64
     var privateMembers: [String]
     var defaultLevel: NotificationLevel
+    /// MO-4: the user groups bound to the channel (absent in images made before them, or none).
+    var userGroups: [String]?
+}
+
+/// MO-4: a user group and its members, in order.
+struct UserGroupImage: Codable, Equatable, Sendable {
+    var id: String
+    var members: [String]
 }
 
 struct GroupImage: Codable, Equatable, Sendable {
@@ -132,6 +140,8 @@ struct GroupImage: Codable, Equatable, Sendable {
     var defaultLevel: NotificationLevel
     /// MO-3, MO-5 (absent: none).
     var community: CommunityImage?
+    /// MO-4: user groups in creation order (absent in images made before them, or none).
+    var userGroups: [UserGroupImage]?
 }
 
 struct StatusImage: Codable, Equatable, Sendable {
@@ -255,9 +265,11 @@ extension ChatDomain {
         GroupImage(id: g.id, name: g.name, creator: g.creator, createdAt: g.createdAt, members: g.members.all,
                    channels: sortedPairs(g.channels).map {
                        let c = $0.1
-                       return ChannelImage(id: c.id, type: c.type, createdAt: c.createdAt, privateMembers: c.privateMembers.all, defaultLevel: c.defaultLevel)
+                       return ChannelImage(id: c.id, type: c.type, createdAt: c.createdAt, privateMembers: c.privateMembers.all, defaultLevel: c.defaultLevel,
+                                           userGroups: c.userGroups.isEmpty ? nil : c.userGroups.all)
                    },
-                   channelOrder: g.channelOrder.all, defaultLevel: g.defaultLevel, community: CommunityImage(g.community))
+                   channelOrder: g.channelOrder.all, defaultLevel: g.defaultLevel, community: CommunityImage(g.community),
+                   userGroups: g.userGroupOrder.isEmpty ? nil : g.userGroupOrder.all.map { UserGroupImage(id: $0, members: g.userGroups[$0]?.members.all ?? []) })
     }
 
     /// A domain in the state `image` describes, making ids with `makeID` from here on. Refuses an
@@ -345,10 +357,23 @@ extension ChatDomain {
             for c in g.channels {
                 let channel = UltraChannel(id: c.id, type: c.type, createdAt: c.createdAt)
                 for u in c.privateMembers { channel.privateMembers.append(u) }
+                for u in c.userGroups ?? [] { channel.userGroups.append(u) }
                 channel.defaultLevel = c.defaultLevel
                 group.channels[c.id] = channel
             }
             for c in g.channelOrder { group.channelOrder.append(c) }
+            for u in g.userGroups ?? [] {
+                guard group.userGroups[u.id] == nil else { throw .inconsistent("user group \(u.id) twice in ultra group \(g.id)") }
+                let userGroup = UserGroup(id: u.id)
+                for m in u.members { userGroup.members.append(m) }
+                group.userGroups[u.id] = userGroup
+                group.userGroupOrder.append(u.id)
+            }
+            for c in g.channels {
+                for u in c.userGroups ?? [] where group.userGroups[u] == nil {
+                    throw .inconsistent("channel \(c.id) of ultra group \(g.id) is bound to a user group \(u) it does not have")
+                }
+            }
             group.defaultLevel = g.defaultLevel
             g.community?.restore(into: group.community)
             app.groups[g.id] = group

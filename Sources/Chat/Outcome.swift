@@ -100,7 +100,7 @@ public enum Mutation: Equatable, Sendable {
     /// Messages older than this (ms) may be deleted.
     case pruneMessages(app: String, before: Int64)
     case putGroup(GroupRecord)
-    /// Removes the group with its members, channels and private lists.
+    /// Removes the group with its members, channels, private lists and user groups (MO-4).
     case deleteGroup(app: String, groupId: String)
     case putGroupMember(app: String, groupId: String, String, sequence: Int64)
     case deleteGroupMember(app: String, groupId: String, String)
@@ -109,6 +109,14 @@ public enum Mutation: Equatable, Sendable {
     case deleteChannel(app: String, groupId: String, channelId: String)
     case putPrivateMember(app: String, groupId: String, channelId: String, String, sequence: Int64)
     case deletePrivateMember(app: String, groupId: String, channelId: String, String)
+    /// MO-4: user groups (`sequence` orders them, their members and bindings, as above);
+    /// deleting one also removes its members and bindings.
+    case putUserGroup(app: String, groupId: String, userGroupId: String, sequence: Int64)
+    case deleteUserGroup(app: String, groupId: String, userGroupId: String)
+    case putUserGroupMember(app: String, groupId: String, userGroupId: String, String, sequence: Int64)
+    case deleteUserGroupMember(app: String, groupId: String, userGroupId: String, String)
+    case putChannelUserGroup(app: String, groupId: String, channelId: String, userGroupId: String, sequence: Int64)
+    case deleteChannelUserGroup(app: String, groupId: String, channelId: String, userGroupId: String)
     case putConversationStatus(app: String, userId: String, ConversationStatus)
     /// `.default` removes the user's type default.
     case putConversationTypeLevel(app: String, userId: String, ConversationType, NotificationLevel)
@@ -215,6 +223,8 @@ public enum Reply: Equatable, Sendable {
     case channels([ChannelInfo], total: Int)
     /// A page of user ids and how many there are in all.
     case userIdsPage([String], total: Int)
+    /// MO-4: a page of user groups and how many there are in all.
+    case userGroups([UserGroupInfo], total: Int)
     case notificationLevel(NotificationLevel)
     case conversationStatus(ConversationStatusView)
     /// CS-3: statuses in change order, the version to continue after, and whether more follow.
@@ -269,6 +279,7 @@ public enum Reply: Equatable, Sendable {
         case let (.channel(x), .channel(y)): return x == y
         case let (.channels(x, t1), .channels(y, t2)): return x == y && t1 == t2
         case let (.userIdsPage(x, t1), .userIdsPage(y, t2)): return x == y && t1 == t2
+        case let (.userGroups(x, t1), .userGroups(y, t2)): return x == y && t1 == t2
         case let (.notificationLevel(x), .notificationLevel(y)): return x == y
         case let (.conversationStatus(x), .conversationStatus(y)): return x == y
         case let (.conversationStatuses(x, c1, m1), .conversationStatuses(y, c2, m2)): return x == y && c1 == c2 && m1 == m2

@@ -193,6 +193,7 @@ extension ChatDomain {
             return .appSettings(try app(appKey).settings)
 
         case .group, .groupMembers, .isGroupMember, .channels, .privateMembers, .userChannels, .groupNotificationLevel, .communityHistory, .communityMessage, .communityRules,
+             .userGroups, .channelUserGroups, .userUserGroups, .userGroupChannels,
              .conversationStatus, .conversationStatuses, .conversationTypeLevel:
             // Answered above.
             throw .invalid("query", "unanswered query")

@@ -138,6 +138,26 @@ extension ChatDomain {
         groupSequence = max(groupSequence, sequence)
     }
 
+    /// MO-4: user groups, their members and their bindings, each in `sequence` order.
+    public func restoreUserGroup(app: String, groupId: String, userGroupId: String, sequence: Int64) {
+        guard let g = apps[app]?.groups[groupId], g.userGroups[userGroupId] == nil else { return }
+        g.userGroups[userGroupId] = UserGroup(id: userGroupId)
+        g.userGroupOrder.append(userGroupId)
+        groupSequence = max(groupSequence, sequence)
+    }
+
+    public func restoreUserGroupMember(app: String, groupId: String, userGroupId: String, _ user: String, sequence: Int64) {
+        guard let ug = apps[app]?.groups[groupId]?.userGroups[userGroupId] else { return }
+        ug.members.append(user)
+        groupSequence = max(groupSequence, sequence)
+    }
+
+    public func restoreChannelUserGroup(app: String, groupId: String, channelId: String, userGroupId: String, sequence: Int64) {
+        guard let g = apps[app]?.groups[groupId], let c = g.channels[channelId], g.userGroups[userGroupId] != nil else { return }
+        c.userGroups.append(userGroupId)
+        groupSequence = max(groupSequence, sequence)
+    }
+
     public func restoreConversationStatus(app: String, userId: String, _ s: ConversationStatus) {
         guard let a = apps[app] else { return }
         var state = a.conversations[userId] ?? UserConversations()

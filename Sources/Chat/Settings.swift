@@ -638,6 +638,15 @@ public enum Limits {
     public static let maxChannelIdBytes = 64
     public static let maxChannelsPerGroup = 1000
     public static let maxGroupUsersPerCall = 100
+    /// MO-4 (RongCloud's and Nexconn's bounds): user groups per ultra group, members per user
+    /// group, user groups bound to one channel, user groups one call creates, deletes, binds or
+    /// unbinds, and a user group id's bytes (an identifier, as group ids). A call adds or removes at most
+    /// `maxUsersPerCall` users of a user group.
+    public static let maxUserGroupsPerGroup = 50
+    public static let maxUsersPerUserGroup = 100
+    public static let maxUserGroupsPerChannel = 10
+    public static let maxUserGroupsPerCall = 10
+    public static let maxUserGroupIdBytes = 64
     public static let maxPageSize = 100
     /// MO-3: a community message goes to at most this many ultra groups at once (Nexconn's
     /// `toChannelIds`, RongCloud's `toGroupIds`).

@@ -1,5 +1,5 @@
 /// Ultra groups (RongCloud; SPEC §4): members, channels (`busChannel`) that are public or
-/// private, and each channel's private member list.
+/// private, each channel's private member list, and user groups bound to channels (MO-4).
 
 /// UG-1 channel types (RongCloud `type`: 0 public, 1 private).
 public enum ChannelType: String, Equatable, Sendable, Codable, CaseIterable {
@@ -33,6 +33,9 @@ final class UltraChannel {
     let createdAt: Int64
     /// Who may see the channel once it is private (any channel may hold the list; UG-1).
     @exclusivity(unchecked) var privateMembers = OrderedIndex<String>()
+    /// MO-4: user groups bound to the channel (at most `Limits.maxUserGroupsPerChannel`); their
+    /// members see it once it is private, as if on its private list.
+    @exclusivity(unchecked) var userGroups = OrderedIndex<String>()
     /// CS-4 channel default Do-Not-Disturb level.
     var defaultLevel = NotificationLevel.default
 
@@ -40,6 +43,17 @@ final class UltraChannel {
         self.id = id
         self.type = type
         self.createdAt = createdAt
+    }
+}
+
+/// MO-4: a user group of an ultra group: group members (at most `Limits.maxUsersPerUserGroup`),
+/// in the order they were added.
+final class UserGroup {
+    let id: String
+    @exclusivity(unchecked) var members = OrderedIndex<String>()
+
+    init(id: String) {
+        self.id = id
     }
 }
 
@@ -57,6 +71,9 @@ final class UltraGroup {
     @exclusivity(unchecked) var channels: [String: UltraChannel] = [:]
     /// Channels in creation order (paged queries, UG-6).
     @exclusivity(unchecked) var channelOrder = OrderedIndex<String>()
+    /// MO-4: user groups (at most `Limits.maxUserGroupsPerGroup`), and their creation order.
+    @exclusivity(unchecked) var userGroups: [String: UserGroup] = [:]
+    @exclusivity(unchecked) var userGroupOrder = OrderedIndex<String>()
     /// CS-4 group default Do-Not-Disturb level.
     var defaultLevel = NotificationLevel.default
     /// MO-3, MO-5: its channels' messages and controls.
@@ -69,10 +86,30 @@ final class UltraGroup {
         self.createdAt = createdAt
     }
 
-    /// Can `user` see `channel`? Public channels: every member; private: its list (UG-6).
+    /// Can `user` see `channel`? Public channels: every member; private: its list (UG-6) and
+    /// the members of the user groups bound to it (MO-4).
     func canSee(_ user: String, _ channel: UltraChannel) -> Bool {
         guard members.contains(user) else { return false }
-        return channel.type == .public || channel.privateMembers.contains(user)
+        return channel.type == .public || isListed(user, channel)
+    }
+
+    /// Is `user` on the channel's private list or in a user group bound to it (whatever its type)?
+    func isListed(_ user: String, _ channel: UltraChannel) -> Bool {
+        if channel.privateMembers.contains(user) { return true }
+        for id in channel.userGroups.all where userGroups[id]?.members.contains(user) == true { return true }
+        return false
+    }
+
+    /// Everyone `isListed` for the channel: its private list, then the members of its bound user
+    /// groups, each once, in that order.
+    func listed(_ channel: UltraChannel) -> [String] {
+        if channel.userGroups.isEmpty { return channel.privateMembers.all }
+        var seen = Set(channel.privateMembers.all)
+        var all = channel.privateMembers.all
+        for id in channel.userGroups.all {
+            for u in userGroups[id]?.members.all ?? [] where seen.insert(u).inserted { all.append(u) }
+        }
+        return all
     }
 }
 
@@ -98,6 +135,18 @@ public struct ChannelInfo: Equatable, Sendable {
     public var privateMemberCount: Int
     public var createdAt: Int64
     public var notificationLevel: NotificationLevel
+}
+
+/// MO-4: a user group as queries describe it: its members and the channels bound to it.
+public struct UserGroupInfo: Equatable, Sendable {
+    public var userGroupId: String
+    public var userIds: [String]
+    public var channelIds: [String]
+    public init(userGroupId: String, userIds: [String], channelIds: [String]) {
+        self.userGroupId = userGroupId
+        self.userIds = userIds
+        self.channelIds = channelIds
+    }
 }
 
 /// Durable rows of ultra groups (the store's view).

@@ -106,7 +106,8 @@ extension ChatDomain {
         return .group(groupInfo(g))
     }
 
-    /// Quitting also takes the users off every private list (those hold group members only).
+    /// Quitting also takes the users off every private list and out of every user group (those
+    /// hold group members only).
     func quitGroup(_ appKey: String, _ groupId: String, _ users: [String], _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         let g = try group(app, groupId)
@@ -117,6 +118,12 @@ extension ChatDomain {
             for id in g.channelOrder.all {
                 if let c = g.channels[id], c.privateMembers.remove(u) {
                     out.mutations.append(.deletePrivateMember(app: appKey, groupId: groupId, channelId: id, u))
+                }
+            }
+            // MO-4: and its user groups (they too hold group members only).
+            for id in g.userGroupOrder.all {
+                if let ug = g.userGroups[id], ug.members.remove(u) {
+                    out.mutations.append(.deleteUserGroupMember(app: appKey, groupId: groupId, userGroupId: id, u))
                 }
             }
         }
@@ -142,8 +149,9 @@ extension ChatDomain {
         return .channel(channelInfo(g, c))
     }
 
-    /// UG-2: public→private tells every group member (2 on the private list, 6 otherwise);
-    /// private→public tells only the private list (3). The default channel stays public.
+    /// UG-2: public→private tells every group member (2 to those on the private list or in a user
+    /// group bound to the channel, MO-4; 6 otherwise); private→public tells only those (3). The
+    /// default channel stays public.
     func changeChannelType(_ appKey: String, _ groupId: String, _ channelId: String, _ type: ChannelType, _ now: Int64,
                            _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
@@ -156,8 +164,8 @@ extension ChatDomain {
         c.type = type
         out.mutations.append(.putChannel(channelRecord(appKey, g, c), sequence: nil))
         if type == .private {
-            let onList = g.members.all.filter { c.privateMembers.contains($0) }
-            let others = g.members.all.filter { !c.privateMembers.contains($0) }
+            let onList = g.members.all.filter { g.isListed($0, c) }
+            let others = g.members.all.filter { !g.isListed($0, c) }
             if !onList.isEmpty {
                 out.deliver(.channelTypeChanged([ChannelTypeChange(groupId: groupId, channelId: channelId, changeType: .publicToPrivate, time: now)]),
                             to: .users(app: appKey, onList))
@@ -166,15 +174,19 @@ extension ChatDomain {
                 out.deliver(.channelTypeChanged([ChannelTypeChange(groupId: groupId, channelId: channelId, changeType: .publicToPrivateUserNotIn,
                                                                    time: now)]), to: .users(app: appKey, others))
             }
-        } else if !c.privateMembers.isEmpty {
-            out.deliver(.channelTypeChanged([ChannelTypeChange(groupId: groupId, channelId: channelId, changeType: .privateToPublic, time: now)]),
-                        to: .users(app: appKey, c.privateMembers.all))
+        } else {
+            let listed = g.listed(c)
+            if !listed.isEmpty {
+                out.deliver(.channelTypeChanged([ChannelTypeChange(groupId: groupId, channelId: channelId, changeType: .privateToPublic, time: now)]),
+                            to: .users(app: appKey, listed))
+            }
         }
         channelWebhook(appKey, g, channelId, type == .private ? "publicToPrivate" : "privateToPublic", now: now, &out)
         return .channel(channelInfo(g, c))
     }
 
-    /// UG-3: deleting a public channel tells every group member; a private one only its list.
+    /// UG-3: deleting a public channel tells every group member; a private one only those who see
+    /// it (its list and its bound user groups' members, MO-4). Its bindings go with it.
     func deleteChannel(_ appKey: String, _ groupId: String, _ channelId: String, _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         let g = try group(app, groupId)
@@ -182,7 +194,7 @@ extension ChatDomain {
         if channelId == UltraGroup.defaultChannelId {
             throw .invalid("channelId", "the default channel \(UltraGroup.defaultChannelId) cannot be deleted")
         }
-        let audience = c.type == .public ? g.members.all : c.privateMembers.all
+        let audience = c.type == .public ? g.members.all : g.listed(c)
         g.channels[channelId] = nil
         g.channelOrder.remove(channelId)
         out.mutations.append(.deleteChannel(app: appKey, groupId: groupId, channelId: channelId))
@@ -213,8 +225,9 @@ extension ChatDomain {
         return .channel(channelInfo(g, c))
     }
 
-    /// UG-4: removed users of a private channel each get one event about themselves; a public
-    /// channel's list changes silently.
+    /// UG-4: removed users of a private channel who no longer see it (MO-4: not in a user group
+    /// bound to it either) each get one event about themselves; a public channel's list changes
+    /// silently.
     func removePrivateMembers(_ appKey: String, _ groupId: String, _ channelId: String, _ users: [String], _ now: Int64,
                               _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
@@ -226,13 +239,188 @@ extension ChatDomain {
             removed.append(u)
             out.mutations.append(.deletePrivateMember(app: appKey, groupId: groupId, channelId: channelId, u))
         }
-        if c.type == .private {
-            for u in removed {
-                out.deliver(.channelUsersKicked([ChannelUserKicked(groupId: groupId, channelId: channelId, userId: u, time: now)]),
-                            to: .users(app: appKey, [u]))
-            }
-        }
+        if c.type == .private { tellLost(appKey, g, c, removed, now, &out) }
         if !removed.isEmpty { channelWebhook(appKey, g, channelId, "privateMembersRemoved", users: removed, now: now, &out) }
+        return .channel(channelInfo(g, c))
+    }
+
+    // MARK: User groups (MO-4)
+
+    /// A user group's id: an identifier of at most `Limits.maxUserGroupIdBytes` bytes.
+    static func validateUserGroupId(_ id: String, field: String = "userGroupId") throws(ChatError) {
+        try Validate.identifier(id, field: field, maxBytes: Limits.maxUserGroupIdBytes)
+    }
+
+    /// One call's user group ids: 1 to `Limits.maxUserGroupsPerCall`, no duplicates.
+    static func validateUserGroupIds(_ ids: [String], field: String = "userGroupIds") throws(ChatError) {
+        guard !ids.isEmpty else { throw .invalid(field, "\(field) must not be empty") }
+        guard ids.count <= Limits.maxUserGroupsPerCall else {
+            throw .invalid(field, "\(field) has \(ids.count) ids; at most \(Limits.maxUserGroupsPerCall) are allowed")
+        }
+        for id in ids { try validateUserGroupId(id, field: field) }
+        for i in ids.indices.dropFirst() where ids[..<i].contains(ids[i]) { throw .invalid(field, "\(field) has duplicates") }
+    }
+
+    func userGroup(_ g: UltraGroup, _ id: String) throws(ChatError) -> UserGroup {
+        guard let ug = g.userGroups[id] else {
+            try Self.validateUserGroupId(id)
+            throw ChatError(.notFound, "user group \(id) does not exist in ultra group \(g.id)", field: "userGroupId")
+        }
+        return ug
+    }
+
+    func userGroupInfo(_ g: UltraGroup, _ id: String) -> UserGroupInfo {
+        UserGroupInfo(userGroupId: id, userIds: g.userGroups[id]?.members.all ?? [],
+                      channelIds: g.channelOrder.all.filter { g.channels[$0]?.userGroups.contains(id) == true })
+    }
+
+    /// Of `users`, those who see `c` while it is private (taken before a change that may hide it).
+    private func privateViewers(_ g: UltraGroup, _ c: UltraChannel, _ users: [String]) -> [String] {
+        c.type == .private ? users.filter { g.canSee($0, c) } : []
+    }
+
+    /// UG-4: each of `viewers` who no longer sees private `c` gets one event about themselves.
+    private func tellLost(_ appKey: String, _ g: UltraGroup, _ c: UltraChannel, _ viewers: [String], _ now: Int64, _ out: inout Outcome) {
+        for u in viewers where !g.canSee(u, c) {
+            out.deliver(.channelUsersKicked([ChannelUserKicked(groupId: g.id, channelId: c.id, userId: u, time: now)]), to: .users(app: appKey, [u]))
+        }
+    }
+
+    /// The members of these user groups, each once.
+    private func membersOf(_ g: UltraGroup, _ ids: [String]) -> [String] {
+        var seen = Set<String>()
+        var all: [String] = []
+        for id in ids { for u in g.userGroups[id]?.members.all ?? [] where seen.insert(u).inserted { all.append(u) } }
+        return all
+    }
+
+    private func userGroupWebhook(_ app: String, _ g: UltraGroup, channel: String, _ change: String, _ ids: [String], users: [String] = [],
+                                  now: Int64, _ out: inout Outcome) {
+        out.webhooks.append(WebhookRecord(app: app, type: .channelChanged, roomId: "", userIds: users, time: now,
+                                          details: ["groupId": g.id, "channelId": channel, "change": change,
+                                                    "userGroupIds": ids.joined(separator: ",")]))
+    }
+
+    /// Creates user groups (ids that exist are left as they are); past
+    /// `Limits.maxUserGroupsPerGroup` none is created.
+    func createUserGroups(_ appKey: String, _ groupId: String, _ ids: [String], _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        try Self.validateUserGroupIds(ids)
+        let new = ids.filter { g.userGroups[$0] == nil }
+        guard g.userGroups.count + new.count <= Limits.maxUserGroupsPerGroup else {
+            throw ChatError(.limitExceeded, "an ultra group has at most \(Limits.maxUserGroupsPerGroup) user groups (\(g.userGroups.count) now)",
+                            field: "userGroupIds")
+        }
+        for id in new {
+            g.userGroups[id] = UserGroup(id: id)
+            g.userGroupOrder.append(id)
+            out.mutations.append(.putUserGroup(app: appKey, groupId: groupId, userGroupId: id, sequence: nextGroupSequence()))
+        }
+        if !new.isEmpty { userGroupWebhook(appKey, g, channel: "", "userGroupsCreated", new, now: now, &out) }
+        return .done
+    }
+
+    /// Deletes user groups (unknown ids are ignored) with their members and bindings; members
+    /// who no longer see a private channel they saw through one are told (UG-4).
+    func deleteUserGroups(_ appKey: String, _ groupId: String, _ ids: [String], _ now: Int64, _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        try Self.validateUserGroupIds(ids)
+        let gone = ids.filter { g.userGroups[$0] != nil }
+        guard !gone.isEmpty else { return .done }
+        let bound = g.channelOrder.all.compactMap { g.channels[$0] }.filter { c in gone.contains { c.userGroups.contains($0) } }
+        let before = bound.map { c in (c, privateViewers(g, c, membersOf(g, gone.filter { c.userGroups.contains($0) }))) }
+        for id in gone {
+            g.userGroups[id] = nil
+            g.userGroupOrder.remove(id)
+            for c in bound { c.userGroups.remove(id) }
+            out.mutations.append(.deleteUserGroup(app: appKey, groupId: groupId, userGroupId: id))
+        }
+        for (c, viewers) in before { tellLost(appKey, g, c, viewers, now, &out) }
+        userGroupWebhook(appKey, g, channel: "", "userGroupsDeleted", gone, now: now, &out)
+        return .done
+    }
+
+    /// At most `Limits.maxUsersPerCall` users, every one a group member (24406), and the user
+    /// group at most `Limits.maxUsersPerUserGroup` after it; or nothing changes.
+    func addUserGroupMembers(_ appKey: String, _ groupId: String, _ userGroupId: String, _ users: [String], _ now: Int64,
+                             _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        let ug = try userGroup(g, userGroupId)
+        try Validate.userIds(users)
+        if let stranger = users.first(where: { !g.members.contains($0) }) {
+            throw ChatError(.notGroupMember, "\(stranger) is not a member of ultra group \(groupId)", field: "userIds")
+        }
+        let new = users.filter { !ug.members.contains($0) }
+        guard ug.members.count + new.count <= Limits.maxUsersPerUserGroup else {
+            throw ChatError(.limitExceeded, "a user group has at most \(Limits.maxUsersPerUserGroup) users (\(ug.members.count) now)", field: "userIds")
+        }
+        for u in new {
+            ug.members.append(u)
+            out.mutations.append(.putUserGroupMember(app: appKey, groupId: groupId, userGroupId: userGroupId, u, sequence: nextGroupSequence()))
+        }
+        if !new.isEmpty { userGroupWebhook(appKey, g, channel: "", "userGroupMembersAdded", [userGroupId], users: new, now: now, &out) }
+        return .done
+    }
+
+    /// Users who no longer see a private channel bound to the user group are told (UG-4).
+    func removeUserGroupMembers(_ appKey: String, _ groupId: String, _ userGroupId: String, _ users: [String], _ now: Int64,
+                                _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        let ug = try userGroup(g, userGroupId)
+        try Validate.userIds(users)
+        let removed = users.filter { ug.members.contains($0) }
+        guard !removed.isEmpty else { return .done }
+        let bound = g.channelOrder.all.compactMap { g.channels[$0] }.filter { $0.userGroups.contains(userGroupId) }
+        let before = bound.map { ($0, privateViewers(g, $0, removed)) }
+        for u in removed {
+            ug.members.remove(u)
+            out.mutations.append(.deleteUserGroupMember(app: appKey, groupId: groupId, userGroupId: userGroupId, u))
+        }
+        for (c, viewers) in before { tellLost(appKey, g, c, viewers, now, &out) }
+        userGroupWebhook(appKey, g, channel: "", "userGroupMembersRemoved", [userGroupId], users: removed, now: now, &out)
+        return .done
+    }
+
+    /// Every id must name a user group of the group, and the channel holds at most
+    /// `Limits.maxUserGroupsPerChannel` after it; or nothing changes. Any channel may hold
+    /// bindings: they count once it is private.
+    func bindUserGroups(_ appKey: String, _ groupId: String, _ channelId: String, _ ids: [String], _ now: Int64,
+                        _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        let c = try channel(g, channelId)
+        try Self.validateUserGroupIds(ids)
+        if let missing = ids.first(where: { g.userGroups[$0] == nil }) {
+            throw ChatError(.notFound, "user group \(missing) does not exist in ultra group \(groupId)", field: "userGroupIds")
+        }
+        let new = ids.filter { !c.userGroups.contains($0) }
+        guard c.userGroups.count + new.count <= Limits.maxUserGroupsPerChannel else {
+            throw ChatError(.limitExceeded, "a channel is bound to at most \(Limits.maxUserGroupsPerChannel) user groups (\(c.userGroups.count) now)",
+                            field: "userGroupIds")
+        }
+        for id in new {
+            c.userGroups.append(id)
+            out.mutations.append(.putChannelUserGroup(app: appKey, groupId: groupId, channelId: channelId, userGroupId: id, sequence: nextGroupSequence()))
+        }
+        if !new.isEmpty { userGroupWebhook(appKey, g, channel: channelId, "userGroupsBound", new, now: now, &out) }
+        return .channel(channelInfo(g, c))
+    }
+
+    /// Unknown or unbound ids are ignored; members who no longer see the private channel are
+    /// told (UG-4).
+    func unbindUserGroups(_ appKey: String, _ groupId: String, _ channelId: String, _ ids: [String], _ now: Int64,
+                          _ out: inout Outcome) throws(ChatError) -> Reply {
+        let g = try group(try app(appKey), groupId)
+        let c = try channel(g, channelId)
+        try Self.validateUserGroupIds(ids)
+        let removed = ids.filter { c.userGroups.contains($0) }
+        guard !removed.isEmpty else { return .channel(channelInfo(g, c)) }
+        let viewers = privateViewers(g, c, membersOf(g, removed))
+        for id in removed {
+            c.userGroups.remove(id)
+            out.mutations.append(.deleteChannelUserGroup(app: appKey, groupId: groupId, channelId: channelId, userGroupId: id))
+        }
+        tellLost(appKey, g, c, viewers, now, &out)
+        userGroupWebhook(appKey, g, channel: channelId, "userGroupsUnbound", removed, now: now, &out)
         return .channel(channelInfo(g, c))
     }
 
@@ -276,6 +464,24 @@ extension ChatDomain {
             guard g.members.contains(user) else { throw ChatError(.notGroupMember, "\(user) is not a member of ultra group \(groupId)", field: "userId") }
             let visible = g.channelOrder.all.compactMap { g.channels[$0] }.filter { g.canSee(user, $0) }
             return .channels(try page(visible, p, size).map { channelInfo(g, $0) }, total: visible.count)
+        case .userGroups(let appKey, let groupId, let p, let size):
+            let g = try group(try app(appKey), groupId)
+            let all = g.userGroupOrder.all
+            return .userGroups(try page(all, p, size).map { userGroupInfo(g, $0) }, total: all.count)
+        case .channelUserGroups(let appKey, let groupId, let channelId, let p, let size):
+            let g = try group(try app(appKey), groupId)
+            let c = try channel(g, channelId)
+            return .userGroups(try page(c.userGroups.all, p, size).map { userGroupInfo(g, $0) }, total: c.userGroups.count)
+        case .userUserGroups(let appKey, let groupId, let user, let p, let size):
+            let g = try group(try app(appKey), groupId)
+            try Validate.userId(user)
+            let all = g.userGroupOrder.all.filter { g.userGroups[$0]?.members.contains(user) == true }
+            return .userGroups(try page(all, p, size).map { userGroupInfo(g, $0) }, total: all.count)
+        case .userGroupChannels(let appKey, let groupId, let userGroupId, let p, let size):
+            let g = try group(try app(appKey), groupId)
+            _ = try userGroup(g, userGroupId)
+            let all = g.channelOrder.all.compactMap { g.channels[$0] }.filter { $0.userGroups.contains(userGroupId) }
+            return .channels(try page(all, p, size).map { channelInfo(g, $0) }, total: all.count)
         default:
             return nil
         }

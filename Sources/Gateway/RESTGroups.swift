@@ -91,6 +91,47 @@ extension RESTAPI {
             api.query(writer) { () throws(ChatError) in try PageRequest(query: R.query(req)).userChannels(c, groupId: group(req), userId: R.param(req, "userId")) }
         }
 
+        // User groups bound to channels (MO-4).
+        @Sendable func userGroup(_ req: Request) -> String { R.param(req, "userGroupId") }
+        routes.signed(.createUserGroups) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                .createUserGroups(app: c.app, groupId: group(req), try decodeBody(UserGroupIdsRequest.self, from: req.body).userGroupIds)
+            }
+        }
+        routes.signed(.listUserGroups) { req, c, writer in
+            api.query(writer) { () throws(ChatError) in
+                let p = try page(req)
+                return .userGroups(app: c.app, groupId: group(req), page: p.page, pageSize: p.pageSize)
+            }
+        }
+        routes.signed(.deleteUserGroups) { req, c, writer in
+            api.command(writer) { .deleteUserGroups(app: c.app, groupId: group(req), R.query(req).list("userGroupIds")) }
+        }
+        routes.signed(.addUserGroupMembers) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                .addUserGroupMembers(app: c.app, groupId: group(req), userGroupId: userGroup(req),
+                                     try decodeBody(UserIdsRequest.self, from: req.body).userIds)
+            }
+        }
+        routes.signed(.removeUserGroupMembers) { req, c, writer in
+            api.command(writer) { .removeUserGroupMembers(app: c.app, groupId: group(req), userGroupId: userGroup(req), R.query(req).list("userIds")) }
+        }
+        routes.signed(.bindUserGroups) { req, c, writer in
+            api.command(writer) { () throws(ChatError) in
+                .bindUserGroups(app: c.app, groupId: group(req), channelId: channel(req),
+                                try decodeBody(UserGroupIdsRequest.self, from: req.body).userGroupIds)
+            }
+        }
+        routes.signed(.unbindUserGroups) { req, c, writer in
+            api.command(writer) { .unbindUserGroups(app: c.app, groupId: group(req), channelId: channel(req), R.query(req).list("userGroupIds")) }
+        }
+        routes.signed(.listChannelUserGroups) { req, c, writer in
+            api.query(writer) { () throws(ChatError) in
+                let p = try page(req)
+                return .channelUserGroups(app: c.app, groupId: group(req), channelId: channel(req), page: p.page, pageSize: p.pageSize)
+            }
+        }
+
         // Group and channel default levels (CS-4).
         routes.signed(.setGroupLevel) { req, c, writer in
             api.command(writer) { () throws(ChatError) in try decodeBody(GroupLevelRequest.self, from: req.body).command(c, groupId: group(req)) }

@@ -41,6 +41,8 @@ extension LogRecord {
         if case .via(_, let c)? = change { inner = c }
         switch inner {
         case .sendCommunityMessage?, .community?: return 7
+        // MO-4: an older node knows no user groups.
+        case .createUserGroups?, .deleteUserGroups?, .addUserGroupMembers?, .removeUserGroupMembers?, .bindUserGroups?, .unbindUserGroups?: return 7
         // MO-8: audited since format 7.
         case .destroyRooms?, .editMessageList?, .setProtectedSenders?: return 7
         default: break
@@ -60,6 +62,9 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?, .queueBatchOffer?, .updateMemberInfo?:
             return 4
+        // MO-4: user groups (a node of an older format would not know them).
+        case .createUserGroups?, .deleteUserGroups?, .addUserGroupMembers?, .removeUserGroupMembers?, .bindUserGroups?, .unbindUserGroups?:
+            return 6
         case .recallMessage?, .editSensitiveWords?, .renameGroup?:
             return 5
         case .updateAppSettings(_, let patch)?:

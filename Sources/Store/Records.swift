@@ -300,6 +300,33 @@ struct UltraPrivateMemberRow: Codable, FetchableRecord, PersistableRecord {
     var sequence: Int64
 }
 
+/// MO-4: user groups, their members, and their bindings to channels.
+struct UltraUserGroupRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraUserGroup"
+    var app: String
+    var groupId: String
+    var userGroupId: String
+    var sequence: Int64
+}
+
+struct UltraUserGroupMemberRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraUserGroupMember"
+    var app: String
+    var groupId: String
+    var userGroupId: String
+    var userId: String
+    var sequence: Int64
+}
+
+struct UltraChannelUserGroupRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "ultraChannelUserGroup"
+    var app: String
+    var groupId: String
+    var channelId: String
+    var userGroupId: String
+    var sequence: Int64
+}
+
 struct ConversationStatusRow: Codable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "conversationStatus"
     var app: String

@@ -365,6 +365,40 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        m.registerMigration("v14-user-groups") { db in
+            // MO-4: an ultra group's user groups, their members and the channels they are bound
+            // to; `sequence` orders each as the ultra group's other lists. Deleting a group, a
+            // channel or a user group takes what hangs on it along.
+            try db.execute(sql: """
+                CREATE TABLE ultraUserGroup (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    userGroupId TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, userGroupId),
+                    FOREIGN KEY (app, groupId) REFERENCES ultraGroup(app, groupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE ultraUserGroupMember (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    userGroupId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, userGroupId, userId),
+                    FOREIGN KEY (app, groupId, userGroupId) REFERENCES ultraUserGroup(app, groupId, userGroupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE ultraChannelUserGroup (
+                    app TEXT NOT NULL,
+                    groupId TEXT NOT NULL,
+                    channelId TEXT NOT NULL,
+                    userGroupId TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    PRIMARY KEY (app, groupId, channelId, userGroupId),
+                    FOREIGN KEY (app, groupId, channelId) REFERENCES ultraChannel(app, groupId, channelId) ON DELETE CASCADE,
+                    FOREIGN KEY (app, groupId, userGroupId) REFERENCES ultraUserGroup(app, groupId, userGroupId) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

@@ -325,6 +325,20 @@ public final class Store: @unchecked Sendable {
             case .deletePrivateMember(let app, let groupId, let channelId, let user):
                 try db.execute(sql: "DELETE FROM ultraPrivateMember WHERE app = ? AND groupId = ? AND channelId = ? AND userId = ?",
                                arguments: [app, groupId, channelId, user])
+            case .putUserGroup(let app, let groupId, let userGroupId, let sequence):
+                try UltraUserGroupRow(app: app, groupId: groupId, userGroupId: userGroupId, sequence: sequence).save(db)
+            case .deleteUserGroup(let app, let groupId, let userGroupId):
+                try db.execute(sql: "DELETE FROM ultraUserGroup WHERE app = ? AND groupId = ? AND userGroupId = ?", arguments: [app, groupId, userGroupId])
+            case .putUserGroupMember(let app, let groupId, let userGroupId, let user, let sequence):
+                try UltraUserGroupMemberRow(app: app, groupId: groupId, userGroupId: userGroupId, userId: user, sequence: sequence).save(db)
+            case .deleteUserGroupMember(let app, let groupId, let userGroupId, let user):
+                try db.execute(sql: "DELETE FROM ultraUserGroupMember WHERE app = ? AND groupId = ? AND userGroupId = ? AND userId = ?",
+                               arguments: [app, groupId, userGroupId, user])
+            case .putChannelUserGroup(let app, let groupId, let channelId, let userGroupId, let sequence):
+                try UltraChannelUserGroupRow(app: app, groupId: groupId, channelId: channelId, userGroupId: userGroupId, sequence: sequence).save(db)
+            case .deleteChannelUserGroup(let app, let groupId, let channelId, let userGroupId):
+                try db.execute(sql: "DELETE FROM ultraChannelUserGroup WHERE app = ? AND groupId = ? AND channelId = ? AND userGroupId = ?",
+                               arguments: [app, groupId, channelId, userGroupId])
             case .putConversationStatus(let app, let user, let status):
                 try ConversationStatusRow(app: app, userId: user, status).save(db)
             case .putConversationTypeLevel(let app, let user, let type, let level):
@@ -424,6 +438,15 @@ public final class Store: @unchecked Sendable {
             for c in try UltraChannelRow.order(Column("sequence")).fetchAll(db) { domain.restoreChannel(c.record, sequence: c.sequence) }
             for p in try UltraPrivateMemberRow.order(Column("sequence")).fetchAll(db) {
                 domain.restorePrivateMember(app: p.app, groupId: p.groupId, channelId: p.channelId, p.userId, sequence: p.sequence)
+            }
+            for u in try UltraUserGroupRow.order(Column("sequence")).fetchAll(db) {
+                domain.restoreUserGroup(app: u.app, groupId: u.groupId, userGroupId: u.userGroupId, sequence: u.sequence)
+            }
+            for m in try UltraUserGroupMemberRow.order(Column("sequence")).fetchAll(db) {
+                domain.restoreUserGroupMember(app: m.app, groupId: m.groupId, userGroupId: m.userGroupId, m.userId, sequence: m.sequence)
+            }
+            for b in try UltraChannelUserGroupRow.order(Column("sequence")).fetchAll(db) {
+                domain.restoreChannelUserGroup(app: b.app, groupId: b.groupId, channelId: b.channelId, userGroupId: b.userGroupId, sequence: b.sequence)
             }
             for s in try ConversationStatusRow.fetchAll(db) {
                 if let status = s.status { domain.restoreConversationStatus(app: s.app, userId: s.userId, status) }

@@ -578,6 +578,18 @@ extension Encode {
         case .userIdsPage(let ids, let total):
             w.field("userIds", ids)
             w.field("total", total)
+        case .userGroups(let groups, let total):
+            w.key("userGroups")
+            w.beginArray()
+            for g in groups {
+                w.beginObject()
+                w.field("userGroupId", g.userGroupId)
+                w.field("userIds", g.userIds)
+                w.field("channelIds", g.channelIds)
+                w.endObject()
+            }
+            w.endArray()
+            w.field("total", total)
         case .notificationLevel(let level):
             w.field("notificationLevel", level.rawValue)
         case .conversationStatus(let view):

@@ -321,7 +321,8 @@ extension NativeRoute {
 extension NativeRoute {
     static let ultraGroups = [createGroup, getGroup, renameGroup, dismissGroup, joinGroup, quitGroup, listGroupMembers, createChannel, listChannels,
                               changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, listPrivateMembers, userChannels,
-                              setGroupLevel, getGroupLevel]
+                              createUserGroups, listUserGroups, deleteUserGroups, addUserGroupMembers, removeUserGroupMembers,
+                              bindUserGroups, unbindUserGroups, listChannelUserGroups, setGroupLevel, getGroupLevel]
 
     public static let createGroup = NativeRoute(.POST, "/v1/groups", doc: .init(
         "Create an ultra group (with its public default channel RCDefault)", tag: .ultraGroups, spec: ["UG-1"], body: "CreateGroup",
@@ -364,8 +365,34 @@ extension NativeRoute {
     public static let listPrivateMembers = NativeRoute(.GET, "/v1/groups/{groupId}/channels/{channelId}/private-members", doc: .init(
         "The private list, paged", tag: .ultraGroups, spec: ["UG-6"], params: [P.groupId, P.channelId] + P.page, ok: (200, "UserIdsPage")))
     public static let userChannels = NativeRoute(.GET, "/v1/groups/{groupId}/users/{userId}/channels", doc: .init(
-        "Channels a member can see (public, and private ones listing them)", tag: .ultraGroups, spec: ["UG-6"],
-        params: [P.groupId, P.userId] + P.page, ok: (200, "Channels")))
+        "Channels a member can see (public, and private ones listing them or bound to a user group holding them)", tag: .ultraGroups,
+        spec: ["UG-6", "MO-4"], params: [P.groupId, P.userId] + P.page, ok: (200, "Channels")))
+
+    // MO-4: user groups, bound to channels.
+    public static let createUserGroups = NativeRoute(.POST, "/v1/groups/{groupId}/user-groups", doc: .init(
+        "Create user groups (up to \(Limits.maxUserGroupsPerCall) per call; an ultra group has at most \(Limits.maxUserGroupsPerGroup), past it none is created: 41901); existing ones are left as they are",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId], body: "UserGroupIds", ok: (200, "Empty")))
+    public static let listUserGroups = NativeRoute(.GET, "/v1/groups/{groupId}/user-groups", doc: .init(
+        "User groups in creation order, each with its members and the channels bound to it, paged", tag: .ultraGroups, spec: ["MO-4"],
+        params: [P.groupId] + P.page, ok: (200, "UserGroups")))
+    public static let deleteUserGroups = NativeRoute(.DELETE, "/v1/groups/{groupId}/user-groups", doc: .init(
+        "Delete user groups with their bindings (members who no longer see a private channel are told, as by a private list's removal)",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId, .query("userGroupIds", .idList, required: true)], ok: (200, "Empty")))
+    public static let addUserGroupMembers = NativeRoute(.POST, "/v1/groups/{groupId}/user-groups/{userGroupId}/members", doc: .init(
+        "Add group members to a user group (up to 20 per call, every one a group member or nothing: 24406; at most \(Limits.maxUsersPerUserGroup) in a user group: 41901)",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId, .userGroupId], body: "UserIds20", ok: (200, "Empty")))
+    public static let removeUserGroupMembers = NativeRoute(.DELETE, "/v1/groups/{groupId}/user-groups/{userGroupId}/members", doc: .init(
+        "Remove users from a user group (those who no longer see a private channel bound to it are told)", tag: .ultraGroups, spec: ["MO-4"],
+        params: [.groupId, .userGroupId, .query("userIds", .idList, required: true)], ok: (200, "Empty")))
+    public static let bindUserGroups = NativeRoute(.POST, "/v1/groups/{groupId}/channels/{channelId}/user-groups", doc: .init(
+        "Bind user groups to a channel: once it is private their members see it (at most \(Limits.maxUserGroupsPerChannel) per channel: 41901; every one must exist: 40401)",
+        tag: .ultraGroups, spec: ["MO-4"], params: [.groupId, .channelId], body: "UserGroupIds", ok: (200, "ChannelResponse")))
+    public static let unbindUserGroups = NativeRoute(.DELETE, "/v1/groups/{groupId}/channels/{channelId}/user-groups", doc: .init(
+        "Unbind user groups from a channel (members who no longer see it while private are told)", tag: .ultraGroups, spec: ["MO-4"],
+        params: [.groupId, .channelId, .query("userGroupIds", .idList, required: true)], ok: (200, "ChannelResponse")))
+    public static let listChannelUserGroups = NativeRoute(.GET, "/v1/groups/{groupId}/channels/{channelId}/user-groups", doc: .init(
+        "The user groups bound to a channel, in binding order, paged", tag: .ultraGroups, spec: ["MO-4"],
+        params: [P.groupId, P.channelId] + P.page, ok: (200, "UserGroups")))
 
     public static let setGroupLevel = NativeRoute(.PUT, "/v1/groups/{groupId}/notification-level", doc: .init(
         "Group or channel default Do-Not-Disturb level", tag: .conversations, spec: ["CS-4"], params: [.groupId], body: "GroupNotificationLevel",

@@ -99,6 +99,7 @@ extension OperationDoc.Parameter {
     static let tag = path("tag", .string("A member tag (1–\(Limits.maxTagBytes) bytes)", maxLength: Limits.maxTagBytes))
     static let groupId = path("groupId", .id, description: "Ultra group id (1–64 bytes)")
     static let channelId = path("channelId", .id, description: "Channel (busChannel) id")
+    static let userGroupId = path("userGroupId", .id, description: "User group id (1–\(Limits.maxUserGroupIdBytes) bytes; MO-4)")
     static let webhookId = path("id", .pattern("^(ep|cfg)_[0-9a-f]+$"), description: "Endpoint id")
     static let page: [OperationDoc.Parameter] = [
         query("page", .integer("1-based; default 1", minimum: 1)),

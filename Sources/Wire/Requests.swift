@@ -288,6 +288,11 @@ public struct UserIdsRequest: Decodable, Sendable {
     public var userIds: [String]
 }
 
+/// MO-4: user group ids (create, bind).
+public struct UserGroupIdsRequest: Decodable, Sendable {
+    public var userGroupIds: [String]
+}
+
 // MARK: Members
 
 /// RC-9, NIM-13 member lists.

@@ -48,6 +48,7 @@ struct DomainImageTests {
         config.muteAllowlist = r.bool() ? [user] : []
         config.keepAlive = r.int(4) == 0
         let group = r.pick(["g0", "g1"]), channel = r.pick(["c0", "c1", "RCDefault"])
+        let userGroup = r.pick(["ug0", "ug1", "ug2"])
         let commands: [Command] = [
             .connect(s, app: app, userId: r.int(8) == 0 ? nil : user, deviceId: r.pick(["phone", "web"]),
                      anonymous: AnonymousProfile(nickname: "anon", avatar: "a")),
@@ -93,6 +94,13 @@ struct DomainImageTests {
             .deleteChannel(app: app, groupId: group, channelId: channel),
             .addPrivateMembers(app: app, groupId: group, channelId: channel, [user]),
             .removePrivateMembers(app: app, groupId: group, channelId: channel, [user]),
+            // MO-4: user groups, their members and their bindings (all cut across by images).
+            .createUserGroups(app: app, groupId: group, r.bool() ? [userGroup] : ["ug0", "ug1"]),
+            .deleteUserGroups(app: app, groupId: group, [userGroup]),
+            .addUserGroupMembers(app: app, groupId: group, userGroupId: userGroup, users2),
+            .removeUserGroupMembers(app: app, groupId: group, userGroupId: userGroup, [user]),
+            .bindUserGroups(app: app, groupId: group, channelId: channel, r.bool() ? [userGroup] : ["ug1", "ug2"]),
+            .unbindUserGroups(app: app, groupId: group, channelId: channel, [userGroup]),
             .setConversationStatus(app: app, userId: user, ConversationKey(type: .ultraGroup, targetId: group, channelId: channel),
                                    pinned: r.bool(), level: r.pick([nil, .allMessages, .mention]), .server),
             .setConversationTypeLevel(app: app, userId: user, r.pick([.group, .private, .ultraGroup]), r.pick([.default, .mentionUsers])),
@@ -124,6 +132,9 @@ struct DomainImageTests {
             q.append(.communityHistory(app: "app", groupId: g, CommunityHistoryQuery(channelId: nil, viewer: nil, oldest: 1_800_000_000_000,
                                                                                    newest: 1_800_000_000_000 + 86_400_000, limit: 100, newestFirst: true)))
             for c in ["", "c0", "RCDefault"] { q.append(.communityRules(app: "app", groupId: g, channelId: c)) }
+            q += [.userGroups(app: "app", groupId: g, page: 1, pageSize: 100), .channels(app: "app", groupId: g, page: 1, pageSize: 100)]
+            for u in users { q.append(.userChannels(app: "app", groupId: g, userId: u, page: 1, pageSize: 100)) }
+            for c in ["c0", "c1", "RCDefault"] { q.append(.channelUserGroups(app: "app", groupId: g, channelId: c, page: 1, pageSize: 100)) }
         }
         return q
     }

@@ -57,6 +57,11 @@ struct ClusterScenarioTests {
         try await offPool { () throws in try Scenarios.ultraGroupChannels(try ClusterGateway(database: "ug")) }
     }
 
+    // CL-2 with MO-4: user groups cross the shared log (clients read their own nodes).
+    @Test func ultraGroupUserGroups() async throws {
+        try await offPool { () throws in try Scenarios.ultraGroupUserGroups(try ClusterGateway(database: "usergroups")) }
+    }
+
     // CL-2 with QS-1, QS-2, QS-5: every node decides a room's budget alike.
     // CL-2 with AU-1, AU-2: who receives is decided alike on every node.
     @Test func audiences() async throws {

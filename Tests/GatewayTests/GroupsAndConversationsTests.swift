@@ -23,6 +23,13 @@ struct GroupsAndConversationsTests {
         try Scenarios.communityChannels(g)
     }
 
+    // MO-4
+    @Test func userGroupsDecideWhoSeesAPrivateChannel() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        try Scenarios.ultraGroupUserGroups(g)
+    }
+
     // CS-1, CS-2, CS-3, CS-4
     @Test func statusChangesReachEveryDeviceOfTheUserAndSyncOnConnect() throws {
         let g = try InProcessGateway()

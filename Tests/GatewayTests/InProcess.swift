@@ -260,7 +260,8 @@ struct InProcessREST: Sendable {
                 headers: [(String, String)]? = nil) throws -> Response {
         let bytes: [UInt8]
         let contentType: String
-        if vendor == .nexconn {
+        // RongCloud's server SDKs send a few calls (MO-4 usergroup/add.json) as JSON.
+        if vendor == .nexconn || (vendor == .rongCloud && json != nil) {
             if let raw { bytes = Array(raw.utf8) } else { bytes = Array(try JSONSerialization.data(withJSONObject: json ?? [String: Any]())) }
             contentType = "application/json"
         } else {

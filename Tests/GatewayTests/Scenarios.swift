@@ -586,6 +586,57 @@ enum Scenarios {
         #expect(contents == ["back", "hello again"], "\(history.text)")
     }
 
+    /// MO-4: user groups bound to a private channel: who sees it follows them (the REST listing,
+    /// a client's own channel list on its node), the UG-2 notices reach those who see it through
+    /// a group, those who lose sight through one are told (UG-4), and bad calls change nothing.
+    static func ultraGroupUserGroups<G: ScenarioGateway>(_ g: G) throws {
+        let rest = g.api
+        typealias J = [String: Any]
+        #expect(try rest.call("POST", "/v1/groups", ["groupId": "g2", "name": "Guild", "creator": "alice"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g2/members", ["userIds": ["bob", "carol"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g2/channels", ["channelId": "p", "type": "private"]).status == 201)
+        #expect(try rest.call("POST", "/v1/groups/g2/user-groups", ["userGroupIds": ["team", "other"]]).status == 200)
+        #expect(try rest.call("POST", "/v1/groups/g2/user-groups/team/members", ["userIds": ["bob"]]).status == 200)
+        let alice = try g.connectClient("alice"), bob = try g.connectClient("bob"), carol = try g.connectClient("carol")
+        func sees(_ c: G.Client) throws -> [String] {
+            ((try c.expectOK(try c.send("group.channels", ["groupId": "g2"])))["channels"] as? [J])?.compactMap { $0.str("channelId") } ?? []
+        }
+        #expect(try sees(bob) == ["RCDefault"])
+        #expect(try rest.call("POST", "/v1/groups/g2/channels/p/user-groups", ["userGroupIds": ["team"]]).status == 200)
+        #expect(try sees(bob) == ["RCDefault", "p"] && sees(carol) == ["RCDefault"])
+        for c in [alice, bob, carol] { #expect(c.eventNames(within: 0.3).isEmpty) }
+
+        // UG-2 through a group: private→public tells bob (3); public→private bob 2, the others 6.
+        #expect(try rest.call("PATCH", "/v1/groups/g2/channels/p", ["type": "public"]).status == 200)
+        #expect(Scenarios.infos(try bob.waitFor("group.channelTypeChanged")).first?.int("changeType") == 3)
+        for c in [alice, carol] { #expect(c.eventNames(within: 0.3).isEmpty) }
+        #expect(try rest.call("PATCH", "/v1/groups/g2/channels/p", ["type": "private"]).status == 200)
+        #expect(Scenarios.infos(try bob.waitFor("group.channelTypeChanged")).first?.int("changeType") == 2)
+        for c in [alice, carol] { #expect(Scenarios.infos(try c.waitFor("group.channelTypeChanged")).first?.int("changeType") == 6) }
+
+        // Bad calls change nothing: a stranger (24406), past the per-channel bound, an unknown group.
+        let stranger = try rest.call("POST", "/v1/groups/g2/user-groups/team/members", ["userIds": ["carol", "zed"]])
+        #expect(stranger.status == 403 && stranger.json.int("code") == 24406 && stranger.json.str("field") == "userIds")
+        let unknown = try rest.call("POST", "/v1/groups/g2/channels/p/user-groups", ["userGroupIds": ["other", "nope"]])
+        #expect(unknown.status == 404 && unknown.json.str("field") == "userGroupIds")
+        let many = try rest.call("POST", "/v1/groups/g2/user-groups", ["userGroupIds": (0...Limits.maxUserGroupsPerCall).map { "x\($0)" }])
+        #expect(many.status == 400 && many.json.str("field") == "userGroupIds")
+        let state = try rest.call("GET", "/v1/groups/g2/user-groups").json["userGroups"] as? [J] ?? []
+        #expect(state.map { $0.str("userGroupId") ?? "" } == ["team", "other"] && state.first?["userIds"] as? [String] == ["bob"])
+        #expect(try sees(carol) == ["RCDefault"])
+
+        // Losing sight through the group tells bob alone (UG-4); deleting the group, too.
+        #expect(try rest.call("DELETE", "/v1/groups/g2/user-groups/team/members?userIds=bob").status == 200)
+        #expect(Scenarios.infos(try bob.waitFor("group.channelUserKicked")).first?.str("channelId") == "p")
+        #expect(try sees(bob) == ["RCDefault"])
+        #expect(try rest.call("POST", "/v1/groups/g2/user-groups/team/members", ["userIds": ["bob"]]).status == 200)
+        #expect(try sees(bob) == ["RCDefault", "p"])
+        #expect(try rest.call("DELETE", "/v1/groups/g2/user-groups?userGroupIds=team").status == 200)
+        #expect(Scenarios.infos(try bob.waitFor("group.channelUserKicked")).first?.str("channelId") == "p")
+        #expect((try rest.call("GET", "/v1/groups/g2/channels/p/user-groups").json["userGroups"] as? [J])?.isEmpty == true)
+        for c in [alice, bob, carol] { #expect(c.eventNames(within: 0.3).isEmpty) }
+    }
+
     /// CS-1..CS-4: conversation status reaches every device of the user and syncs on connect.
     static func conversationStatuses<G: ScenarioGateway>(_ g: G) throws {
         let rest = g.api

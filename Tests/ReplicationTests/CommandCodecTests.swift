@@ -10,7 +10,7 @@ struct CommandCodecTests {
     /// One kind per command case: the switch has no default, so a new command does not compile
     /// until it has a kind here, and the corpus test then fails until the corpus holds one.
     enum Kind: CaseIterable {
-        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup, sendCommunityMessage, community, via
+        case configureApp, updateAppSettings, connect, disconnect, join, leave, leaveAll, switchRoom, updateMyInfo, createRoom, destroyRooms, updateRoom, setRoomOpen, block, unblock, mute, unmute, setRoomMuted, addToAllowlist, removeFromAllowlist, globalMute, globalUnmute, setRole, kick, setAttributes, removeAttributes, queueOffer, queueBatchUpdate, queuePoll, queueDrop, sendMessage, createGroup, dismissGroup, joinGroup, quitGroup, createChannel, changeChannelType, deleteChannel, addPrivateMembers, removePrivateMembers, setConversationStatus, setConversationTypeLevel, setGroupNotificationLevel, editMessageList, setProtectedSenders, setDistribution, setMemberTags, tagMute, sendToRooms, broadcast, queueBatchOffer, updateMemberInfo, recallMessage, editSensitiveWords, renameGroup, sendCommunityMessage, community, createUserGroups, deleteUserGroups, addUserGroupMembers, removeUserGroupMembers, bindUserGroups, unbindUserGroups, via
     }
 
     static func kind(_ c: Command) -> Kind {
@@ -72,6 +72,12 @@ struct CommandCodecTests {
         case .renameGroup: .renameGroup
         case .sendCommunityMessage: .sendCommunityMessage
         case .community: .community
+        case .createUserGroups: .createUserGroups
+        case .deleteUserGroups: .deleteUserGroups
+        case .addUserGroupMembers: .addUserGroupMembers
+        case .removeUserGroupMembers: .removeUserGroupMembers
+        case .bindUserGroups: .bindUserGroups
+        case .unbindUserGroups: .unbindUserGroups
         case .via: .via
         }
     }
@@ -150,6 +156,12 @@ struct CommandCodecTests {
             .community(app: "a", groupId: "g", .editList(.allowedSenders, channelId: "c", add: false, users: ["u", "v"]), .server),
             .community(app: "a", groupId: "g", .setFrozen(channelId: "c", true), .server),
             .via(.nexconn, .community(app: "a", groupId: "g", .setFrozen(channelId: "", false), .server)),
+            .createUserGroups(app: "a", groupId: "g", ["ug1", "ug2"]),
+            .deleteUserGroups(app: "a", groupId: "g", ["ug1"]),
+            .addUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug2", ["u", "用户"]),
+            .removeUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug2", ["u"]),
+            .bindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug2"]),
+            .unbindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug2"]),
             // MO-2.
             .editSensitiveWords(app: "a", add: [SensitiveWord(word: "坏词"), SensitiveWord(word: "bad", replacement: "***")], remove: []),
             .editSensitiveWords(app: "a", add: [], remove: ["x", "y"]),

@@ -148,6 +148,17 @@ struct StoreTests {
             .joinGroup(app: "a", groupId: "g", ["alice", "bob"]),
             .createChannel(app: "a", groupId: "g", channelId: "c", .private),
             .addPrivateMembers(app: "a", groupId: "g", channelId: "c", ["bob"]),
+            // MO-4: user groups, members and bindings; a deleted one, an unbound one and a
+            // deleted channel leave no rows behind.
+            .createChannel(app: "a", groupId: "g", channelId: "gone", .private),
+            .createUserGroups(app: "a", groupId: "g", ["ug2", "ug1", "ug3", "ug4"]),
+            .addUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug1", ["bob", "alice"]),
+            .addUserGroupMembers(app: "a", groupId: "g", userGroupId: "ug3", ["alice"]),
+            .bindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug1", "ug2", "ug3"]),
+            .bindUserGroups(app: "a", groupId: "g", channelId: "gone", ["ug1"]),
+            .deleteUserGroups(app: "a", groupId: "g", ["ug3"]),
+            .unbindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug2"]),
+            .deleteChannel(app: "a", groupId: "g", channelId: "gone"),
             .setConversationStatus(app: "a", userId: "alice", ConversationKey(type: .group, targetId: "g1"), pinned: true, level: nil, .server),
             .setConversationTypeLevel(app: "a", userId: "alice", .private, .blocked),
         ]
@@ -168,6 +179,9 @@ struct StoreTests {
             .group(app: "a", groupId: "g"), .groupMembers(app: "a", groupId: "g", page: 1, pageSize: 100),
             .channels(app: "a", groupId: "g", page: 1, pageSize: 100),
             .privateMembers(app: "a", groupId: "g", channelId: "c", page: 1, pageSize: 100),
+            .userGroups(app: "a", groupId: "g", page: 1, pageSize: 100),
+            .channelUserGroups(app: "a", groupId: "g", channelId: "c", page: 1, pageSize: 100),
+            .userChannels(app: "a", groupId: "g", userId: "alice", page: 1, pageSize: 100),
             .conversationStatuses(app: "a", userId: "alice", since: 0, limit: 100),
             .conversationTypeLevel(app: "a", userId: "alice", .private),
         ]

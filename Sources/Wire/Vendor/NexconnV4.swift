@@ -36,6 +36,10 @@ public enum NexconnV4 {
 
     static func channel(_ p: P) throws(ChatError) -> String { try p.required(spelling.room) }
 
+    /// MO-4: Nexconn's user-group list keys.
+    static let userGroups = Family.UserGroupSpelling(base: spelling, channelUserGroups: "userGroupIds", userUserGroups: "userGroupIds",
+                                                     userGroupChannels: "subchannelIds")
+
     // MARK: Readers of Nexconn's own
 
     static func visibility(_ p: P, required: Bool) throws(ChatError) -> ChannelType {
@@ -210,13 +214,18 @@ public enum NexconnV4 {
             let p = i.params
             return VendorCall.command(.renameGroup(app: i.app, groupId: try channel(p), name: try p.required("name")))
         },
-    ] + unsupported([
-        ("/v4/community-channel/user-group", ["add", "list", "remove"], "community-channel user groups"),
-        ("/v4/community-channel/user-group/user", ["add", "remove"], "community-channel user groups"),
-        ("/v4/community-channel/user-group/subchannel", ["list"], "community-channel user groups"),
-        ("/v4/community-channel/channel/user-group", ["bind", "list", "unbind"], "community-channel user groups"),
-        ("/v4/community-channel/user/user-group", ["list"], "community-channel user groups"),
-    ])
+        // MO-4: user groups (JSON arrays of `userGroupIds` and `userIds`).
+        Family.createUserGroups("/v4/community-channel/user-group/add", userGroups),
+        Family.deleteUserGroups("/v4/community-channel/user-group/remove", userGroups),
+        Family.listUserGroups("/v4/community-channel/user-group/list", userGroups, readsOrder: true),
+        Family.addUserGroupMembers("/v4/community-channel/user-group/user/add", userGroups),
+        Family.removeUserGroupMembers("/v4/community-channel/user-group/user/remove", userGroups),
+        Family.listUserGroupChannels("/v4/community-channel/user-group/subchannel/list", userGroups),
+        Family.bindUserGroups("/v4/community-channel/channel/user-group/bind", userGroups, bind: true),
+        Family.bindUserGroups("/v4/community-channel/channel/user-group/unbind", userGroups, bind: false),
+        Family.listChannelUserGroups("/v4/community-channel/channel/user-group/list", userGroups),
+        Family.listUserUserGroups("/v4/community-channel/user/user-group/list", userGroups),
+    ]
 
     static let channels: [VendorEndpoint] = [
         // CS-1 pin.

@@ -285,16 +285,24 @@ public enum RongCloudV1 {
             let p = i.params
             return VendorCall.command(.renameGroup(app: i.app, groupId: try p.required("groupId"), name: try p.required("groupName")))
         },
-    ] + unsupported([
-        ("/ultragroup/usergroup/add.json", "ultra-group user groups"),
-        ("/ultragroup/usergroup/del.json", "ultra-group user groups"),
-        ("/ultragroup/usergroup/query.json", "ultra-group user groups"),
-        ("/ultragroup/usergroup/user/add.json", "ultra-group user groups"),
-        ("/ultragroup/usergroup/user/del.json", "ultra-group user groups"),
-        ("/ultragroup/channel/usergroup/bind.json", "ultra-group user groups"),
-        ("/ultragroup/channel/usergroup/unbind.json", "ultra-group user groups"),
-        ("/ultragroup/channel/usergroup/query.json", "ultra-group user groups"),
-    ])
+
+        // MO-4: user groups (at most 50 per ultra group, 100 members each, 10 per channel):
+        // `add.json` takes `userGroups` as JSON (the server SDKs' JSON body, or a form value),
+        // the others comma-joined `userGroupIds` and `userIds`.
+        Family.createUserGroups("/ultragroup/usergroup/add.json", userGroups),
+        Family.deleteUserGroups("/ultragroup/usergroup/del.json", userGroups),
+        Family.listUserGroups("/ultragroup/usergroup/query.json", userGroups),
+        Family.addUserGroupMembers("/ultragroup/usergroup/user/add.json", userGroups),
+        Family.removeUserGroupMembers("/ultragroup/usergroup/user/del.json", userGroups),
+        Family.bindUserGroups("/ultragroup/channel/usergroup/bind.json", userGroups, bind: true),
+        Family.bindUserGroups("/ultragroup/channel/usergroup/unbind.json", userGroups, bind: false),
+        Family.listChannelUserGroups("/ultragroup/channel/usergroup/query.json", userGroups),
+        Family.listUserUserGroups("/ultragroup/user/usergroup/query.json", userGroups),
+        Family.listUserGroupChannels("/ultragroup/usergroup/channel/query.json", userGroups),
+    ]
+
+    /// MO-4: RongCloud answers each user-group list as `data`.
+    static let userGroups = Family.UserGroupSpelling(base: spelling, channelUserGroups: "data", userUserGroups: "data", userGroupChannels: "data")
 
     static let conversation: [VendorEndpoint] = [
         // CS-1 pin.

@@ -153,7 +153,10 @@ public enum Vendor: String, Sendable, CaseIterable {
         self == .nexconn ? [.idempotencyKey, .requestID] : [.idempotencyKey]
     }
 
-    /// Reads the call's parameters as this vendor's SDKs send them.
+    /// Reads the call's parameters as this vendor's SDKs send them. RongCloud's server SDKs send
+    /// a few calls (MO-4 `usergroup/add.json`) as a JSON object: a RongCloud body that starts with
+    /// `{` (which no form body does) is read as JSON, whatever `Content-Type` it declares (clients
+    /// send form bodies declared as JSON too).
     public func params(_ body: [UInt8]) throws(ChatError) -> VendorParams {
         switch self {
         case .nim: return .form(body)
@@ -355,15 +358,20 @@ public enum VendorCodes {
             for r in rows(v) { out += "| \(r.code) | \(r.status) | \(r.meaning) |\n" }
             out += "\nEndpoints (`POST`):\n\n"
             out += v.endpoints.filter(\.supported).map { "`\($0.path)`" }.joined(separator: ", ") + "\n\n"
-            out += "Not supported (answered with \(unsupported(v).code)), and why:\n\n"
-            var reasons: [String] = []
-            var paths: [String: [String]] = [:]
-            for e in v.endpoints where !e.supported {
-                if paths[e.why] == nil { reasons.append(e.why) }
-                paths[e.why, default: []].append("`\(e.path)`")
+            let unserved = v.endpoints.filter { !$0.supported }
+            if unserved.isEmpty {
+                out += "Not supported: none (every endpoint above is served).\n\n"
+            } else {
+                out += "Not supported (answered with \(unsupported(v).code)), and why:\n\n"
+                var reasons: [String] = []
+                var paths: [String: [String]] = [:]
+                for e in unserved {
+                    if paths[e.why] == nil { reasons.append(e.why) }
+                    paths[e.why, default: []].append("`\(e.path)`")
+                }
+                for why in reasons { out += "- " + paths[why]!.joined(separator: ", ") + ": " + why + ".\n" }
+                out += "\n"
             }
-            for why in reasons { out += "- " + paths[why]!.joined(separator: ", ") + ": " + why + ".\n" }
-            out += "\n"
         }
         return out
     }
