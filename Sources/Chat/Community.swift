@@ -226,6 +226,11 @@ extension ChatDomain {
             try Validate.userIds(draft.targets, field: "targets", max: Limits.maxMessageTargets)
             guard groupIds.count == 1 else { throw .invalid("targets", "a message for some members goes to one ultra group") }
         }
+        // MO-2: a member's text is screened for the app's sensitive words, and the app server's
+        // when the app asks (as in rooms).
+        if Self.isText(draft.type) && (actor.session != nil || app.settings.sensitiveWordsOnServerSends) {
+            draft.content = try screen(app, draft.content)
+        }
         var entries: [CommunityMetadataEntry]?
         if let m = draft.metadata { entries = try metadataEntries(m, existing: [], now: now) }
         var targets: [(UltraGroup, UltraChannel)] = []
@@ -249,6 +254,9 @@ extension ChatDomain {
         }
         return .communityMessages(sent)
     }
+
+    /// Text messages (native `text`, the vendors' `RC:TxtMsg`) are the ones screened.
+    static func isText(_ type: String) -> Bool { type == "text" || type == "RC:TxtMsg" }
 
     /// MO-5: a member's client send: a member who sees the channel, not muted, not held by a freeze.
     private func checkClientSend(_ g: UltraGroup, _ c: UltraChannel, user: String, session: SessionID, now: Int64) throws(ChatError) {
@@ -292,7 +300,8 @@ extension ChatDomain {
         }
         var byKey: [String: CommunityMetadataEntry] = [:]
         for e in existing { byKey[e.key] = e }
-        for (k, v) in changes {
+        for k in changes.keys.sorted() {
+            let v = changes[k]!
             try Self.metadataKey(k, field: field)
             try Validate.maxBytes(v, Limits.maxMetadataValueBytes, field: field)
             byKey[k] = CommunityMetadataEntry(key: k, value: v, updatedAt: now)
@@ -441,9 +450,24 @@ extension ChatDomain {
     private func replace(_ message: CommunityMessage, at index: Int, in g: UltraGroup, _ c: UltraChannel, change: String, operatorId: String,
                          _ appKey: String, _ now: Int64, _ out: inout Outcome) -> Reply {
         let state = g.community
-        let old = state.history[c.id]![index]
-        state.history[c.id]![index] = message
-        state.historyBytes[c.id, default: 0] += message.bytes - old.bytes
+        var list = state.history[c.id]!
+        var bytes = (state.historyBytes[c.id] ?? 0) + message.bytes - list[index].bytes
+        list[index] = message
+        // A message grown by an edit or metadata keeps the channel within its bytes: the oldest
+        // other messages go, as a send makes them go.
+        var evicted: Set<Int> = []
+        var i = 0
+        while bytes > Limits.maxCommunityHistoryBytesPerChannel && i < list.count {
+            if i != index {
+                bytes -= list[i].bytes
+                evicted.insert(i)
+                out.mutations.append(.deleteCommunityMessage(app: appKey, groupId: g.id, channelId: c.id, messageId: list[i].messageId))
+            }
+            i += 1
+        }
+        if !evicted.isEmpty { list = list.enumerated().filter { !evicted.contains($0.offset) }.map(\.element) }
+        state.history[c.id] = list
+        state.historyBytes[c.id] = bytes
         out.mutations.append(.putCommunityMessage(app: appKey, message))
         let audience = communityAudience(g, c).filter { message.isVisible(to: $0) }
         if !audience.isEmpty {

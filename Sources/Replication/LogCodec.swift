@@ -62,9 +62,6 @@ extension LogRecord {
             return profile.tags == nil && profile.notifyTargetTags == nil ? 1 : 4
         case .setMemberTags?, .tagMute?, .sendToRooms?, .broadcast?, .queueBatchOffer?, .updateMemberInfo?:
             return 4
-        // MO-4: user groups (a node of an older format would not know them).
-        case .createUserGroups?, .deleteUserGroups?, .addUserGroupMembers?, .removeUserGroupMembers?, .bindUserGroups?, .unbindUserGroups?:
-            return 6
         case .recallMessage?, .editSensitiveWords?, .renameGroup?:
             return 5
         case .updateAppSettings(_, let patch)?:

@@ -289,7 +289,7 @@ public enum OpTable {
                   schema: { conversationArgs(withValues: false) }, reply: "ConversationStatusResponse") { a, c throws(ChatError) in
                 .query(.conversationStatus(app: c.app, userId: c.userId, try a.key(field: "args.conversationType")))
             },
-            .with("group.send", "Send a message to a channel of an ultra group I am a member of and can see (channelId defaults to RCDefault): its members who see the channel get group.message (targets: only those members). 23408 when I am muted in the channel or the group, or either is frozen and I am on neither allowed list; 24406 when I am not a member or cannot see the channel. stored false keeps it out of history; metadata (an object of strings) lets members' metadata be set on it later",
+            .with("group.send", "Send a message to a channel of an ultra group I am a member of and can see (channelId defaults to RCDefault): its members who see the channel get group.message (targets: only those members). 23408 when I am muted in the channel or the group, or either is frozen and I am on neither allowed list; 24406 when I am not a member or cannot see the channel. a text message (type text or RC:TxtMsg) is screened for the app's sensitive words as in rooms (21501 when blocked); stored false keeps it out of history; metadata (an object of strings) lets members' metadata be set on it later",
                   spec: ["MO-3", "MO-5"], args: Addressed<GroupAddress, CommunitySendRequest>.self, schema: {
                       S.obj(["groupId": S.id, "channelId": S.id, "type": S.str("Message type", maxLength: SettingsLimits.maxMessageTypeBytes),
                              "content": S.str(), "stored": S.bool("Keep it in the channel's history (default true)"),

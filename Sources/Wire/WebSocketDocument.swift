@@ -198,7 +198,7 @@ public enum WebSocketDocument {
                               required: ["infoList"])),
             Event(ev: "group.message", summary: "A message in an ultra group's channel (a community channel), from the app server or a member's client (group.send); the data is the message",
                   spec: ["MO-3"],
-                  audience: "Every member who sees the channel (public: the group's members; private: its list), or only the addressed members and the sender when targets are given; never the sending connection's user for a client send (the send's answer is its copy). Nobody outside the group.",
+                  audience: "Every member who sees the channel (public: the group's members; private: its list and the members of the user groups bound to it, MO-4), or only the addressed members and the sender when targets are given; never the sending connection's user for a client send (the send's answer is its copy). Nobody outside the group.",
                   stream: .never, data: S.ref("CommunityMessage")),
             Event(ev: "message.updated", summary: "A community message was edited by its sender (change content; version counts the edits), its metadata changed (change metadata), or the app server recalled it (change recalled: message is its tombstone, recalled true and no content): replace your copy with message",
                   spec: ["MO-3"],

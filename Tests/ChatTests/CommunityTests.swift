@@ -224,6 +224,73 @@ struct CommunityTests {
         #expect(meta.error?.code == .notFound && meta.mutations.isEmpty)
     }
 
+    @Test("MO-3: updates reach only who may see the message: a private channel's list, a targeted message's addressees and sender")
+    func updatesKeepTheAudience() throws {
+        let (h, a, b, c, d) = setUp()
+        let vip = try #require(sent(send(h, "vip", from: "bob", "secret", metadata: [:])).first)
+        let targeted = try #require(sent(send(h, "RCDefault", from: "alice", "for carol", targets: ["carol"])).first)
+        h.clearInboxes()
+        #expect(h.run(.community(app: h.app, groupId: "g1", .setMetadata(channelId: "vip", messageId: vip.messageId, userId: "bob", ["k": "v"]),
+                                 .server)).succeeded)
+        #expect(updates(h, b).count == 1)
+        for s in [a, c, d] { #expect(updates(h, s).isEmpty, "only vip's list sees its messages") }
+        h.clearInboxes()
+        #expect(h.run(.community(app: h.app, groupId: "g1", .edit(channelId: "RCDefault", messageId: targeted.messageId, fromUserId: "alice",
+                                                               content: "edited"), .server)).succeeded)
+        #expect(updates(h, a).count == 1 && updates(h, c).count == 1)
+        for s in [b, d] { #expect(updates(h, s).isEmpty, "bob was not addressed") }
+        h.clearInboxes()
+        #expect(h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "vip", messageId: vip.messageId, fromUserId: "bob", sentAt: nil),
+                                 .server)).succeeded)
+        #expect(updates(h, b).first?.change == "recalled")
+        for s in [a, c, d] { #expect(updates(h, s).isEmpty) }
+    }
+
+    @Test("MO-2, MO-3: a member's text is screened for sensitive words (blocked: 21501, nobody receives it; replaced: delivered replaced)")
+    func screened() throws {
+        let (h, a, b, c, _) = setUp()
+        #expect(h.run(.editSensitiveWords(app: h.app, add: [SensitiveWord(word: "bad"), SensitiveWord(word: "meh", replacement: "***")], remove: []))
+            .succeeded)
+        h.clearInboxes()
+        let blocked = h.run(.sendCommunityMessage(app: h.app, groupIds: ["g1"], channelId: "RCDefault",
+                                                  CommunityDraft(fromUserId: "", type: "RC:TxtMsg", content: "so bad"), .session(c)))
+        #expect(blocked.error?.code == .sensitiveWordBlocked && blocked.mutations.isEmpty && blocked.effects.isEmpty)
+        let replaced = h.run(.sendCommunityMessage(app: h.app, groupIds: ["g1"], channelId: "RCDefault",
+                                                   CommunityDraft(fromUserId: "", type: "RC:TxtMsg", content: "meh"), .session(c)))
+        #expect(sent(replaced).first?.content == "***")
+        #expect(messages(h, a).map(\.content) == ["***"] && messages(h, b).map(\.content) == ["***"])
+        // A custom type is not screened; nor the app server's text unless the app asks.
+        #expect(h.run(.sendCommunityMessage(app: h.app, groupIds: ["g1"], channelId: "RCDefault",
+                                            CommunityDraft(fromUserId: "", type: "App:Custom", content: "bad"), .session(c))).succeeded)
+        #expect(send(h, "RCDefault", "bad").succeeded)
+    }
+
+    @Test("MO-3: metadata and edits keep the channel within its bytes: the oldest other messages go")
+    func growthKeepsTheBound() throws {
+        let (h, _, _, _, _) = setUp()
+        var settings = AppSettings()
+        settings.maxMessageBytes = 1_048_576
+        h.run(.configureApp(app: h.app, settings))
+        let big = String(repeating: "x", count: 1_000_000)
+        for _ in 0..<3 { #expect(send(h, "RCDefault", big).succeeded) }
+        let small = try #require(sent(send(h, "RCDefault", "tiny", metadata: [:])).first)
+        var total = stored(h).reduce(0) { $0 + $1.content.utf8.count }
+        #expect(total <= Limits.maxCommunityHistoryBytesPerChannel)
+        // Grow the small message by metadata until the channel would pass its bound.
+        var round = 0
+        while total + 100 * Limits.maxMetadataValueBytes <= Limits.maxCommunityHistoryBytesPerChannel + 2_000_000 && round < 3 {
+            let batch = Dictionary(uniqueKeysWithValues: (0..<Limits.maxMetadataEntriesPerCall).map { ("r\(round)k\($0)", String(repeating: "v", count: Limits.maxMetadataValueBytes)) })
+            let out = h.run(.community(app: h.app, groupId: "g1", .setMetadata(channelId: "RCDefault", messageId: small.messageId, userId: "u", batch), .server))
+            #expect(out.succeeded)
+            round += 1
+            total = stored(h).reduce(0) { $0 + $1.content.utf8.count + ($1.metadata ?? []).reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
+            #expect(total <= Limits.maxCommunityHistoryBytesPerChannel, "round \(round): \(total) bytes")
+        }
+        #expect(stored(h).last?.messageId == small.messageId, "the grown message stays")
+        #expect(stored(h).count < 4, "older messages made room")
+        #expect(h.domain.apps[h.app]?.groups["g1"]?.community.historyBytes["RCDefault"] == total)
+    }
+
     // MARK: MO-5
 
     @Test("MO-5: a muted member's client send is refused with 23408 and reaches nobody; the app server still sends")

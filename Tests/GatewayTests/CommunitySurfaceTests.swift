@@ -114,6 +114,11 @@ struct CommunitySurfaceTests {
         for c in [alice, bob] { #expect(received(c, "group.message").isEmpty, "a refused send reaches nobody") }
         let mutes = try rest.vendor(.nexconn, "/v4/community-channel/mute-list/get", json: ["channelId": "guild"])
         #expect((mutes.json.obj("result")["mutedMembers"] as? [J])?.compactMap { $0.str("userId") } == ["carol"])
+        // Paged as the SDK pages (page, pageSize).
+        #expect(try rest.vendor(.nexconn, "/v4/community-channel/mute-list/add", json: ["channelId": "guild", "userIds": ["m1", "m2"]]).json.int("code") == 0)
+        let page2 = try rest.vendor(.nexconn, "/v4/community-channel/mute-list/get", json: ["channelId": "guild", "page": 2, "pageSize": 2])
+        #expect((page2.json.obj("result")["mutedMembers"] as? [J])?.compactMap { $0.str("userId") } == ["m2"], "\(page2.text)")
+        #expect(try rest.vendor(.nexconn, "/v4/community-channel/mute-list/remove", json: ["channelId": "guild", "userIds": ["m1", "m2"]]).json.int("code") == 0)
         #expect(try rest.vendor(.nexconn, "/v4/community-channel/mute-list/remove", json: ["channelId": "guild", "userIds": ["carol"]]).json.int("code") == 0)
         let ok = try carol.expectOK(try carol.command("group.send", ["groupId": "guild", "type": "T", "content": "thanks"]))
         #expect((ok["messages"] as? [J])?.first?.str("fromUserId") == "carol")

@@ -237,6 +237,22 @@ struct CommandCodecTests {
     /// MO-8: a moderation command records an audit entry, which a node of format 5 would not (its
     /// state would differ): moderation commands, and vendor commands naming their surface, need
     /// format 6; other commands do not.
+    @Test("MO-3, MO-4, MO-5, MO-8: community messages and controls, user groups, and the newly audited commands need log format 7")
+    func communityAndUserGroupsNeedFormatSeven() throws {
+        let commands: [Command] = [
+            .sendCommunityMessage(app: "a", groupIds: ["g"], channelId: "c", CommunityDraft(fromUserId: "u", type: "T", content: "x"), .server),
+            .community(app: "a", groupId: "g", .setFrozen(channelId: "", true), .server),
+            .via(.nexconn, .community(app: "a", groupId: "g", .editList(.muted, channelId: "c", add: true, users: ["u"]), .server)),
+            .createUserGroups(app: "a", groupId: "g", ["ug"]), .bindUserGroups(app: "a", groupId: "g", channelId: "c", ["ug"]),
+            .destroyRooms(app: "a", ["r"]), .editMessageList(app: "a", .lowPriorityMessageTypes, add: true, ["T"]),
+            .setProtectedSenders(app: "a", roomId: "r", add: true, ["u"]),
+        ]
+        for c in commands {
+            #expect(throws: (any Error).self) { try LogRecord.encode(.command(c), format: 6) }
+            #expect(try LogRecord.decode(try LogRecord.encode(.command(c), format: 7)) == .command(c))
+        }
+    }
+
     @Test("MO-8: moderation commands and vendor-surface wrappers need log format 6")
     func moderationNeedsFormatSix() throws {
         let records: [LogRecord] = [

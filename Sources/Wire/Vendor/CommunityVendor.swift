@@ -166,18 +166,24 @@ enum CommunityVendor {
             edit("add", add: true), edit("remove", add: false),
             VendorEndpoint(base + "/get") { i throws(ChatError) in
                 let p = i.params
-                let size = try p.int("pageSize") ?? 50
+                // The SDK pages with `page` (1-based) and `pageSize` (50).
+                let page = try p.int("page") ?? 1, size = try p.int("pageSize") ?? 50
+                guard page >= 1 else { throw ChatError(.invalidParameter, "page starts at 1", field: "page") }
                 guard size >= 1 && size <= Limits.maxCommunityListUsers else {
                     throw ChatError(.invalidParameter, "pageSize must be between 1 and \(Limits.maxCommunityListUsers)", field: "pageSize")
                 }
                 return VendorCall.query(.communityRules(app: i.app, groupId: try p.required("channelId"), channelId: try p.string("subchannelId") ?? "")) { reply, w in
                     guard case .communityRules(let r) = reply else { return }
+                    let all = r.list(list)
+                    let (start, overflow) = (page - 1).multipliedReportingOverflow(by: size)
                     w.key(answer)
                     w.beginArray()
-                    for u in r.list(list).prefix(size) {
-                        w.beginObject()
-                        w.field("userId", u)
-                        w.endObject()
+                    if !overflow && start < all.count {
+                        for u in all[start..<min(all.count, start + size)] {
+                            w.beginObject()
+                            w.field("userId", u)
+                            w.endObject()
+                        }
                     }
                     w.endArray()
                 }
