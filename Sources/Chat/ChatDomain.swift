@@ -36,6 +36,9 @@ public final class ChatDomain {
     /// PX-3: how long after a user's last connection closes `user.offline` is sent; a connection
     /// within it sends nothing (neither offline nor online).
     public var presenceGraceMilliseconds: Int64 = 5_000
+    /// MO-3: `Limits.maxCommunityHistoryBytesPerApp`; smaller only in tests (the bound's eviction
+    /// is tested without filling 256 MiB).
+    var communityBytesPerApp = Limits.maxCommunityHistoryBytesPerApp
 
     public init(makeID: @escaping IDGenerator) {
         self.makeID = makeID

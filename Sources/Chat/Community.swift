@@ -245,7 +245,7 @@ extension ChatDomain {
             let message = CommunityMessage(messageId: makeID(), groupId: g.id, channelId: c.id, fromUserId: draft.fromUserId, type: draft.type,
                                            content: draft.content, sentAt: now, metadata: entries, targets: draft.targets,
                                            fromServer: actor.session == nil, stored: draft.stored)
-            if draft.stored { store(message, in: g, appKey, &out) }
+            if draft.stored { store(message, in: g, app, &out) }
             var audience = communityAudience(g, c).filter { message.isVisible(to: $0) }
             // A client's own send is its answer, not an event (as in rooms).
             if actor.session != nil { audience.removeAll { $0 == message.fromUserId } }
@@ -274,10 +274,12 @@ extension ChatDomain {
         }
     }
 
-    private func store(_ message: CommunityMessage, in g: UltraGroup, _ appKey: String, _ out: inout Outcome) {
+    private func store(_ message: CommunityMessage, in g: UltraGroup, _ app: AppState, _ out: inout Outcome) {
+        let appKey = app.key
         let state = g.community
         var list = state.history[message.channelId] ?? []
-        var bytes = (state.historyBytes[message.channelId] ?? 0) + message.bytes
+        let before = state.historyBytes[message.channelId] ?? 0
+        var bytes = before + message.bytes
         list.append(message)
         var evicted = 0
         while list.count - evicted > Limits.maxCommunityHistoryPerChannel
@@ -289,7 +291,32 @@ extension ChatDomain {
         if evicted > 0 { list.removeFirst(evicted) }
         state.history[message.channelId] = list
         state.historyBytes[message.channelId] = bytes
+        app.communityBytes += bytes - before
         out.mutations.append(.putCommunityMessage(app: appKey, message))
+        keepAppBound(app, sparing: message.messageId, &out)
+    }
+
+    /// Past `Limits.maxCommunityHistoryBytesPerApp`, the app's oldest stored community messages go
+    /// (the oldest `sentAt`; ties by group, then channel), never `sparing`.
+    func keepAppBound(_ app: AppState, sparing: String, _ out: inout Outcome) {
+        while app.communityBytes > communityBytesPerApp {
+            // The minimum by (sentAt, group, channel) is the same whatever order the dictionaries
+            // are walked in, so every node evicts alike.
+            var oldest: (g: UltraGroup, channel: String, at: Int, sentAt: Int64)?
+            for g in app.groups.values {
+                for (channel, list) in g.community.history {
+                    guard let i = list.firstIndex(where: { $0.messageId != sparing }) else { continue }
+                    if let o = oldest, (o.sentAt, o.g.id, o.channel) <= (list[i].sentAt, g.id, channel) { continue }
+                    oldest = (g, channel, i, list[i].sentAt)
+                }
+            }
+            guard let o = oldest else { return }
+            let state = o.g.community
+            let m = state.history[o.channel]!.remove(at: o.at)
+            state.historyBytes[o.channel, default: 0] -= m.bytes
+            app.communityBytes -= m.bytes
+            out.mutations.append(.deleteCommunityMessage(app: app.key, groupId: o.g.id, channelId: o.channel, messageId: m.messageId))
+        }
     }
 
     /// Entries of `changes` merged into `existing` (sorted by key), all checked first.
@@ -342,7 +369,7 @@ extension ChatDomain {
             message.content = content
             message.version += 1
             message.editedAt = now
-            return replace(message, at: index, in: g, c, change: "content", operatorId: from, appKey, now, &out)
+            return replace(message, at: index, in: g, c, change: "content", operatorId: from, app, now, &out)
         case .setMetadata(let channelId, let messageId, let user, let entries):
             try Validate.userId(user)
             guard !entries.isEmpty else { throw .invalid("metadata", "at least one metadata entry is required") }
@@ -352,7 +379,7 @@ extension ChatDomain {
                 throw ChatError(.invalidParameter, "message \(messageId) was sent without metadata (hasMetadata)", field: "messageId")
             }
             message.metadata = try metadataEntries(entries, existing: existing, now: now)
-            return replace(message, at: index, in: g, c, change: "metadata", operatorId: user, appKey, now, &out)
+            return replace(message, at: index, in: g, c, change: "metadata", operatorId: user, app, now, &out)
         case .removeMetadata(let channelId, let messageId, let user, let keys):
             try Validate.userId(user)
             guard !keys.isEmpty else { throw .invalid("keys", "at least one key is required") }
@@ -366,7 +393,7 @@ extension ChatDomain {
             let kept = existing.filter { !keys.contains($0.key) }
             guard kept.count != existing.count else { return .communityMessage(message) }
             message.metadata = kept
-            return replace(message, at: index, in: g, c, change: "metadata", operatorId: user, appKey, now, &out)
+            return replace(message, at: index, in: g, c, change: "metadata", operatorId: user, app, now, &out)
         case .recall(let channelId, let messageId, let from, let sentAt):
             try Validate.userId(from, field: "fromUserId")
             var (c, index, message) = try storedMessage(g, channelId, messageId)
@@ -380,7 +407,7 @@ extension ChatDomain {
             message.content = ""
             message.metadata = message.metadata == nil ? nil : []
             message.recalled = true
-            let reply = replace(message, at: index, in: g, c, change: "recalled", operatorId: "", appKey, now, &out)
+            let reply = replace(message, at: index, in: g, c, change: "recalled", operatorId: "", app, now, &out)
             audit(app, .recall, by: actor, roomId: g.id, targets: [message.fromUserId], messageId: messageId, detail: "channel \(c.id)", now: now, &out)
             return reply
         case .editList(let list, let channelId, let add, let users):
@@ -448,10 +475,12 @@ extension ChatDomain {
     }
 
     private func replace(_ message: CommunityMessage, at index: Int, in g: UltraGroup, _ c: UltraChannel, change: String, operatorId: String,
-                         _ appKey: String, _ now: Int64, _ out: inout Outcome) -> Reply {
+                         _ app: AppState, _ now: Int64, _ out: inout Outcome) -> Reply {
+        let appKey = app.key
         let state = g.community
         var list = state.history[c.id]!
-        var bytes = (state.historyBytes[c.id] ?? 0) + message.bytes - list[index].bytes
+        let before = state.historyBytes[c.id] ?? 0
+        var bytes = before + message.bytes - list[index].bytes
         list[index] = message
         // A message grown by an edit or metadata keeps the channel within its bytes: the oldest
         // other messages go, as a send makes them go.
@@ -468,7 +497,9 @@ extension ChatDomain {
         if !evicted.isEmpty { list = list.enumerated().filter { !evicted.contains($0.offset) }.map(\.element) }
         state.history[c.id] = list
         state.historyBytes[c.id] = bytes
+        app.communityBytes += bytes - before
         out.mutations.append(.putCommunityMessage(app: appKey, message))
+        keepAppBound(app, sparing: message.messageId, &out)
         let audience = communityAudience(g, c).filter { message.isVisible(to: $0) }
         if !audience.isEmpty {
             out.deliver(.communityMessageUpdated(CommunityUpdateEvent(message: message, change: change, operatorId: operatorId, time: now)),
@@ -482,6 +513,7 @@ extension ChatDomain {
     /// A channel deleted: its messages and controls go with it.
     func dropCommunityChannel(_ appKey: String, _ g: UltraGroup, _ channelId: String, _ out: inout Outcome) {
         let state = g.community
+        apps[appKey]?.communityBytes -= state.historyBytes[channelId] ?? 0
         let hadHistory = state.history.removeValue(forKey: channelId) != nil
         let hadRules = state.rules.removeValue(forKey: channelId) != nil
         state.historyBytes[channelId] = nil
@@ -552,8 +584,9 @@ extension ChatDomain {
 extension ChatDomain {
     /// Start-up: a stored message, in the order they were sent.
     public func restoreCommunityMessage(app: String, _ m: CommunityMessage) {
-        guard let g = apps[app]?.groups[m.groupId], g.channels[m.channelId] != nil else { return }
+        guard let a = apps[app], let g = a.groups[m.groupId], g.channels[m.channelId] != nil else { return }
         g.community.append(m)
+        a.communityBytes += m.bytes
     }
 
     public func restoreCommunityRules(app: String, groupId: String, channelId: String, _ rules: CommunityRules) {

@@ -376,6 +376,7 @@ extension ChatDomain {
             }
             group.defaultLevel = g.defaultLevel
             g.community?.restore(into: group.community)
+            app.communityBytes += group.community.historyBytes.values.reduce(0, +)
             app.groups[g.id] = group
         }
         for c in a.conversations {

@@ -435,6 +435,9 @@ final class AppState {
     var broadcastBucket: TokenBucket?
     /// MO-8: the app's newest moderation actions.
     var audit = AuditTrail()
+    /// MO-3: the bytes of all its channels' stored community messages (derived: the sum of every
+    /// channel's `historyBytes`, kept up to date as they change).
+    var communityBytes = 0
 
     init(key: String, settings: AppSettings) {
         self.key = key

@@ -655,6 +655,9 @@ public enum Limits {
     /// many bytes of content and metadata (the oldest go first; the newest always stays).
     public static let maxCommunityHistoryPerChannel = 1000
     public static let maxCommunityHistoryBytesPerChannel = 4 * 1_048_576
+    /// MO-3: and all of an app's channels together keep at most this many bytes: past it the
+    /// app's oldest stored community message goes first, whichever channel holds it.
+    public static let maxCommunityHistoryBytesPerApp = 256 * 1_048_576
     /// MO-6: a history query spans at most 14 days (Nexconn, RongCloud).
     public static let maxCommunityHistorySpanMilliseconds: Int64 = 14 * 86_400_000
     /// MO-3 metadata (RongCloud's message expansion): keys of 1…32 characters from

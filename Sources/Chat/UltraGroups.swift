@@ -91,6 +91,7 @@ extension ChatDomain {
         let app = try app(appKey)
         let g = try group(app, groupId)
         app.groups[groupId] = nil
+        app.communityBytes -= g.community.historyBytes.values.reduce(0, +)
         out.mutations.append(.deleteGroup(app: appKey, groupId: groupId))
         channelWebhook(appKey, g, "", "groupDismissed", now: now, &out)
         return .done

@@ -291,6 +291,27 @@ struct CommunityTests {
         #expect(h.domain.apps[h.app]?.groups["g1"]?.community.historyBytes["RCDefault"] == total)
     }
 
+    @Test("MO-3: an app's channels together keep at most their bytes: the app's oldest message goes first, whichever group holds it")
+    func appBound() throws {
+        let (h, _, _, _, _) = setUp()
+        h.domain.communityBytesPerApp = 100
+        h.run(.createGroup(app: h.app, groupId: "g2", name: "Two", creator: "alice"))
+        let first = try #require(sent(send(h, "RCDefault", String(repeating: "a", count: 40))).first)
+        h.advance(seconds: 1)
+        _ = send(h, "RCDefault", String(repeating: "b", count: 40), groups: ["g2"])
+        h.advance(seconds: 1)
+        let third = send(h, "vip", String(repeating: "c", count: 40))
+        #expect(third.mutations.contains(.deleteCommunityMessage(app: h.app, groupId: "g1", channelId: "RCDefault", messageId: first.messageId)))
+        #expect(stored(h).isEmpty && stored(h, channel: "vip").count == 1)
+        #expect(h.domain.apps[h.app]?.groups["g2"]?.community.history["RCDefault"]?.count == 1)
+        #expect(h.domain.apps[h.app]?.communityBytes == 80)
+        // A dismissed group and a deleted channel give their bytes back.
+        #expect(h.run(.dismissGroup(app: h.app, groupId: "g2")).succeeded)
+        #expect(h.domain.apps[h.app]?.communityBytes == 40)
+        #expect(h.run(.deleteChannel(app: h.app, groupId: "g1", channelId: "vip")).succeeded)
+        #expect(h.domain.apps[h.app]?.communityBytes == 0)
+    }
+
     // MARK: MO-5
 
     @Test("MO-5: a muted member's client send is refused with 23408 and reaches nobody; the app server still sends")
