@@ -132,9 +132,10 @@ public enum ClusterSnapshots {
                     FROM roomcast_snapshot_chunks WHERE position = $1 AND part = $2
                     """, [String(snapshot.position), String(index)]).rows.first ?? []
                 let counts = present.map { $0.flatMap { Int($0) } ?? -1 }
-                guard counts == [part.chunks, counts[1], 0, part.chunks - 1] else {
+                guard counts.count == 4, counts[0] == part.chunks, counts[2] == 0, counts[3] == part.chunks - 1 else {
                     throw PGError(sqlState: "XX001", message: "the newest snapshot (position \(snapshot.position)) is damaged: "
-                                  + "\(index == 0 ? "the engine's state" : "the replica's image") has \(counts.first ?? 0) chunks, not \(part.chunks)")
+                                  + "\(index == 0 ? "the engine's state" : "the replica's image") should have chunks 0 to \(part.chunks - 1); "
+                                  + "it has \(counts.first ?? 0) numbered \(counts.count == 4 ? "\(counts[2]) to \(counts[3])" : "?")")
                 }
                 part.compressedBytes = counts[1]
                 let bytes: [UInt8]

@@ -14,7 +14,8 @@ enum SnapshotCompression {
         var compressedBytes: Int
     }
 
-    /// zlib takes lengths as 32-bit `uInt`: longer inputs and outputs are handed over in pieces.
+    /// zlib takes lengths as 32-bit `uInt`: longer inputs and outputs are handed over in pieces of
+    /// at most this many bytes (tests make them tiny).
     static let piece = 1 << 30
 
     /// zlib's error for `rc`, as the cluster's error type.
@@ -24,7 +25,7 @@ enum SnapshotCompression {
     }
 
     /// The CRC-32 of `bytes` (zlib's), continuing from `crc`.
-    static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+    static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0, piece: Int = piece) -> UInt32 {
         var crc = uLong(crc)
         var offset = 0
         while offset < bytes.count, let base = bytes.baseAddress {
@@ -38,9 +39,10 @@ enum SnapshotCompression {
     /// Compresses `bytes` at `level` and hands `emit` the compressed stream in order, in chunks of
     /// exactly `chunkBytes` bytes but the last (at least one chunk: a zlib stream is never empty).
     /// The chunk `emit` receives is only lent: copy what must outlive the call.
-    static func compress(_ bytes: [UInt8], chunkBytes: Int, level: Int32,
+    static func compress(_ bytes: [UInt8], chunkBytes: Int, level: Int32, piece: Int = piece,
                          emit: ([UInt8]) throws(PGError) -> Void) throws(PGError) -> Part {
         precondition(chunkBytes > 0, "a snapshot chunk holds at least one byte")
+        precondition(piece > 0 && piece <= Self.piece, "zlib is handed 1 byte to 1 GiB at a time")
         // The z_stream must not move after deflateInit2 (zlib keeps a pointer back to it).
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -60,7 +62,7 @@ enum SnapshotCompression {
                 if stream.pointee.avail_in == 0, offset < input.count, let base = input.baseAddress {
                     let n = min(input.count - offset, piece)
                     let slice = UnsafeRawBufferPointer(start: base + offset, count: n)
-                    crc = crc32(slice, continuing: crc)
+                    crc = crc32(slice, continuing: crc, piece: piece)
                     stream.pointee.next_in = UnsafeMutablePointer(mutating: slice.baseAddress!.assumingMemoryBound(to: Bytef.self))
                     stream.pointee.avail_in = uInt(n)
                     offset += n
@@ -102,8 +104,9 @@ enum SnapshotCompression {
     /// bytes only lent for the call, e.g. straight from a PostgreSQL result). The part is refused
     /// (never returned wrong) unless its chunks make one zlib stream that ends in the last chunk
     /// and gives exactly `part.bytes` bytes whose CRC-32 is `part.crc`.
-    static func decompress(_ part: Part,
+    static func decompress(_ part: Part, piece: Int = piece,
                            chunk: (Int, (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) -> Void) throws(PGError) -> [UInt8] {
+        precondition(piece > 0 && piece <= Self.piece, "zlib is handed 1 byte to 1 GiB at a time")
         guard part.bytes >= 0, part.chunks > 0 else {
             throw PGError(sqlState: "XX001", message: "the snapshot part's description is damaged (\(part.bytes) bytes in \(part.chunks) chunks)")
         }
@@ -134,13 +137,16 @@ enum SnapshotCompression {
                     try chunk(i) { (input: UnsafeRawBufferPointer) throws(PGError) in
                         guard let base = input.baseAddress, input.count > 0 else { throw damaged("chunk \(i) is empty") }
                         var offset = 0
-                        while !ended, offset < input.count || stream.pointee.avail_in > 0 {
-                            if stream.pointee.avail_in == 0 {
+                        // The last call filled its output: inflate may have more without more input.
+                        var outputFull = false
+                        while !ended {
+                            if stream.pointee.avail_in == 0, offset < input.count {
                                 let n = min(input.count - offset, piece)
                                 stream.pointee.next_in = UnsafeMutablePointer(mutating: (base + offset).assumingMemoryBound(to: Bytef.self))
                                 stream.pointee.avail_in = uInt(n)
                                 offset += n
                             }
+                            if stream.pointee.avail_in == 0, !outputFull { break }  // on to the next chunk
                             let room = min(part.bytes - produced, piece)
                             let rc: Int32
                             if room > 0 {
@@ -148,8 +154,9 @@ enum SnapshotCompression {
                                 stream.pointee.avail_out = uInt(room)
                                 rc = inflate(stream, Z_NO_FLUSH)
                                 let n = room - Int(stream.pointee.avail_out)
-                                crc = crc32(UnsafeRawBufferPointer(start: buffer.baseAddress! + produced, count: n), continuing: crc)
+                                crc = crc32(UnsafeRawBufferPointer(start: buffer.baseAddress! + produced, count: n), continuing: crc, piece: piece)
                                 produced += n
+                                outputFull = stream.pointee.avail_out == 0
                             } else {
                                 rc = withUnsafeMutablePointer(to: &spare) { s -> Int32 in
                                     stream.pointee.next_out = s
@@ -157,6 +164,7 @@ enum SnapshotCompression {
                                     return inflate(stream, Z_NO_FLUSH)
                                 }
                                 guard stream.pointee.avail_out == 1 else { throw damaged("it holds more than its \(part.bytes) bytes") }
+                                outputFull = false
                             }
                             switch rc {
                             case Z_STREAM_END: ended = true
