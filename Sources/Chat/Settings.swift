@@ -583,10 +583,11 @@ public enum Limits {
     /// A cluster node's caller waits at most this long for its change to come back from the log;
     /// then it is answered 50303 (the change may have been made).
     public static let clusterAnswerDeadlineMilliseconds: Int64 = 30_000
-    /// Each part of a cluster snapshot (the engine's state, the replica's image) is at most this
-    /// large (PostgreSQL's `bytea` takes up to 1 GB): past it no snapshot is taken, the log keeps
-    /// growing, and the leader says why in its log.
-    public static let maxSnapshotPartBytes = 1_000_000_000
+    /// Cluster snapshots: each part (the engine's state, the replica's image) is compressed with
+    /// zlib and stored in PostgreSQL in chunks of at most this many bytes, so a part of any size
+    /// fits (a `bytea` takes up to 1 GB; a chunk stays well below it), and publishing or loading
+    /// one holds the part and one chunk, not a second copy of the whole.
+    public static let snapshotChunkBytes = 64 * 1_048_576
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000

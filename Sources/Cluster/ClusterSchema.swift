@@ -128,6 +128,40 @@ public enum ClusterSchema {
         // can see a node run is gone (its session ended: the process died) without waiting for
         // the node timeout. 0: not known (a node of the previous version).
         "ALTER TABLE roomcast_nodes ADD COLUMN backend_pid integer NOT NULL DEFAULT 0",
+    ], [
+        // Issue 31: snapshots of any size. Each part (the engine's state, the replica's image) is
+        // one zlib stream stored in chunks of at most `Limits.snapshotChunkBytes`, its length,
+        // CRC-32 and chunk count in the snapshot's row (encoding 1). Rows written before (encoding
+        // 0, the parts inline; also those a node of version 6 publishes during a rolling upgrade)
+        // stay as they are and are still read.
+        """
+        ALTER TABLE roomcast_snapshots
+            ALTER COLUMN state DROP NOT NULL,
+            ALTER COLUMN replica DROP NOT NULL,
+            ADD COLUMN encoding integer NOT NULL DEFAULT 0,
+            ADD COLUMN state_bytes bigint,
+            ADD COLUMN state_crc bigint,
+            ADD COLUMN state_chunks integer,
+            ADD COLUMN replica_bytes bigint,
+            ADD COLUMN replica_crc bigint,
+            ADD COLUMN replica_chunks integer,
+            ADD CONSTRAINT roomcast_snapshots_parts CHECK (
+                (encoding = 0 AND state IS NOT NULL AND replica IS NOT NULL)
+                OR (encoding = 1 AND state IS NULL AND replica IS NULL AND state_bytes IS NOT NULL AND state_crc IS NOT NULL
+                    AND state_chunks IS NOT NULL AND replica_bytes IS NOT NULL AND replica_crc IS NOT NULL AND replica_chunks IS NOT NULL))
+        """,
+        // A snapshot's chunks go with it (trimming deletes the row).
+        """
+        CREATE TABLE roomcast_snapshot_chunks (
+            position bigint NOT NULL REFERENCES roomcast_snapshots (position) ON DELETE CASCADE,
+            part smallint NOT NULL CHECK (part IN (0, 1)),
+            seq integer NOT NULL CHECK (seq >= 0),
+            data bytea NOT NULL,
+            PRIMARY KEY (position, part, seq)
+        )
+        """,
+        // The chunks are compressed already: PostgreSQL's TOAST stores them without trying again.
+        "ALTER TABLE roomcast_snapshot_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
     ]]
 
     public static var version: Int { migrations.count }

@@ -170,12 +170,21 @@ public final class PGConnection {
         }
     }
 
+    /// How a transaction sees the database.
+    public enum TransactionMode: String, Sendable {
+        /// Each statement sees what was committed before it (the log's appends rely on it).
+        case readCommitted = "ISOLATION LEVEL READ COMMITTED"
+        /// Every statement sees the database as of the first, and nothing is written (a read
+        /// made of several statements, e.g. a snapshot and its chunks).
+        case repeatableReadOnly = "ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    }
+
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws. A
     /// COMMIT that PostgreSQL turned into a rollback (the transaction had failed) throws. A
     /// connection lost during COMMIT leaves the outcome unknown: callers that must know (the log)
     /// check for their own rows after reconnecting.
-    public func transaction<T>(_ body: () throws(PGError) -> T) throws(PGError) -> T {
-        try query("BEGIN ISOLATION LEVEL READ COMMITTED")
+    public func transaction<T>(_ mode: TransactionMode = .readCommitted, _ body: () throws(PGError) -> T) throws(PGError) -> T {
+        try query("BEGIN " + mode.rawValue)
         do throws(PGError) {
             let value = try body()
             let done: PGRows

@@ -330,18 +330,17 @@ public final class ClusterReplicator: @unchecked Sendable {
                 // No statement limit for the upload of a large snapshot.
                 try conn.query("SET statement_timeout = 0")
                 let state = try s.state.encoded()
-                guard state.count <= Limits.maxSnapshotPartBytes else {
-                    throw SnapshotError("the engine's state takes \(state.count) bytes, more than a snapshot may (\(Limits.maxSnapshotPartBytes))")
-                }
-                try ClusterSnapshots.put(conn, ClusterSnapshots.Stored(position: s.state.position, at: s.state.at, node: configuration.nodeID,
-                                                                       format: SnapshotState.version, state: state, replica: s.replica),
-                                         createdAt: try ClusterNodes.serverTime(conn))
+                let published = try ClusterSnapshots.put(
+                    conn, ClusterSnapshots.Stored(position: s.state.position, at: s.state.at, node: configuration.nodeID,
+                                                  format: SnapshotState.version, state: state, replica: s.replica),
+                    createdAt: try ClusterNodes.serverTime(conn), chunkBytes: Limits.snapshotChunkBytes)
                 try conn.query("SET statement_timeout = '15s'")
                 // (Another leader may have published a later one meanwhile.)
                 link.lastSnapshot.max(s.state.position, ordering: .relaxed)
                 let deleted = try ClusterSnapshots.trim(conn, below: s.state.position)
                 logger.info("cluster: snapshot published; log trimmed", metadata: [
-                    "position": "\(s.state.position)", "bytes": "\(state.count + s.replica.count)", "entries.deleted": "\(deleted)",
+                    "position": "\(s.state.position)", "bytes": "\(state.count + s.replica.count)",
+                    "bytes.stored": "\(published.compressedBytes)", "chunks": "\(published.chunks)", "entries.deleted": "\(deleted)",
                 ])
             } catch {
                 logger.warning("cluster: the snapshot could not be published", metadata: ["error": "\(error)"])

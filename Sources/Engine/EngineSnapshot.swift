@@ -85,11 +85,6 @@ extension Engine {
             // Nothing in here may throw: a failed commit stops a cluster node.
             commit(Store.Commit(mutations: [], extra: { tx in
                 do {
-                    let size = try Store.size(tx)
-                    guard size <= Int64(Limits.maxSnapshotPartBytes) else {
-                        replica.fail("the replica holds \(size) bytes, more than a snapshot may (\(Limits.maxSnapshotPartBytes))")
-                        return
-                    }
                     replica.set(try Store.image(tx))
                 } catch {
                     replica.fail("the replica could not be read: \(error)")

@@ -68,12 +68,4 @@ extension Store {
         }
         try Schema.migrator.migrate(database)
     }
-
-    /// The database's size in bytes (its pages), inside a commit's `extra`: a snapshot too large to
-    /// publish is refused before it is copied.
-    public static func size(_ tx: Transaction) throws -> Int64 {
-        let pages = try Int64.fetchOne(tx.database, sql: "PRAGMA page_count") ?? 0
-        let size = try Int64.fetchOne(tx.database, sql: "PRAGMA page_size") ?? 0
-        return pages * size
-    }
 }

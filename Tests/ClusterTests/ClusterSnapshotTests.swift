@@ -92,3 +92,228 @@ extension ClusterGatewayTests {
         }
     }
 }
+
+/// Issue 31 (CL-7), CLUSTER.md "Snapshots and trimming": snapshots of any size. Each part is
+/// compressed with zlib and stored in chunks (here a few bytes or kilobytes, injected, so that
+/// small data spans many), the row and its chunks in one transaction; reading puts the parts back
+/// byte for byte and refuses a damaged or incomplete snapshot; trimming deletes the chunks of the
+/// snapshots it deletes; a snapshot in the previous format (one row, parts inline) still loads.
+@Suite("Cluster snapshots in chunks (CL-7)", .serialized)
+struct ClusterSnapshotChunkTests {
+    static func migrated(_ name: String) throws -> (PostgresServer, PGConnection) {
+        let pg = try PostgresServer()
+        let db = try PGConnection(try ClusterLogTests.database(pg, name))
+        try ClusterSchema.migrate(db)
+        return (pg, db)
+    }
+
+    /// What an engine's state looks like: JSON, repetitive.
+    static func state(_ n: Int) -> [UInt8] {
+        var s = "{\"position\":\(n),\"rooms\":["
+        for i in 0..<n { s += "{\"roomId\":\"room-\(i)\",\"members\":[\"alice\",\"bob\",\"user-\(i % 97)\"],\"epoch\":\"e\(i % 13)\",\"offset\":\(i * 7)}," }
+        return Array((s + "{}]}").utf8)
+    }
+
+    /// Bytes that hardly compress (a linear congruential generator's high bytes).
+    static func noise(_ n: Int, seed: UInt64) -> [UInt8] {
+        var x = seed
+        return (0..<n).map { _ in
+            x = x &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: x >> 56)
+        }
+    }
+
+    static func scalar(_ db: PGConnection, _ sql: String, _ parameters: [String?] = []) throws -> Int {
+        Int(try db.query(sql, parameters).scalar ?? "-1") ?? -1
+    }
+
+    /// `latest` refuses the snapshot as damaged.
+    static func expectRefused(_ db: PGConnection, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            let s = try ClusterSnapshots.latest(db)
+            Issue.record("\(what): a snapshot was read (\(s?.state.count ?? -1) + \(s?.replica.count ?? -1) bytes)", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.sqlState == "XX001" && error.message.contains("damaged"), "\(what): \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    // CL-7: a snapshot spanning many chunks comes back byte for byte; repetitive data shrinks;
+    // a second snapshot at the same position changes nothing; empty parts and one-byte chunks work.
+    @Test func aChunkedSnapshotRoundTripsByteForByte() throws {
+        let (pg, db) = try Self.migrated("chunks")
+        defer { withExtendedLifetime(pg) {} }
+        let state = Self.state(3_000)
+        let replica = Self.noise(40_000, seed: 7) + Array(repeating: 0, count: 100_000) + Self.noise(25_000, seed: 9)
+        let s = ClusterSnapshots.Stored(position: 42, at: 1_000, node: "node-a", format: 3, state: state, replica: replica)
+        let published = try ClusterSnapshots.put(db, s, createdAt: 5, chunkBytes: 4_096)
+        #expect(published.stored)
+        let stateChunks = try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks WHERE position = 42 AND part = 0")
+        let replicaChunks = try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks WHERE position = 42 AND part = 1")
+        #expect(stateChunks >= 3 && replicaChunks >= 10, "\(stateChunks) and \(replicaChunks) chunks")
+        #expect(published.chunks == stateChunks + replicaChunks)
+        #expect(try Self.scalar(db, "SELECT max(octet_length(data)) FROM roomcast_snapshot_chunks") == 4_096)
+        #expect(try Self.scalar(db, "SELECT sum(octet_length(data)) FROM roomcast_snapshot_chunks") == published.compressedBytes)
+        // Compression shrinks what repeats (the state: JSON; the replica: its zero pages), not the noise.
+        let stateStored = try Self.scalar(db, "SELECT sum(octet_length(data)) FROM roomcast_snapshot_chunks WHERE position = 42 AND part = 0")
+        let replicaStored = try Self.scalar(db, "SELECT sum(octet_length(data)) FROM roomcast_snapshot_chunks WHERE position = 42 AND part = 1")
+        #expect(stateStored * 5 < state.count, "state: \(state.count) bytes stored as \(stateStored)")
+        #expect(replicaStored < 70_000 && replicaStored > 65_000, "replica: \(replica.count) bytes stored as \(replicaStored)")
+        // The row holds no inline parts.
+        #expect(try db.query("SELECT encoding, state IS NULL AND replica IS NULL, state_bytes, replica_bytes FROM roomcast_snapshots").rows
+                == [["1", "t", String(state.count), String(replica.count)]])
+
+        let read = try #require(try ClusterSnapshots.latest(db))
+        #expect(read.position == 42 && read.at == 1_000 && read.node == "node-a" && read.format == 3)
+        #expect(read.state == state)
+        #expect(read.replica == replica)
+
+        // The same position again: nothing is written (the first stays).
+        let again = try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: 42, at: 2_000, node: "node-b", format: 3, state: [1], replica: [2]),
+                                             createdAt: 6, chunkBytes: 4_096)
+        #expect(!again.stored)
+        #expect(try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks") == stateChunks + replicaChunks)
+        #expect(try ClusterSnapshots.latest(db)?.node == "node-a")
+
+        // Empty parts, and chunks of one byte.
+        try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: 43, at: 2_000, node: "node-b", format: 3, state: [], replica: Array("tiny".utf8)),
+                                 createdAt: 7, chunkBytes: 1)
+        #expect(try Self.scalar(db, "SELECT max(octet_length(data)) FROM roomcast_snapshot_chunks WHERE position = 43") == 1)
+        let tiny = try #require(try ClusterSnapshots.latest(db))
+        #expect(tiny.position == 43 && tiny.state == [] && tiny.replica == Array("tiny".utf8))
+        #expect(try ClusterSnapshots.latestPosition(db) == 43)
+    }
+
+    // CL-7: a damaged snapshot is an error, never a wrong state — a byte changed in a chunk, a
+    // chunk missing, cut or added, a length or CRC-32 in the row that does not match.
+    @Test func aDamagedOrIncompleteSnapshotIsRefused() throws {
+        let (pg, db) = try Self.migrated("damage")
+        defer { withExtendedLifetime(pg) {} }
+        let state = Self.state(500), replica = Self.noise(20_000, seed: 3) + Self.state(800)
+        try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: 7, at: 1, node: "n", format: 3, state: state, replica: replica),
+                                 createdAt: 1, chunkBytes: 1_024)
+        let chunks = try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks WHERE part = 1")
+        #expect(chunks > 5)
+        let intact = try #require(try ClusterSnapshots.latest(db))
+        #expect(intact.state == state && intact.replica == replica)
+
+        // One byte changed, in the middle of the replica's stream (each bit in turn, so some flips
+        // still inflate and only the CRC-32 or the length finds them), and in the last chunk.
+        let flip = "UPDATE roomcast_snapshot_chunks SET data = set_byte(data, $1::int, get_byte(data, $1::int) # $2::int) WHERE part = 1 AND seq = $3::int"
+        for (offset, seq) in [(500, 2), (100, chunks - 1)] {
+            for bit in [1, 2, 4, 8, 16, 32, 64, 128] {
+                try db.query(flip, [String(offset), String(bit), String(seq)])
+                Self.expectRefused(db, "bit \(bit) of byte \(offset) of chunk \(seq) changed")
+                try db.query(flip, [String(offset), String(bit), String(seq)])
+            }
+        }
+        #expect(try ClusterSnapshots.latest(db)?.replica == replica)
+
+        // Chunks missing (in the middle, the last, all of a part), cut short, one too many, out of
+        // place; the row's description changed. (Each damage is undone from a copy.)
+        try db.query("CREATE TABLE intact_rows AS SELECT * FROM roomcast_snapshots")
+        try db.query("CREATE TABLE intact_chunks AS SELECT * FROM roomcast_snapshot_chunks")
+        for damage in [
+            "DELETE FROM roomcast_snapshot_chunks WHERE part = 1 AND seq = 3",
+            "DELETE FROM roomcast_snapshot_chunks WHERE part = 1 AND seq = \(chunks - 1)",
+            "DELETE FROM roomcast_snapshot_chunks WHERE part = 0",
+            "UPDATE roomcast_snapshot_chunks SET data = substring(data FROM 1 FOR 600) WHERE part = 1 AND seq = 2",
+            "UPDATE roomcast_snapshot_chunks SET data = substring(data FROM 1 FOR octet_length(data) - 1) WHERE part = 1 AND seq = \(chunks - 1)",
+            "INSERT INTO roomcast_snapshot_chunks (position, part, seq, data) VALUES (7, 1, \(chunks), '\\x00')",
+            "UPDATE roomcast_snapshot_chunks SET seq = seq + 100 WHERE part = 0",
+            "UPDATE roomcast_snapshots SET replica_crc = replica_crc # 1",
+            "UPDATE roomcast_snapshots SET replica_bytes = replica_bytes - 1",
+            "UPDATE roomcast_snapshots SET replica_bytes = replica_bytes + 1",
+            "UPDATE roomcast_snapshots SET state_bytes = 1000000000000",
+            "UPDATE roomcast_snapshots SET state_chunks = 0",
+        ] {
+            try db.query(damage)
+            Self.expectRefused(db, damage)
+            try db.query("DELETE FROM roomcast_snapshots")
+            try db.query("INSERT INTO roomcast_snapshots SELECT * FROM intact_rows")
+            try db.query("INSERT INTO roomcast_snapshot_chunks SELECT * FROM intact_chunks")
+        }
+        #expect(try ClusterSnapshots.latest(db)?.replica == replica)
+    }
+
+    // CL-7: trimming deletes the chunks of the snapshots it deletes (the two newest stay and read
+    // back); a snapshot and its chunks are written in one transaction (a failed write leaves none).
+    @Test func trimmingDeletesChunksAndAFailedWriteLeavesNone() throws {
+        let (pg, db) = try Self.migrated("trim")
+        defer { withExtendedLifetime(pg) {} }
+        for position: Int64 in [10, 20, 30] {
+            try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: position, at: position, node: "n", format: 3,
+                                                                 state: Self.state(Int(position) * 10), replica: Self.noise(3_000, seed: UInt64(position))),
+                                     createdAt: position, chunkBytes: 512)
+        }
+        #expect(try Self.scalar(db, "SELECT count(DISTINCT position) FROM roomcast_snapshot_chunks") == 3)
+        try ClusterSnapshots.trim(db, below: 30)
+        #expect(try db.query("SELECT position FROM roomcast_snapshots ORDER BY position").rows == [["20"], ["30"]])
+        #expect(try db.query("SELECT DISTINCT position FROM roomcast_snapshot_chunks ORDER BY position").rows == [["20"], ["30"]])
+        let newest = try #require(try ClusterSnapshots.latest(db))
+        #expect(newest.position == 30 && newest.state == Self.state(300) && newest.replica == Self.noise(3_000, seed: 30))
+
+        // A write that fails half-way (PostgreSQL refuses the replica's sixth chunk) leaves no row
+        // and no chunk; the same snapshot is published once the fault is gone.
+        let before = try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks")
+        try db.query("""
+            CREATE FUNCTION refuse_chunk() RETURNS trigger LANGUAGE plpgsql AS $fn$
+            BEGIN
+                IF NEW.part = 1 AND NEW.seq = 5 THEN RAISE EXCEPTION 'injected fault'; END IF;
+                RETURN NEW;
+            END
+            $fn$
+            """)
+        try db.query("CREATE TRIGGER refuse_chunk BEFORE INSERT ON roomcast_snapshot_chunks FOR EACH ROW EXECUTE FUNCTION refuse_chunk()")
+        let fifth = ClusterSnapshots.Stored(position: 40, at: 40, node: "n", format: 3, state: Self.state(2_000), replica: Self.noise(5_000, seed: 40))
+        do {
+            try ClusterSnapshots.put(db, fifth, createdAt: 40, chunkBytes: 512)
+            Issue.record("the write did not fail")
+        } catch {
+            #expect(error.message.contains("injected fault"), "\(error)")
+        }
+        #expect(try ClusterSnapshots.latestPosition(db) == 30)
+        #expect(try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks") == before)
+        try db.query("DROP TRIGGER refuse_chunk ON roomcast_snapshot_chunks")
+        #expect(try ClusterSnapshots.put(db, fifth, createdAt: 41, chunkBytes: 512).stored)
+        #expect(try ClusterSnapshots.latest(db)?.replica == fifth.replica)
+    }
+
+    // CL-7: a cluster upgraded from schema version 6 still reads its snapshot (one row, the parts
+    // inline), as well as one a version-6 node publishes after the upgrade; then new ones are
+    // chunked, and trimming deletes old and new alike.
+    @Test func anOldFormatSnapshotStillLoads() throws {
+        let pg = try PostgresServer()
+        let db = try PGConnection(try ClusterLogTests.database(pg, "upgrade"))
+        // The schema as version 6 left it, with a snapshot written the way version 6 writes it.
+        try db.query("CREATE TABLE roomcast_schema (version integer NOT NULL)")
+        for v in 0..<6 {
+            for statement in ClusterSchema.migrations[v] { try db.query(statement) }
+            try db.query("INSERT INTO roomcast_schema (version) VALUES ($1)", [String(v + 1)])
+        }
+        let oldInsert = "INSERT INTO roomcast_snapshots (position, at, node, created_at, format, state, replica) VALUES ($1, $2, 'old', 1, 3, $3, $4)"
+        let state = Self.state(200), replica = Self.noise(5_000, seed: 1)
+        func hex(_ b: [UInt8]) -> String { "\\x" + b.map { String(format: "%02x", $0) }.joined() }
+        try db.query(oldInsert, ["5", "50", hex(state), hex(replica)])
+
+        #expect(try ClusterSchema.migrate(db) == ClusterSchema.version - 6)
+        let old = try #require(try ClusterSnapshots.latest(db))
+        #expect(old.position == 5 && old.at == 50 && old.node == "old" && old.format == 3 && old.state == state && old.replica == replica)
+
+        // A node still on version 6 publishes during the rolling upgrade: read too.
+        try db.query(oldInsert, ["6", "60", hex(Self.state(300)), hex([])])
+        let fromOld = try #require(try ClusterSnapshots.latest(db))
+        #expect(fromOld.position == 6 && fromOld.state == Self.state(300) && fromOld.replica == [])
+
+        // A new one is chunked; trimming keeps the two newest, whatever their format.
+        try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: 9, at: 90, node: "new", format: 3, state: state, replica: replica),
+                                 createdAt: 2, chunkBytes: 256)
+        #expect(try ClusterSnapshots.latest(db)?.replica == replica)
+        try ClusterSnapshots.trim(db, below: 9)
+        #expect(try db.query("SELECT position, encoding FROM roomcast_snapshots ORDER BY position").rows == [["6", "0"], ["9", "1"]])
+        try ClusterSnapshots.put(db, ClusterSnapshots.Stored(position: 12, at: 120, node: "new", format: 3, state: state, replica: []),
+                                 createdAt: 3, chunkBytes: 256)
+        try ClusterSnapshots.trim(db, below: 12)
+        #expect(try db.query("SELECT DISTINCT position FROM roomcast_snapshot_chunks ORDER BY position").rows == [["9"], ["12"]])
+        #expect(try ClusterSnapshots.latest(db)?.state == state)
+    }
+}
