@@ -1,10 +1,10 @@
 @testable import Cluster
 import Testing
 
-/// Issue 31 (CL-7): a snapshot part through zlib and back, without PostgreSQL, with chunks and
+/// Issue 31 (CL-9): a snapshot part through zlib and back, without PostgreSQL, with chunks and
 /// zlib's pieces (1 GiB in production: its lengths are 32-bit) made tiny so that every boundary
 /// falls everywhere: the part comes back byte for byte or is refused, never wrong.
-@Suite("Cluster snapshot compression (CL-7)")
+@Suite("Cluster snapshot compression (CL-9)")
 struct ClusterSnapshotCompressionTests {
     static func compressed(_ bytes: [UInt8], chunkBytes: Int, piece: Int) throws -> (SnapshotCompression.Part, [[UInt8]]) {
         var chunks: [[UInt8]] = []

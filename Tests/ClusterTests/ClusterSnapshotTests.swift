@@ -93,12 +93,12 @@ extension ClusterGatewayTests {
     }
 }
 
-/// Issue 31 (CL-7), CLUSTER.md "Snapshots and trimming": snapshots of any size. Each part is
+/// Issue 31 (CL-9), CLUSTER.md "Snapshots and trimming": snapshots of any size. Each part is
 /// compressed with zlib and stored in chunks (here a few bytes or kilobytes, injected, so that
 /// small data spans many), the row and its chunks in one transaction; reading puts the parts back
 /// byte for byte and refuses a damaged or incomplete snapshot; trimming deletes the chunks of the
 /// snapshots it deletes; a snapshot in the previous format (one row, parts inline) still loads.
-@Suite("Cluster snapshots in chunks (CL-7)", .serialized)
+@Suite("Cluster snapshots in chunks (CL-9)", .serialized)
 struct ClusterSnapshotChunkTests {
     static func migrated(_ name: String) throws -> (PostgresServer, PGConnection) {
         let pg = try PostgresServer()
@@ -137,7 +137,7 @@ struct ClusterSnapshotChunkTests {
         }
     }
 
-    // CL-7: a snapshot spanning many chunks comes back byte for byte; repetitive data shrinks;
+    // CL-9: a snapshot spanning many chunks comes back byte for byte; repetitive data shrinks;
     // a second snapshot at the same position changes nothing; empty parts and one-byte chunks work.
     @Test func aChunkedSnapshotRoundTripsByteForByte() throws {
         let (pg, db) = try Self.migrated("chunks")
@@ -183,7 +183,7 @@ struct ClusterSnapshotChunkTests {
         #expect(try ClusterSnapshots.latestPosition(db) == 43)
     }
 
-    // CL-7: a damaged snapshot is an error, never a wrong state — a byte changed in a chunk, a
+    // CL-9: a damaged snapshot is an error, never a wrong state — a byte changed in a chunk, a
     // chunk missing, cut or added, a length or CRC-32 in the row that does not match.
     @Test func aDamagedOrIncompleteSnapshotIsRefused() throws {
         let (pg, db) = try Self.migrated("damage")
@@ -235,7 +235,7 @@ struct ClusterSnapshotChunkTests {
         #expect(try ClusterSnapshots.latest(db)?.replica == replica)
     }
 
-    // CL-7: trimming deletes the chunks of the snapshots it deletes (the two newest stay and read
+    // CL-9: trimming deletes the chunks of the snapshots it deletes (the two newest stay and read
     // back); a snapshot and its chunks are written in one transaction (a failed write leaves none).
     @Test func trimmingDeletesChunksAndAFailedWriteLeavesNone() throws {
         let (pg, db) = try Self.migrated("trim")
@@ -278,7 +278,7 @@ struct ClusterSnapshotChunkTests {
         #expect(try ClusterSnapshots.latest(db)?.replica == fifth.replica)
     }
 
-    // CL-7: a cluster upgraded from schema version 6 still reads its snapshot (one row, the parts
+    // CL-9: a cluster upgraded from schema version 6 still reads its snapshot (one row, the parts
     // inline), as well as one a version-6 node publishes after the upgrade; then new ones are
     // chunked, and trimming deletes old and new alike.
     @Test func anOldFormatSnapshotStillLoads() throws {
