@@ -843,6 +843,37 @@ def main():
         return f"bound {bound}, then none"
     step("MO-4 rc /ultragroup/usergroup/* and /channel/usergroup/* through the SDK's poster", mo_rc_user_groups)
 
+    # MO-3, MO-5, MO-6: ultra-group messages, expansion, bans and history (no SDK method either:
+    # the poster, form bodies; the publish's toGroupIds comma-joined).
+    def mo_rc_community():
+        g = f"rc-ugm-{run}"
+        post = Module(rc)._http_post
+        rc_ok(post("/ultragroup/create.json", f"userId=ug-owner&groupId={g}&groupName=G"), "ultragroup/create")
+        rc_ok(post("/ultragroup/join.json", f"userId=ug-m1&groupId={g}"), "ultragroup/join")
+        sent = rc_ok(post("/message/ultragroup/publish.json", f'fromUserId=ug-owner&toGroupIds={g}&objectName=RC:TxtMsg&content={{"content":"hi"}}&expansion=true'),
+                     "message/ultragroup/publish")
+        uid = sent.get("messageUID")
+        expect(uid, f"publish answered {sent}")
+        rc_ok(post("/ultragroup/msg/modify.json", f'groupId={g}&fromUserId=ug-owner&msgUID={uid}&content={{"content":"edited"}}'), "msg/modify")
+        rc_ok(post("/ultragroup/message/expansion/set.json", f'groupId={g}&msgUID={uid}&userId=ug-m1&extraKeyVal={{"likes":"1"}}'), "expansion/set")
+        ext = rc_ok(post("/ultragroup/message/expansion/query.json", f"groupId={g}&msgUID={uid}"), "expansion/query").get("extraContent", {})
+        expect(ext.get("likes", {}).get("v") == "1" and ext["likes"].get("ts"), f"extraContent {ext}")
+        now = int(time.time() * 1000)
+        data = rc_ok(post("/ultragroup/hismsg/query.json", f"groupId={g}&busChannel=RCDefault&startTime={now - 3_600_000}&endTime={now + 60_000}"),
+                     "hismsg/query").get("data", [])
+        expect([d.get("msgUID") for d in data] == [uid] and data[0].get("content") == '{"content":"edited"}', f"hismsg {data}")
+        rc_ok(post("/ultragroup/userbanned/add.json", f"groupId={g}&userIds=ug-m1"), "userbanned/add")
+        banned = [u.get("id") for u in rc_ok(post("/ultragroup/userbanned/get.json", f"groupId={g}"), "userbanned/get").get("users", [])]
+        expect(banned == ["ug-m1"], f"userbanned {banned}")
+        rc_ok(post("/ultragroup/globalbanned/set.json", f"groupId={g}&status=true"), "globalbanned/set")
+        expect(rc_ok(post("/ultragroup/globalbanned/get.json", f"groupId={g}"), "globalbanned/get").get("status") is True, "globalbanned status")
+        rc_ok(post("/ultragroup/banned/whitelist/add.json", f"groupId={g}&userIds=ug-owner"), "banned/whitelist/add")
+        rc_refused(post("/ultragroup/userbanned/add.json", f"groupId={g}&busChannel=nope&userIds=ug-m1"), 404, 40401, "unknown busChannel")
+        rc_ok(post("/ultragroup/dis.json", f"groupId={g}"), "ultragroup/dis")
+        return f"message {uid}: modified, expansion likes=1, 1 in history; ug-m1 banned, group frozen"
+    step("MO-3, MO-5, MO-6 rc ultra-group publish / msg/modify / expansion / hismsg / userbanned / globalbanned through the SDK's poster",
+         mo_rc_community)
+
     # ============================== refusals, as each SDK surfaces them ==============================
 
     step("VC-1 rc user.query on a missing room -> raw bytes, HTTP 404 code 23410",
