@@ -250,6 +250,14 @@ extension ChatDomain {
             // A client's own send is its answer, not an event (as in rooms).
             if actor.session != nil { audience.removeAll { $0 == message.fromUserId } }
             if !audience.isEmpty { out.deliver(.communityMessage(message), to: .users(app: appKey, audience)) }
+            if draft.stored || app.settings.transientWebhooks {
+                var details: KeyValueList = ["groupId": g.id, "channelId": c.id, "messageId": message.messageId, "type": message.type,
+                                             "content": message.content, "fromServer": message.fromServer ? "true" : "false"]
+                if !message.targets.isEmpty { details.pairs.append(.init(key: "targets", value: message.targets.joined(separator: ","))) }
+                if !draft.stored { details.pairs.append(.init(key: "stored", value: "false")) }
+                out.webhooks.append(WebhookRecord(app: appKey, type: .groupMessageSent, roomId: "", userIds: [message.fromUserId], time: now,
+                                                  details: details))
+            }
             sent.append(message)
         }
         return .communityMessages(sent)
@@ -433,6 +441,8 @@ extension ChatDomain {
             let event = CommunityRulesEvent(groupId: g.id, channelId: channelId, action: action, userIds: changed, time: now)
             let told = changed.filter { u in c.map { g.canSee(u, $0) } ?? g.members.contains(u) }
             if !told.isEmpty { out.deliver(.communityRulesChanged(event), to: .users(app: appKey, told)) }
+            out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", userIds: changed, time: now,
+                                              details: ["action": action, "groupId": g.id, "channelId": channelId]))
             let auditAction: AuditAction = list == .muted ? (add ? .mute : .unmute) : (add ? .allowlistAdd : .allowlistRemove)
             audit(app, auditAction, by: actor, roomId: g.id, targets: changed, detail: channelId.isEmpty ? "ultra group" : "channel \(channelId)",
                   now: now, &out)
@@ -448,6 +458,8 @@ extension ChatDomain {
                 out.deliver(.communityRulesChanged(CommunityRulesEvent(groupId: g.id, channelId: channelId, action: frozen ? "freeze" : "unfreeze",
                                                                        userIds: [], time: now)), to: .users(app: appKey, audience))
             }
+            out.webhooks.append(WebhookRecord(app: appKey, type: .moderationChanged, roomId: "", time: now,
+                                              details: ["action": frozen ? "freeze" : "unfreeze", "groupId": g.id, "channelId": channelId]))
             audit(app, frozen ? .roomMute : .roomUnmute, by: actor, roomId: g.id, detail: channelId.isEmpty ? "ultra group" : "channel \(channelId)",
                   now: now, &out)
             return .flag(frozen)
@@ -505,6 +517,11 @@ extension ChatDomain {
             out.deliver(.communityMessageUpdated(CommunityUpdateEvent(message: message, change: change, operatorId: operatorId, time: now)),
                         to: .users(app: appKey, audience))
         }
+        var details: KeyValueList = ["groupId": g.id, "channelId": c.id, "messageId": message.messageId, "change": change, "operator": operatorId,
+                                     "version": String(message.version)]
+        if change == "content" { details.pairs.append(.init(key: "content", value: message.content)) }
+        out.webhooks.append(WebhookRecord(app: appKey, type: .groupMessageUpdated, roomId: "", userIds: [message.fromUserId], time: now,
+                                          details: details))
         return .communityMessage(message)
     }
 

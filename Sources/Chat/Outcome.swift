@@ -146,6 +146,14 @@ public enum WebhookEventType: String, Equatable, Sendable, CaseIterable {
     case messageRecalled = "message.recalled"
     case queueChanged = "queue.changed"
     case channelChanged = "channel.changed"
+    /// MO-3: a message to an ultra group's channel (`roomId` ""; `details`: groupId, channelId,
+    /// messageId, type, content, fromServer, and targets when it was for some members). A message
+    /// sent not to be stored is told only with the app's `transientWebhooks`, as in rooms.
+    case groupMessageSent = "group.message.sent"
+    /// MO-1, MO-3: a stored community message was edited, its metadata changed, or it was recalled
+    /// (`details`: groupId, channelId, messageId, change content | metadata | recalled, operator,
+    /// version, and the new content after an edit).
+    case groupMessageUpdated = "group.message.updated"
     case conversationStatusChanged = "conversation.status.changed"
     /// PX-3: a user's first connection came (online) or its last one went and stayed away for
     /// the grace (offline); `details.device` names the device.

@@ -638,6 +638,11 @@ public enum Limits {
     public static let maxIsInRoomIds = 1000
     public static let maxChannelIdBytes = 64
     public static let maxChannelsPerGroup = 1000
+    /// An app holds at most this many ultra groups, and an ultra group at most this many members
+    /// (our bounds: every group and member is held in memory on every node). Past either, the
+    /// create or the add is refused whole (41901) and nothing changes.
+    public static let maxUltraGroupsPerApp = 10_000
+    public static let maxUltraGroupMembers = 100_000
     public static let maxGroupUsersPerCall = 100
     /// MO-4 (RongCloud's and Nexconn's bounds): user groups per ultra group, members per user
     /// group, user groups bound to one channel, user groups one call creates, deletes, binds or

@@ -58,6 +58,9 @@ extension ChatDomain {
         try Validate.maxBytes(name, Limits.maxNameBytes, field: "name")
         if let creator { try Validate.userId(creator, field: "creator") }
         guard app.groups[groupId] == nil else { throw ChatError(.alreadyExists, "ultra group \(groupId) already exists", field: "groupId") }
+        guard app.groups.count < Limits.maxUltraGroupsPerApp else {
+            throw ChatError(.limitExceeded, "an app holds at most \(Limits.maxUltraGroupsPerApp) ultra groups", field: "groupId")
+        }
         let g = UltraGroup(id: groupId, name: name, creator: creator ?? "", createdAt: now)
         let c = UltraChannel(id: UltraGroup.defaultChannelId, type: .public, createdAt: now)
         g.channels[c.id] = c
@@ -101,6 +104,10 @@ extension ChatDomain {
         let app = try app(appKey)
         let g = try group(app, groupId)
         try Validate.userIds(users, max: Limits.maxGroupUsersPerCall)
+        let added = Set(users.filter { !g.members.contains($0) }).count
+        guard g.members.count + added <= Limits.maxUltraGroupMembers else {
+            throw ChatError(.limitExceeded, "an ultra group has at most \(Limits.maxUltraGroupMembers) members; \(g.members.count) are in it", field: "userIds")
+        }
         for u in users where g.members.append(u) {
             out.mutations.append(.putGroupMember(app: appKey, groupId: groupId, u, sequence: nextGroupSequence()))
         }

@@ -325,7 +325,7 @@ extension NativeRoute {
                               bindUserGroups, unbindUserGroups, listChannelUserGroups, setGroupLevel, getGroupLevel]
 
     public static let createGroup = NativeRoute(.POST, "/v1/groups", doc: .init(
-        "Create an ultra group (with its public default channel RCDefault)", tag: .ultraGroups, spec: ["UG-1"], body: "CreateGroup",
+        "Create an ultra group (with its public default channel RCDefault); an app holds at most \(Limits.maxUltraGroupsPerApp), past it 41901", tag: .ultraGroups, spec: ["UG-1"], body: "CreateGroup",
         ok: (201, "GroupResponse"), id: "createGroup",
         links: .init(parameter: "groupId", value: "$response.body#/group/groupId", targets: [getGroup, createChannel, listChannels, joinGroup])))
     public static let getGroup = NativeRoute(.GET, "/v1/groups/{groupId}", doc: .init(
@@ -336,7 +336,7 @@ extension NativeRoute {
     public static let dismissGroup = NativeRoute(.DELETE, "/v1/groups/{groupId}", doc: .init(
         "Dismiss an ultra group", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], ok: (200, "Empty")))
     public static let joinGroup = NativeRoute(.POST, "/v1/groups/{groupId}/members", doc: .init(
-        "Add members (up to 100)", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], body: "GroupUsers", ok: (200, "GroupResponse"),
+        "Add members (up to \(Limits.maxGroupUsersPerCall) per call); an ultra group holds at most \(Limits.maxUltraGroupMembers), past it none is added: 41901", tag: .ultraGroups, spec: ["UG-1"], params: [.groupId], body: "GroupUsers", ok: (200, "GroupResponse"),
         id: "joinGroup"))
     public static let quitGroup = NativeRoute(.DELETE, "/v1/groups/{groupId}/members", doc: .init(
         "Remove members (also from every private list)", tag: .ultraGroups, spec: ["UG-1"],

@@ -224,6 +224,72 @@ struct CommunityTests {
         #expect(meta.error?.code == .notFound && meta.mutations.isEmpty)
     }
 
+    @Test("MO-1, MO-3, MO-5: webhooks are told of each community send, edit, metadata change, recall and control; an unstored message only with transientWebhooks")
+    func webhooks() throws {
+        let (h, _, b, _, _) = setUp()
+        let out = send(h, from: "alice", "hello", targets: ["bob"], metadata: ["k": "v"])
+        let m = try #require(sent(out).first)
+        #expect(out.webhooks == [WebhookRecord(app: h.app, type: .groupMessageSent, roomId: "", userIds: ["alice"], time: h.now,
+                                               details: ["groupId": "g1", "channelId": "RCDefault", "messageId": m.messageId, "type": "RC:TxtMsg",
+                                                         "content": "hello", "fromServer": "true", "targets": "bob"])])
+        let member = send(h, "vip", from: "bob", "psst", actor: .session(b))
+        #expect(member.webhooks.map(\.type) == [.groupMessageSent] && member.webhooks.first?.details["fromServer"] == "false"
+                && member.webhooks.first?.details["channelId"] == "vip")
+        #expect(send(h, stored: false).webhooks.isEmpty, "an unstored message is told only with transientWebhooks")
+        var patch = AppSettingsPatch()
+        patch.transientWebhooks = true
+        #expect(h.run(.updateAppSettings(app: h.app, patch)).succeeded)
+        #expect(send(h, stored: false).webhooks.first?.details["stored"] == "false")
+        // A refused send tells nobody.
+        #expect(send(h, "nope").webhooks.isEmpty)
+
+        let edit = h.run(.community(app: h.app, groupId: "g1", .edit(channelId: "RCDefault", messageId: m.messageId, fromUserId: "alice",
+                                                                      content: "hello!"), .server))
+        #expect(edit.webhooks == [WebhookRecord(app: h.app, type: .groupMessageUpdated, roomId: "", userIds: ["alice"], time: h.now,
+                                                details: ["groupId": "g1", "channelId": "RCDefault", "messageId": m.messageId, "change": "content",
+                                                          "operator": "alice", "version": "1", "content": "hello!"])])
+        let meta = h.run(.community(app: h.app, groupId: "g1", .setMetadata(channelId: "RCDefault", messageId: m.messageId, userId: "bob", ["k": "w"]),
+                                    .server))
+        #expect(meta.webhooks.map { [$0.details["change"], $0.details["operator"]] } == [["metadata", "bob"]])
+        let recall = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "alice",
+                                                                          sentAt: nil), .server))
+        #expect(recall.webhooks.map(\.type) == [.groupMessageUpdated] && recall.webhooks.first?.details["change"] == "recalled"
+                && recall.webhooks.first?.details["content"] == nil)
+        let again = h.run(.community(app: h.app, groupId: "g1", .recall(channelId: "RCDefault", messageId: m.messageId, fromUserId: "alice",
+                                                                         sentAt: nil), .server))
+        #expect(again.error != nil && again.webhooks.isEmpty)
+
+        let mute = h.run(.community(app: h.app, groupId: "g1", .editList(.muted, channelId: "vip", add: true, users: ["bob"]), .server))
+        #expect(mute.webhooks == [WebhookRecord(app: h.app, type: .moderationChanged, roomId: "", userIds: ["bob"], time: h.now,
+                                                details: ["action": "muteAdd", "groupId": "g1", "channelId": "vip"])])
+        let unchanged = h.run(.community(app: h.app, groupId: "g1", .editList(.muted, channelId: "vip", add: true, users: ["bob"]), .server))
+        #expect(unchanged.succeeded && unchanged.webhooks.isEmpty, "nothing changed, nothing told")
+        let freeze = h.run(.community(app: h.app, groupId: "g1", .setFrozen(channelId: "", true), .server))
+        #expect(freeze.webhooks == [WebhookRecord(app: h.app, type: .moderationChanged, roomId: "", time: h.now,
+                                                  details: ["action": "freeze", "groupId": "g1", "channelId": ""])])
+    }
+
+    @Test("MO-4: an app holds at most maxUltraGroupsPerApp ultra groups and a group maxUltraGroupMembers members; past either nothing changes (41901)")
+    func groupBounds() {
+        let h = Harness()
+        for i in 0..<Limits.maxUltraGroupsPerApp {
+            h.run(.createGroup(app: h.app, groupId: "g\(i)", name: "", creator: nil))
+        }
+        #expect(h.domain.apps[h.app]?.groups.count == Limits.maxUltraGroupsPerApp)
+        let tooMany = h.run(.createGroup(app: h.app, groupId: "one-more", name: "", creator: nil))
+        #expect(tooMany.error?.code == .limitExceeded && tooMany.error?.field == "groupId" && tooMany.mutations.isEmpty)
+
+        let perCall = Limits.maxGroupUsersPerCall
+        for call in 0..<(Limits.maxUltraGroupMembers / perCall) {
+            h.run(.joinGroup(app: h.app, groupId: "g0", (0..<perCall).map { "u\(call * perCall + $0)" }))
+        }
+        #expect(h.domain.apps[h.app]?.groups["g0"]?.members.count == Limits.maxUltraGroupMembers)
+        let full = h.run(.joinGroup(app: h.app, groupId: "g0", ["u0", "newcomer"]))
+        #expect(full.error?.code == .limitExceeded && full.error?.field == "userIds" && full.mutations.isEmpty)
+        #expect(h.domain.apps[h.app]?.groups["g0"]?.members.contains("newcomer") == false)
+        #expect(h.run(.joinGroup(app: h.app, groupId: "g0", ["u0", "u1"])).succeeded, "members already in it add nothing")
+    }
+
     @Test("MO-3: updates reach only who may see the message: a private channel's list, a targeted message's addressees and sender")
     func updatesKeepTheAudience() throws {
         let (h, a, b, c, d) = setUp()
