@@ -141,17 +141,18 @@ final class GatewayCore: Sendable {
     }
 
     /// A member of a cluster on PostgreSQL (CL-1): its log is the shared one (`ClusterLink`, which
-    /// connects and registers this node run first); its store is an in-memory replica made only by
-    /// applying the log, from the cluster's newest snapshot when there is one.
+    /// connects and registers this node run first); its store is a replica in its data directory
+    /// made only by applying the log, from the cluster's newest snapshot when there is one.
     static func clusterNode(configuration: GatewayConfiguration, cluster: ClusterConfiguration, publicURLs: [String], logger: Logger,
                             clock: @escaping @Sendable () -> Int64, serverMetrics: ServerMetrics? = nil) throws -> GatewayCore {
         let link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger)
         let hubs = HubTable()
         let publisher = Publisher(sink: hubs)
-        // The replica lives in memory: it is rebuilt from the log at every start (CLUSTER.md),
-        // PostgreSQL is what is durable. A node starts from the newest snapshot: its replica first.
-        let store = try Store(inMemory: logger, afterBatch: publisher.flush)
-        if let snapshot = link.startSnapshot { try store.load(image: snapshot.replica) }
+        // CL-9: the replica lives in the node's data directory, so it costs the node SQLite's page
+        // cache rather than its whole size in memory. It is made anew from the log at every start
+        // (PostgreSQL is what is durable): from the newest snapshot's image when there is one.
+        let store = try Store.replica(path: configuration.dataDirectory + "/" + DataDirectory.replicaName, image: link.startSnapshot?.replica,
+                                      logger: logger, afterBatch: publisher.flush)
         _ = try ensureApps(configuration, store: store, now: clock(), makeDevelopmentApp: false)
         // A node serves the apps on its own command line (a replica loaded from another node's
         // snapshot also lists that node's).
@@ -165,7 +166,8 @@ final class GatewayCore: Sendable {
         // and the engine judges the ones that reach the log alike everywhere.
         let authenticator = RequestAuthenticator(apps: registry, clock: clock)
         var webhookConfiguration = configuration.webhooks
-        // The replica is in memory: delivered and dead messages are kept an hour, not a week.
+        // Delivered and dead messages are kept an hour, not a week: every node's replica holds
+        // every node's outbox.
         webhookConfiguration.retentionMs = min(webhookConfiguration.retentionMs, Limits.clusterWebhookRetentionMilliseconds)
         let webhooks = makeWebhooks(configuration, webhookConfiguration, store: store, registry: registry, sharing: .cluster(run: link.incarnation),
                                     logger: logger, clock: clock)

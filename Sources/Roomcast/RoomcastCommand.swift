@@ -443,17 +443,15 @@ struct RoomcastCommand: ParsableCommand {
         let format = RoomcastLogHandler.Format(rawValue: logFormat) ?? .text
         LoggingSystem.bootstrap { label in RoomcastLogHandler(label: label, format: format, levels: levels) }
         let logger = Logger(label: "roomcast")
-        // OP-1: one node per data directory; a restore waits for none (the lock is released when
-        // the process ends, however it ends).
-        var lock: DataDirectoryLock?
-        if cluster.isEmpty {
-            do {
-                try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-                lock = try DataDirectoryLock(directory: dataDir, waitMilliseconds: 2000)
-            } catch {
-                FileHandle.standardError.write(Data("roomcast: \(OperatorRefusal.from(error))\n".utf8))
-                throw ExitCode(1)
-            }
+        // OP-1: one node per data directory (a cluster node's holds its replica, CL-9); a restore
+        // waits for none (the lock is released when the process ends, however it ends).
+        let lock: DataDirectoryLock
+        do {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            lock = try DataDirectoryLock(directory: dataDir, waitMilliseconds: 2000)
+        } catch {
+            FileHandle.standardError.write(Data("roomcast: \(OperatorRefusal.from(error))\n".utf8))
+            throw ExitCode(1)
         }
         defer { withExtendedLifetime(lock) {} }
         // Signals are received by this thread only: block them before any thread starts.

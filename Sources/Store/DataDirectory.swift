@@ -10,6 +10,8 @@ import Glibc
 public enum DataDirectory {
     public static let databaseName = "roomcast.sqlite"
     public static let lockName = "roomcast.lock"
+    /// CL-9: a cluster node's replica (made anew from the log at every start).
+    public static let replicaName = "replica.sqlite"
 
     public static func databasePath(_ directory: String) -> String { directory + "/" + databaseName }
 

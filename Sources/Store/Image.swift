@@ -1,5 +1,7 @@
+import Foundation
 import GRDB
 import GRDBSQLite
+import Logging
 
 /// A cluster node's replica as bytes (CLUSTER.md, snapshots): SQLite's own serialization of the
 /// database, taken inside a commit's transaction so that it holds exactly what the commits before
@@ -24,7 +26,56 @@ extension Store {
             throw ImageError.sqlite(sqlite3_errcode(connection), "serializing the replica")
         }
         defer { sqlite3_free(bytes) }
-        return Array(UnsafeBufferPointer(start: bytes, count: Int(size)))
+        var image = Array(UnsafeBufferPointer(start: bytes, count: Int(size)))
+        // A replica on disk is in WAL mode (header bytes 18 and 19 are 2). The image says
+        // rollback journal (1), as an in-memory database's does: SQLite's deserialization does not
+        // open WAL-mode bytes, and a file made from them turns to WAL again when it is opened.
+        if image.count >= 20, image[18] == 2, image[19] == 2 {
+            image[18] = 1
+            image[19] = 1
+        }
+        return image
+    }
+
+    /// CL-9: a cluster node's replica on its own disk, at `path` (its data directory's
+    /// `DataDirectory.replicaName`): what an earlier run left there is removed (the replica is
+    /// made from the log, and from `image`, the cluster snapshot's, when the node starts from
+    /// one), then it is opened as an ordinary file store, whose memory is SQLite's page cache
+    /// rather than the whole database. Commits are not synced one by one (`synchronous = OFF`):
+    /// PostgreSQL holds what is durable, and a node rebuilds its replica at every start.
+    public static func replica(path: String, image: [UInt8]?, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws -> Store {
+        for companion in ["", "-wal", "-shm", "-journal"] {
+            let file = path + companion
+            if FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
+        }
+        if let image {
+            guard image.count >= 100, image.starts(with: Array("SQLite format 3\0".utf8)) else {
+                throw ImageError.sqlite(SQLITE_NOTADB, "reading the replica's image (it is not an SQLite database)")
+            }
+            guard FileManager.default.createFile(atPath: path, contents: Data(image)) else {
+                throw ImageError.sqlite(SQLITE_CANTOPEN, "writing the replica's image to \(path)")
+            }
+            try check(path: path)
+        }
+        return try Store(path: path, synchronous: "OFF", logger: logger, afterBatch: afterBatch)
+    }
+
+    /// `PRAGMA quick_check` of the file at `path`, before anything opens it for writing.
+    private static func check(path: String) throws {
+        var connection: OpaquePointer?
+        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let connection else {
+            sqlite3_close(connection)
+            throw ImageError.sqlite(SQLITE_CANTOPEN, "opening the replica's image")
+        }
+        defer { sqlite3_close(connection) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(connection, "PRAGMA quick_check", -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw ImageError.sqlite(sqlite3_errcode(connection), "checking the replica's image")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0), String(cString: text) == "ok" else {
+            throw ImageError.sqlite(SQLITE_CORRUPT, "checking the replica's image (quick_check did not answer ok)")
+        }
     }
 
     /// Replaces this in-memory store's database with `bytes` (an `image`), then brings its schema

@@ -80,11 +80,16 @@ public final class Store: @unchecked Sendable {
     /// A store in the SQLite file at `path` (WAL; created and migrated if needed).
     /// `afterBatch`: runs on the writer thread after each batch's callbacks.
     public convenience init(path: String, durability: Durability, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws {
+        try self.init(path: path, synchronous: durability == .full ? "FULL" : "NORMAL", logger: logger, afterBatch: afterBatch)
+    }
+
+    /// A file store with SQLite's `synchronous` setting: FULL, NORMAL, or OFF for a cluster
+    /// node's replica (`Store.replica`).
+    convenience init(path: String, synchronous sync: String, logger: Logger, afterBatch: (@Sendable () -> Void)?) throws {
         // OP-3: checked before the pool opens the file (opening it writes).
         try SchemaVersion.refuseNewer(path: path)
         var config = Self.configuration()
         config.busyMode = .timeout(5)
-        let sync = durability == .full ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(sync)")
         }
