@@ -10,6 +10,10 @@
 #
 #   scripts/bench-replica-memory.sh [messages] [rooms]
 #
+# BENCH_NODE_ARGS adds options to every server (single and cluster alike), e.g.
+# `--resume-events 64`: each room's resume window (1,024 events, at most 1 MiB, by default) is
+# held in memory on every node, so with 1,000 rooms it is most of either server's RSS.
+#
 # 127.0.0.1 only; the whole script runs under a 30-minute `timeout` and its exit trap stops exactly
 # the processes it started (by pid) and its PostgreSQL (pg_ctl stop).
 set -euo pipefail
@@ -34,7 +38,7 @@ bin=$work/bin
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 app=bench
 secret=bench-secret-0123456789
-echo "bench-replica-memory: $messages messages over $rooms rooms; work directory $work"
+echo "bench-replica-memory: $messages messages over $rooms rooms; server options: ${BENCH_NODE_ARGS:-none}; work directory $work"
 
 pids=()
 pg_started=0
@@ -75,7 +79,7 @@ write_all() { # port
 sp=$(freeport)
 mkdir -p "$work/data-single"
 "$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single" --app "$app:$secret" \
-  --connects-per-ip 1000000 --log-level warning >"$work/single.log" 2>&1 &
+  --connects-per-ip 1000000 --log-level warning ${BENCH_NODE_ARGS:-} >"$work/single.log" 2>&1 &
 single=$!
 pids+=("$single")
 wait_ready "$sp" single
@@ -107,7 +111,7 @@ for i in 1 2 3; do
   p=$(freeport)
   mkdir -p "$work/data-n$i"
   "$bin/roomcast" --host 127.0.0.1 --port "$p" --event-loops 1 --data-dir "$work/data-n$i" --cluster "$url" --node-id "n$i" \
-    --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/n$i.log" 2>&1 &
+    --app "$app:$secret" --connects-per-ip 1000000 --log-level warning ${BENCH_NODE_ARGS:-} >"$work/n$i.log" 2>&1 &
   nodes+=($!)
   pids+=($!)
   nports+=("$p")
