@@ -14,11 +14,11 @@
 # `--resume-events 64`: each room's resume window (1,024 events, at most 1 MiB, by default) is
 # held in memory on every node, so with 1,000 rooms it is most of either server's RSS.
 #
-# 127.0.0.1 only; the whole script runs under a 30-minute `timeout` and its exit trap stops exactly
+# 127.0.0.1 only; the whole script runs under a 60-minute `timeout` and its exit trap stops exactly
 # the processes it started (by pid) and its PostgreSQL (pg_ctl stop).
 set -euo pipefail
 if [ -z "${BENCH_REPLICA_BOUNDED:-}" ]; then
-  BENCH_REPLICA_BOUNDED=1 exec timeout -k 30 1800 "$0" "$@"
+  BENCH_REPLICA_BOUNDED=1 exec timeout -k 30 3600 "$0" "$@"
 fi
 cd "$(dirname "$0")/.."
 messages=${1:-1000000}
