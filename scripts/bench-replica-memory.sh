@@ -71,7 +71,7 @@ stored() { # database file: messages it holds
   python3 -c 'import sqlite3, sys; print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT count(*) FROM message").fetchone()[0])' "$1"
 }
 write_all() { # port
-  timeout 1200 "$bin/roomcast-bench" writes --port "$1" --rate 0 --count "$messages" --rooms "$rooms" --connections 32 --pipeline 8 \
+  timeout 2400 "$bin/roomcast-bench" writes --port "$1" --rate 0 --count "$messages" --rooms "$rooms" --connections 32 --pipeline 8 \
     --payload-bytes 200 --app-key "$app" --app-secret "$secret" | sed 's/^/  /'
 }
 
