@@ -16,6 +16,10 @@ int cshims_set_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
 
+int cshims_trim_heap(void) {
+    return malloc_trim(0);
+}
+
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 int cshims_unsent_bytes(int fd) {
