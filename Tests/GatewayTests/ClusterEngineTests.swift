@@ -44,8 +44,6 @@ struct ClusterEngineTests {
         let engine: Engine
         let store: Store
         let published = Collected<Published>()
-        /// The same, batch by batch (one per store batch that published something).
-        let batches = Collected<[Published]>()
         let learned = Collected<RequestNonce>()
 
         init(origin: String, incarnation: UInt64) throws {
@@ -53,7 +51,7 @@ struct ClusterEngineTests {
             log = CapturingLog(origin: origin, incarnation: incarnation)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let publisher = Publisher(sink: RecordingSink(published, batches: batches))
+            let publisher = Publisher(sink: RecordingSink(published))
             store = try Store(inMemory: logger, afterBatch: publisher.flush)
             // As a node given `--app` has it in its replica before it applies the log.
             try store.upsertApp(key: "app", secret: "secret", origin: "config", settings: AppSettings(), now: 0)
@@ -91,15 +89,8 @@ struct ClusterEngineTests {
     /// What the publisher hands the I/O loops, recorded.
     struct RecordingSink: PublishedSink {
         let published: Collected<Published>
-        let batches: Collected<[Published]>?
-        init(_ published: Collected<Published>, batches: Collected<[Published]>? = nil) {
-            self.published = published
-            self.batches = batches
-        }
-        func deliver(_ batch: [Published]) {
-            published.append(batch)
-            batches?.append([batch])
-        }
+        init(_ published: Collected<Published>) { self.published = published }
+        func deliver(_ batch: [Published]) { published.append(batch) }
     }
 
     final class Collected<T: Sendable>: Sendable {
@@ -277,14 +268,8 @@ struct ClusterEngineTests {
         try log.add(origin: "a#1", .ensureApp("app"))
         try log.add(origin: "a#1", .command(.createRoom(app: "app", RoomConfig(roomId: "r"))))
         log.applyAll()
-        // Once a commit submitted now is durable, every batch before it has been handed over.
-        func settle(_ n: Node) {
-            let done = Atomic<Bool>(false)
-            n.store.submit(Store.Commit(mutations: [], onDurable: { done.store(true, ordering: .releasing) }))
-            for _ in 0..<5_000 where !done.load(ordering: .acquiring) { usleep(1_000) }
-        }
-        [a, b].forEach(settle)
-        let before = [a, b].map { $0.batches.all.count }
+        let before = [a, b].map { $0.store.batchesCommitted.load(ordering: .relaxed) }
+        let deliveredBefore = a.published.all.count
         // Five signed sends through b, and one entry of a run no engine here plays: one page.
         let answers = (1...5).map { b.submit(Self.send("m\($0)"), nonce: "p\($0)").0 }
         var appended: [(seq: UInt64, payload: [UInt8])] = []
@@ -297,20 +282,16 @@ struct ClusterEngineTests {
         try log.add(origin: "c#1", .command(Self.send("m6")))
         log.applyAll()
         for answer in answers { #expect(answer.code == nil) }
-        // (The engine's timed trims may commit batches of their own; they publish nothing.)
-        [a, b].forEach(settle)
         for (n, count) in zip([a, b], before) {
             #expect(Self.messages(n) == ["m1", "m2", "m3", "m4", "m5", "m6"], "\(n.origin)")
-            // The page's events reached the I/O loops as one batch (one store transaction), in
-            // the log's order.
-            let batches = n.batches.all.dropFirst(count).map { batch in
-                batch.compactMap { item -> String? in
-                    guard case .deliver(let frame, _, _, _, _) = item else { return nil }
-                    let text = String(decoding: frame.array, as: UTF8.self)
-                    return (1...6).first { text.contains("\"m\($0)\"") }.map { "m\($0)" }
-                }
-            }
-            #expect(batches == [["m1", "m2", "m3", "m4", "m5", "m6"]], "\(n.origin)")
+            #expect(n.store.batchesCommitted.load(ordering: .relaxed) == count + 1, "\(n.origin): one transaction for the page")
         }
+        // The page's events reached a's I/O loops, in the log's order.
+        let contents = a.published.all.dropFirst(deliveredBefore).compactMap { item -> String? in
+            guard case .deliver(let frame, _, _, _, _) = item else { return nil }
+            let text = String(decoding: frame.array, as: UTF8.self)
+            return (1...6).first { text.contains("\"m\($0)\"") }.map { "m\($0)" }
+        }
+        #expect(contents == ["m1", "m2", "m3", "m4", "m5", "m6"])
     }
 }
