@@ -87,9 +87,6 @@ public final class Engine: @unchecked Sendable {
     var position: Int64 = 0
     /// The log time of the entry at `position` (a snapshot records it).
     var lastAppliedAt: Int64 = 0
-    /// While a page of the shared log is applied: its commits, submitted together once the page
-    /// is applied (`inOneBatch`); nil otherwise (engine thread only).
-    var heldCommits: [Store.Commit]?
     /// The last position applied and committed to this node's replica, so what it changed can be
     /// read (read by other threads: the log reader's hand-off bound, heartbeats, /readyz).
     let appliedPosition = Atomic<Int64>(0)
@@ -352,25 +349,7 @@ public final class Engine: @unchecked Sendable {
             failed?()
             replicaFailed()
         }
-        if heldCommits != nil {
-            heldCommits?.append(c)
-        } else {
-            store.submit(c)
-        }
-    }
-
-    /// Runs `body` with its commits held, then hands them to the store together, in order: they
-    /// are written in one transaction and what they publish reaches the I/O loops as one batch,
-    /// instead of the store thread waking for each entry's commit. Nothing is reordered; the
-    /// commits are only submitted later in the same engine task (the store writes asynchronously
-    /// anyway). Re-entrant: an inner call's commits go with the outer one's.
-    func inOneBatch(_ body: () -> Void) {
-        guard heldCommits == nil else { return body() }
-        heldCommits = []
-        body()
-        let commits = heldCommits ?? []
-        heldCommits = nil
-        store.submit(contentsOf: commits)
+        store.submit(c)
     }
 
     /// A commit failed: nothing of it (or after it) is on disk. What that means is the log's

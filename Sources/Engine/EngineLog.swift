@@ -234,10 +234,9 @@ extension Engine {
 
     /// Applies entries of the log in position order (from a shared log's reader thread): the
     /// same change on every node, with the entry's time and ids. This node's own entries answer
-    /// their callers. A page's commits go to the replica together (one transaction, one batch
-    /// for the I/O loops).
+    /// their callers.
     public func apply(entries: [LogEntry]) {
-        loop.execute { [self] in inOneBatch { applyEntries(entries) } }
+        loop.execute { [self] in applyEntries(entries) }
     }
 
     func applyEntries(_ entries: [LogEntry]) {

@@ -167,23 +167,6 @@ public final class Store: @unchecked Sendable {
         if first { writer.execute { [self] in drain() } }
     }
 
-    /// Queues commits together, in order, as `submit` does each: they go into the same batch
-    /// (one transaction, one `afterBatch`), and the writer is woken at most once. A cluster node
-    /// applies a page of the log's entries this way.
-    public func submit(contentsOf commits: [Commit]) {
-        guard !commits.isEmpty else { return }
-        guard isWritable else {
-            for commit in commits { submit(commit) }
-            return
-        }
-        let first = pending.withLock { queue -> Bool in
-            let wasEmpty = queue.isEmpty
-            queue.append(contentsOf: commits)
-            return wasEmpty
-        }
-        if first { writer.execute { [self] in drain() } }
-    }
-
     /// Writes every pending commit in one transaction, then runs their callbacks in order.
     private func drain() {
         while true {

@@ -257,41 +257,4 @@ struct ClusterEngineTests {
             #expect(list.map(\.session) == [phone, web] && list.map(\.device) == ["phone", "web"])
         }
     }
-
-    /// A page of the log's entries goes to a node's replica as one store transaction (one batch
-    /// for its I/O loops), with the same outcome as before: every entry applied in order, the
-    /// node's own callers answered, every node's state alike.
-    @Test func aPageOfEntriesIsOneReplicaBatch() throws {
-        let a = try Node(origin: "a#1", incarnation: 1), b = try Node(origin: "b#1", incarnation: 2)
-        defer { a.stop(); b.stop() }
-        let log = Log([a, b])
-        try log.add(origin: "a#1", .ensureApp("app"))
-        try log.add(origin: "a#1", .command(.createRoom(app: "app", RoomConfig(roomId: "r"))))
-        log.applyAll()
-        let before = [a, b].map { $0.store.batchesCommitted.load(ordering: .relaxed) }
-        let deliveredBefore = a.published.all.count
-        // Five signed sends through b, and one entry of a run no engine here plays: one page.
-        let answers = (1...5).map { b.submit(Self.send("m\($0)"), nonce: "p\($0)").0 }
-        var appended: [(seq: UInt64, payload: [UInt8])] = []
-        for _ in 0..<5_000 where appended.count < 5 {
-            appended += b.log.take()
-            if appended.count < 5 { usleep(1_000) }
-        }
-        #expect(appended.count == 5)
-        for x in appended { log.entries.append(LogEntry(position: Int64(log.entries.count + 1), origin: "b#1", seq: x.seq, at: log.at + 1, payload: x.payload)) }
-        try log.add(origin: "c#1", .command(Self.send("m6")))
-        log.applyAll()
-        for answer in answers { #expect(answer.code == nil) }
-        for (n, count) in zip([a, b], before) {
-            #expect(Self.messages(n) == ["m1", "m2", "m3", "m4", "m5", "m6"], "\(n.origin)")
-            #expect(n.store.batchesCommitted.load(ordering: .relaxed) == count + 1, "\(n.origin): one transaction for the page")
-        }
-        // The page's events reached a's I/O loops, in the log's order.
-        let contents = a.published.all.dropFirst(deliveredBefore).compactMap { item -> String? in
-            guard case .deliver(let frame, _, _, _, _) = item else { return nil }
-            let text = String(decoding: frame.array, as: UTF8.self)
-            return (1...6).first { text.contains("\"m\($0)\"") }.map { "m\($0)" }
-        }
-        #expect(contents == ["m1", "m2", "m3", "m4", "m5", "m6"])
-    }
 }

@@ -108,25 +108,6 @@ struct StoreTests {
         #expect((1...50).contains(store.batchesCommitted.load(ordering: .relaxed)))
     }
 
-    // Commits submitted together go into one batch (one transaction), in order, after what was
-    // submitted before them; their callbacks run in order too.
-    @Test func commitsSubmittedTogetherShareOneBatch() throws {
-        let store = try Store(inMemory: logger)
-        store.start()
-        let writes = Recorder(), durable = Recorder()
-        let commits = { (range: Range<Int>) in
-            range.map { i in Store.Commit(mutations: [], extra: { _ in writes.add("\(i)") }, onDurable: { durable.add("\(i)") }) }
-        }
-        store.submit(contentsOf: commits(0..<30))
-        store.stop()
-        #expect(writes.all == (0..<30).map(String.init))
-        #expect(durable.all == (0..<30).map(String.init))
-        #expect(store.commitsCommitted.load(ordering: .relaxed) == 30)
-        #expect(store.batchesCommitted.load(ordering: .relaxed) == 1)
-        store.submit(contentsOf: [])
-        #expect(store.batchesCommitted.load(ordering: .relaxed) == 1)
-    }
-
     // Two in-memory stores are separate databases.
     @Test func inMemoryStoresAreSeparate() throws {
         let one = try Store(inMemory: logger), two = try Store(inMemory: logger)
