@@ -109,7 +109,7 @@ public enum WebSocketDocument {
                               required: ["memberCount", "joined", "left", "time"])),
             Event(ev: "room.multiLoginSync", summary: "The same user joined (status 1) or left (status 0; reason 1 voluntary, 2 kicked by joining another room) on another device",
                   spec: ["RC-3", "RC-4"],
-                  audience: "The user's other online devices only (RC-4 kicks also go to the members of the room left).", stream: .never,
+                  audience: "The user's other online devices only (RC-4 kicks also go to the members of the room left).", stream: .whenRoomWide,
                   data: S.obj(["roomId": text, "status": ["type": "integer", "enum": [0, 1]], "reason": ["type": "integer", "enum": [0, 1, 2]],
                                "time": S.int(), "extra": text], required: ["roomId", "status", "reason", "time"])),
             Event(ev: "room.block", summary: "Users were blocked (operateType 1) or unblocked (0), when needNotify",
