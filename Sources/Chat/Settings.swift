@@ -490,6 +490,12 @@ public enum Limits {
     public static let defaultPollWaitSeconds = 20
     /// TR-2: a long-poll session no poll has reached for this long is closed and forgotten.
     public static let pollSessionTimeoutSeconds = 60
+    /// TR-5: room aliases one node hands out (compact WebSocket connections' join, switch and
+    /// observe answers). An alias is never reused nor changes meaning while the node runs, so the
+    /// table only grows: past this many (app, room) keys, further rooms get no alias and their
+    /// compact events carry the room id, as before. At most about 100 bytes an entry (two ids of
+    /// at most 64 bytes, shared with the rooms' own keys): a few MB at the bound.
+    public static let maxRoomAliases = 65_536
     /// Rooms one observer connection may watch at once (BX-3, `room.observe`).
     public static let maxObservedRooms = 100
     /// TR-4: the most messages a join may ask to be given first (RongCloud gives a new member up

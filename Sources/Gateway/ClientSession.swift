@@ -109,13 +109,23 @@ final class ClientSession: WebSocketHandler {
 
     /// TR-5: the event encoding negotiated in the handshake.
     let compact: Bool
+    /// TR-5: a compact WebSocket connection: its join, switch and observe answers carry the
+    /// room's alias, and the room's events carry the alias once the answer was sent. HTTP event
+    /// streams and long-poll sessions keep room ids (their answers have no alias).
+    let roomAliases: Bool
+    /// TR-5: the aliases this connection was told (in answers already sent) of the rooms it is in
+    /// or observes; a room's events use the alias only then, so a client never reads an alias
+    /// before the answer that names it (a resume's replay and the join's own events come first).
+    /// A few entries: a linear scan beats hashing.
+    @exclusivity(unchecked) private var toldAliases: [Int32] = []
 
-    init(context: GatewayContext, hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json) {
+    init(context: GatewayContext, hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json, roomAliases: Bool = false) {
         self.context = context
         self.hub = hub
         self.origin = origin
         self.openedAt = now
         compact = encoding == .compact
+        self.roomAliases = roomAliases && compact
     }
 
     // MARK: WebSocketHandler
@@ -154,6 +164,55 @@ final class ClientSession: WebSocketHandler {
     /// compact encoding (TR-5), transcoded once per block on this loop (the hub's cache).
     func send(_ frame: ByteBlock) {
         if compact { connection?.sendFrame(hub.compactCache.frame(for: frame), source: frame) } else { connection?.sendFrame(frame) }
+    }
+
+    /// A room's event to a member or observer: compact with the room's alias when this
+    /// connection was told it (TR-5), else as `send`.
+    @inline(__always)
+    func send(_ frame: ByteBlock, alias: CompactEncoding.RoomAlias?) {
+        guard compact else {
+            connection?.sendFrame(frame)
+            return
+        }
+        let told = alias.flatMap { a in toldAliases.contains(a.number) ? a : nil }
+        connection?.sendFrame(hub.compactCache.frame(for: frame, alias: told), source: frame)
+    }
+
+    /// An answer from the engine's stream. TR-5: a join or switch answer that carries an alias
+    /// (the last member of `ok`, `…,"alias":N}}`) makes the room's later events use it.
+    func sendAnswer(_ frame: ByteBlock) {
+        if roomAliases, let n = Self.answeredAlias(frame) { told(n) }
+        send(frame)
+    }
+
+    /// The alias a join or switch answer frame ends with, if any.
+    static func answeredAlias(_ frame: ByteBlock) -> Int32? {
+        var found: Int32?
+        let all = frame.bytes
+        Frames.forEach(in: frame) { _, _, payload in
+            let tail = Array(#","alias":"#.utf8)
+            var end = payload.upperBound
+            guard payload.count > tail.count + 3, all[end - 1] == UInt8(ascii: "}"), all[end - 2] == UInt8(ascii: "}") else { return }
+            end -= 2
+            var start = end
+            while start > payload.lowerBound, all[start - 1] >= UInt8(ascii: "0"), all[start - 1] <= UInt8(ascii: "9") { start -= 1 }
+            guard start < end, end - start <= 10, start - payload.lowerBound >= tail.count,
+                  all[(start - tail.count)..<start].elementsEqual(tail),
+                  let n = Int32(String(decoding: all[start..<end], as: UTF8.self)) else { return }
+            found = n
+        }
+        return found
+    }
+
+    private func told(_ alias: Int32) {
+        if !toldAliases.contains(alias) { toldAliases.append(alias) }
+    }
+
+    /// The session is no longer in the room nor observing it: its events stop, and so does its
+    /// alias here (a later join is told it again, after its replay).
+    func forgetAlias(of room: RoomKey) {
+        guard !toldAliases.isEmpty, roomSlots[room] == nil, !observing.contains(room.roomId), let a = hub.aliases.alias(of: room) else { return }
+        toldAliases.removeAll { $0 == a.number }
     }
 
     /// Bytes queued on the connection (0 once it is gone).
@@ -310,7 +369,28 @@ final class ClientSession: WebSocketHandler {
     }
 
     private func command(_ rid: Int?, _ command: Command) {
+        if roomAliases, Self.joinsRoom(command) {
+            // TR-5: the joined room's alias, given on the engine's thread as the answer is made,
+            // before any of the room's events to this connection are transcoded.
+            let aliases = hub.aliases
+            let app = app
+            context.engine.submit(command, replyTo: .session(id, encode: { result in
+                guard case .success(.joined(let info)) = result, let a = aliases.assign(RoomKey(app: app, roomId: info.room.roomId)) else {
+                    return Encode.replyFrame(id: rid, result)
+                }
+                return Encode.replyFrame(id: rid, result, alias: a.number)
+            }))
+            return
+        }
         context.engine.submit(command, replyTo: .session(id, encode: { result in Encode.replyFrame(id: rid, result) }))
+    }
+
+    /// Commands whose answer makes the connection a member of a room (`room.join`, `room.switch`).
+    private static func joinsRoom(_ command: Command) -> Bool {
+        switch command {
+        case .join, .switchRoom: return true
+        default: return false
+        }
     }
 
     private func query(_ rid: Int?, _ q: Query) {
@@ -601,7 +681,10 @@ final class ClientSession: WebSocketHandler {
                 if newest { s.latestObserve[roomId] = nil }
                 switch result {
                 case .success(.room(let info)) where s.observing.contains(roomId):
-                    s.sendJSON(Encode.observed(id: rid, roomId: roomId, epoch: info.epoch))
+                    // TR-5: the alias is told with the answer; the room's events use it after.
+                    let alias = s.roomAliases ? s.hub.aliases.assign(room) : nil
+                    s.sendJSON(Encode.observed(id: rid, roomId: roomId, epoch: info.epoch, alias: alias?.number))
+                    if let alias { s.told(alias.number) }
                 case .success(.room):
                     // Unobserved (or the token was refreshed to one that may not watch) meanwhile.
                     s.reply(rid, .failure(ChatError(.permissionDenied, "no longer observing \(roomId)", field: "args.roomId")))

@@ -39,6 +39,8 @@ final class GatewayContext: Sendable {
     let role: any NodeRole
     /// PX-1: new client connections (WebSocket upgrades, event streams, poll sessions) per IP.
     let connects: ConnectLimiter
+    /// TR-5: the node's room aliases, shared by its I/O loops.
+    let roomAliases = RoomAliases()
 
     init(engine: Engine, apps: AppRegistry, clock: @escaping @Sendable () -> Int64, configuration: GatewayConfiguration,
          publicURLs: PublicURLs, nodeURLs: PublicURLs, webhooks: WebhookService, authenticator: RequestAuthenticator, hubs: HubTable,
@@ -334,7 +336,7 @@ final class GatewayCore: Sendable {
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
         let hub = Hub(loopIndex: index, incarnation: engine.log.incarnation, loop: loop, resumeWindow: window, clock: context.clock,
-                      counters: metrics.fanout, marks: marks)
+                      counters: metrics.fanout, marks: marks, aliases: context.roomAliases)
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub
@@ -342,7 +344,7 @@ final class GatewayCore: Sendable {
 
     /// A new session on `hub`'s loop.
     func session(hub: Hub, origin: String?, encoding: WireEncoding = .json) -> ClientSession {
-        ClientSession(context: context, hub: hub, origin: origin, now: context.clock(), encoding: encoding)
+        ClientSession(context: context, hub: hub, origin: origin, now: context.clock(), encoding: encoding, roomAliases: encoding == .compact)
     }
 
     // MARK: Start and stop

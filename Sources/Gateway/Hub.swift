@@ -54,10 +54,13 @@ final class Hub {
 
     /// QS-3: how much a connection may hold before it loses droppable events.
     let marks: DropMarks
+    /// TR-5: the node's room aliases (one table for every loop).
+    let aliases: RoomAliases
 
     init(loopIndex: Int, incarnation: UInt64 = 0, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
-         counters: FanoutCounters = FanoutCounters(), marks: DropMarks = DropMarks()) {
+         counters: FanoutCounters = FanoutCounters(), marks: DropMarks = DropMarks(), aliases: RoomAliases = RoomAliases()) {
         self.marks = marks
+        self.aliases = aliases
         self.incarnation = incarnation
         self.counters = counters
         self.loopIndex = loopIndex
@@ -142,7 +145,7 @@ final class Hub {
             case .deliver(let frame, let audience, let offset, let epoch, let lane):
                 guard let room = audience.room else {
                     events += 1
-                    sent += deliver(frame, to: audience, room: nil)
+                    sent += deliver(frame, to: audience, room: nil, alias: nil)
                     continue
                 }
                 // QS-5: a transient message is outside the stream: no resume window for it.
@@ -168,11 +171,13 @@ final class Hub {
                 let block = run.isEmpty ? frame : ByteBlock.concatenating(run)
                 let merged = max(run.count, 1)
                 let drop = lane.droppable ? Drop(epoch: epoch, lane: lane, first: inStream ? offset : 0, last: inStream ? last : 0, count: merged) : nil
-                sent += deliver(block, to: audience, room: room, drop: drop) * merged
+                // TR-5: the room's alias, for the compact connections that were told it.
+                let alias = aliases.alias(of: room)
+                sent += deliver(block, to: audience, room: room, alias: alias, drop: drop) * merged
                 if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already
                     // had it by the member rules.
-                    for s in watching where s.roomSlots[room] == nil && offer(block, to: s, room: room, drop: drop) {
+                    for s in watching where s.roomSlots[room] == nil && offer(block, to: s, room: room, alias: alias, drop: drop) {
                         sent += merged
                     }
                 }
@@ -196,6 +201,7 @@ final class Hub {
             case .left(let sid, let room):
                 if let s = sessions[sid] {
                     removeFromRoom(s, room)
+                    s.forgetAlias(of: room)
                     s.connection?.leftRoom(room.roomId)
                 }
             case .tagged(let list, let room, let tags):
@@ -208,7 +214,7 @@ final class Hub {
                     s.setTags(tags, in: room)
                 }
             case .reply(let sid, let frame):
-                sessions[sid]?.send(frame)
+                sessions[sid]?.sendAnswer(frame)
             case .closeAll(let code, let reason):
                 for session in Array(sessions.values) + Array(pendingSessions.values) { session.closeRaw(code, reason) }
             case .disconnectUser(let app, let user, let device, let code, let reason):
@@ -243,14 +249,14 @@ final class Hub {
     /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
     /// the session counts what it lost, for its `room.gap`). False: dropped.
     @inline(__always)
-    private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, drop: Drop?) -> Bool {
+    private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop?) -> Bool {
         if let drop, let room, s.queuedBytes > marks.limit(drop.lane) {
             s.recordDrop(room, drop)
             counters.dropped(drop.lane, drop.count)
             return false
         }
         if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-        s.send(frame)
+        s.send(frame, alias: alias)
         return true
     }
 
@@ -266,7 +272,9 @@ final class Hub {
     }
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
-    private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, drop: Drop? = nil) -> Int {
+    /// `alias`: the room's (TR-5), for members that were told it; events to users or sessions
+    /// (not by membership) keep the room id.
+    private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop? = nil) -> Int {
         var n = 0
         switch audience {
         case .room(let k):
@@ -275,23 +283,23 @@ final class Hub {
                 // Never dropped: only a pending gap of the room may go out first.
                 for s in members.list {
                     if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-                    s.send(frame)
+                    s.send(frame, alias: alias)
                 }
                 return members.list.count
             }
-            for s in members.list where offer(frame, to: s, room: room, drop: drop) { n += 1 }
+            for s in members.list where offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
         case .roomExceptUsers(let k, let excluded):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where !excluded.contains(s.userId) && offer(frame, to: s, room: room, drop: drop) { n += 1 }
+            for s in members.list where !excluded.contains(s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
         case .roomExceptSession(let k, let sid):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where s.id != sid && offer(frame, to: s, room: room, drop: drop) { n += 1 }
+            for s in members.list where s.id != sid && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
         case .roomUsers(let k, let users, let except):
             // AU-2: the addressed members only.
             guard let members = rooms[k] else { return 0 }
             let wanted = Set(users)
             for s in members.list where wanted.contains(s.userId) && !except.excludes(s.id, user: s.userId)
-                && offer(frame, to: s, room: room, drop: drop) {
+                && offer(frame, to: s, room: room, alias: alias, drop: drop) {
                 n += 1
             }
         case .roomTagged(let k, let tags, let except):
@@ -303,7 +311,7 @@ final class Hub {
                 let names = tags.names
                 if names.count == 1, case .tag(let t) = tags {
                     for s in (members.byTag[t] ?? [:]).values where !except.excludes(s.id, user: s.userId)
-                        && offer(frame, to: s, room: room, drop: drop) {
+                        && offer(frame, to: s, room: room, alias: alias, drop: drop) {
                         n += 1
                     }
                     return n
@@ -311,26 +319,26 @@ final class Hub {
                 var seen = Set<ObjectIdentifier>()
                 for name in names {
                     for (id, s) in members.byTag[name] ?? [:] where seen.insert(id).inserted && tags.matches(s.tags(in: k))
-                        && !except.excludes(s.id, user: s.userId) && offer(frame, to: s, room: room, drop: drop) {
+                        && !except.excludes(s.id, user: s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop) {
                         n += 1
                     }
                 }
                 return n
             }
             for s in members.list where tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
-                && offer(frame, to: s, room: room, drop: drop) {
+                && offer(frame, to: s, room: room, alias: alias, drop: drop) {
                 n += 1
             }
         case .roomMemberDetail(let k, let except, let tags):
             // AU-4: one member's join or departure: not to connections that asked for counts only.
             guard let members = rooms[k] else { return 0 }
             for s in members.list where !except.excludes(s.id, user: s.userId) && !s.memberCountsOnly(in: k)
-                && (tags?.matches(s.tags(in: k)) ?? true) && offer(frame, to: s, room: room, drop: drop) {
+                && (tags?.matches(s.tags(in: k)) ?? true) && offer(frame, to: s, room: room, alias: alias, drop: drop) {
                 n += 1
             }
         case .roomCountsOnly(let k):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, drop: drop) { n += 1 }
+            for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
         case .users(let app, let list):
             for u in list {
                 users[UserKey(app: app, user: u)]?.forEach { s in
@@ -355,6 +363,7 @@ final class Hub {
 
     func unobserve(_ s: ClientSession, _ room: RoomKey) {
         guard s.observing.remove(room.roomId) != nil else { return }
+        s.forgetAlias(of: room)
         observers[room]?.removeAll { $0 === s }
         if observers[room]?.isEmpty == true { observers[room] = nil }
     }
@@ -411,7 +420,8 @@ final class Hub {
     /// first, before anything published after its join (as many as the resume window holds).
     private func rewind(_ s: ClientSession, _ room: RoomKey, epoch: String, count: Int) {
         guard let ring = rings[room], ring.epoch == epoch else { return }
-        for e in ring.lastMessages(count, now: clock(), window: resumeWindow, include: { $0.reaches(s) }) { s.send(e.frame) }
+        let alias = aliases.alias(of: room)
+        for e in ring.lastMessages(count, now: clock(), window: resumeWindow, include: { $0.reaches(s) }) { s.send(e.frame, alias: alias) }
     }
 
     /// Sends the events a reconnecting client missed; returns what its `room.resume` says.
@@ -429,8 +439,9 @@ final class Hub {
         guard let ring = rings[room], ring.epoch == epoch else { return (false, 0, "outOfWindow") }
         guard let entries = ring.entries(after: request.offset, now: clock(), window: resumeWindow) else { return (false, 0, "outOfWindow") }
         var replayed = 0
+        let alias = aliases.alias(of: room)
         for e in entries where e.reaches(s) {
-            s.send(e.frame)
+            s.send(e.frame, alias: alias)
             replayed += 1
         }
         return (true, replayed, nil)

@@ -60,9 +60,26 @@ extension Substring {
 ///   message's keys shortened (`messageKeys`), its `roomId` left out (the room's), and these left
 ///   out when they have their usual value: `senderNickname`, `senderAvatar`, `roomExt`,
 ///   `content` (""), `type` ("text"), `fromServer` (false); booleans that are there are `1`.
+/// - With a `RoomAlias` (the room's node-wide alias, told to the connection by its join, switch or
+///   observe answer), the room id in `m` or `r` is written as the alias, a JSON number, when it is
+///   that room's; any other room id stays a string.
 /// - Anything that is not an event (answers to commands) is sent as it is.
 /// Pure: the same JSON gives the same bytes.
 public enum CompactEncoding {
+    /// TR-5: a room's alias on one node: the JSON string of its room id (quotes included) and the
+    /// number written instead.
+    public struct RoomAlias: Sendable, Equatable {
+        public let quotedRoomId: [UInt8]
+        public let number: Int32
+
+        public init(roomId: String, number: Int32) {
+            // Room ids are identifiers: visible ASCII without `"` or `\` (Validate.identifier),
+            // so their JSON string needs no escapes.
+            quotedRoomId = Array(("\"" + roomId + "\"").utf8)
+            self.number = number
+        }
+    }
+
     /// Message keys and their compact names (a one-to-one table; the client reverses it).
     public static let messageKeys: [(long: String, short: String)] = [
         ("messageId", "i"), ("sender", "s"), ("senderNickname", "n"), ("senderAvatar", "a"), ("roomExt", "x"),
@@ -78,7 +95,7 @@ public enum CompactEncoding {
     private static let eventPrefix = Array(#"{"ev":"#.utf8)
 
     /// The compact payload of `json`, or nil when it is not an event (sent as it is).
-    public static func transcode(_ json: UnsafeRawBufferPointer) -> [UInt8]? {
+    public static func transcode(_ json: UnsafeRawBufferPointer, alias: RoomAlias? = nil) -> [UInt8]? {
         guard json.count > eventPrefix.count, json.starts(with: eventPrefix) else { return nil }
         var scanner = Scanner(json)
         guard let envelope = scanner.objectMembers(), scanner.atEnd else { return nil }
@@ -98,6 +115,10 @@ public enum CompactEncoding {
         out.reserveCapacity(json.count / 2)
         func append(_ s: String) { out.append(contentsOf: s.utf8) }
         func append(_ r: Range<Int>) { out.append(contentsOf: json[r]) }
+        // The room: its alias when the event is of the aliased room, else its id.
+        func appendRoom(_ r: Range<Int>) {
+            if let alias, json[r].elementsEqual(alias.quotedRoomId) { append(String(alias.number)) } else { append(r) }
+        }
         // The stream position: the offset, or the epoch when there is none (room.gap).
         func appendPosition() {
             if let offset {
@@ -110,7 +131,7 @@ public enum CompactEncoding {
         }
         if let room, bytes(json, ev) == Array(#""room.message""#.utf8), let message = flatMessage(json, data: data, room: room) {
             append(#"{"m":"#)
-            append(room)
+            appendRoom(room)
             appendPosition()
             for (key, value) in message {
                 append(",\"\(key)\":")
@@ -123,7 +144,7 @@ public enum CompactEncoding {
         append(ev)
         if let room {
             append(#","r":"#)
-            append(room)
+            appendRoom(room)
         }
         appendPosition()
         append(#","d":"#)
@@ -132,8 +153,8 @@ public enum CompactEncoding {
         return out
     }
 
-    public static func transcode(_ json: [UInt8]) -> [UInt8]? {
-        json.withUnsafeBytes { transcode($0) }
+    public static func transcode(_ json: [UInt8], alias: RoomAlias? = nil) -> [UInt8]? {
+        json.withUnsafeBytes { transcode($0, alias: alias) }
     }
 
     /// The message's compact members (short key, value range), or nil when `data` is not

@@ -455,7 +455,7 @@ extension ChatEvent {
 
 extension Encode {
     /// The fields of a successful answer (REST body; WebSocket `ok` object).
-    public static func reply(_ reply: Reply, _ w: inout JSONWriter) {
+    public static func reply(_ reply: Reply, _ w: inout JSONWriter, alias: Int32? = nil) {
         w.beginObject()
         switch reply {
         case .done:
@@ -662,6 +662,8 @@ extension Encode {
         case .flag(let f):
             w.field("value", f)
         }
+        // TR-5: the room's alias, in a compact WebSocket connection's join or switch answer.
+        if let alias { w.field("alias", Int(alias)) }
         w.endObject()
     }
 
@@ -697,13 +699,15 @@ extension Encode {
 
 extension Encode {
     /// `{"id", "ok"}` or `{"id", "error"}`: the answer to a command.
-    public static func replyFrame(id: Int?, _ result: Result<Reply, ChatError>) -> [UInt8] {
+    /// `alias` (TR-5): the alias of the room a successful join or switch answer is about, for a
+    /// compact WebSocket connection (the last member of `ok`).
+    public static func replyFrame(id: Int?, _ result: Result<Reply, ChatError>, alias: Int32? = nil) -> [UInt8] {
         JSONWriter.object { w in
             if let id { w.field("id", id) } else { w.key("id"); w.null() }
             switch result {
             case .success(let reply):
                 w.key("ok")
-                Encode.reply(reply, &w)
+                Encode.reply(reply, &w, alias: alias)
             case .failure(let e):
                 w.key("error")
                 w.raw(ErrorTable.body(e))
@@ -722,13 +726,15 @@ extension Encode {
 
     /// The answer to `connect`.
     /// BX-3: the answer to `room.observe`.
-    public static func observed(id: Int?, roomId: String, epoch: String) -> [UInt8] {
+    /// TR-5: `alias` for a compact WebSocket connection.
+    public static func observed(id: Int?, roomId: String, epoch: String, alias: Int32? = nil) -> [UInt8] {
         JSONWriter.object { w in
             if let id { w.field("id", id) } else { w.key("id"); w.null() }
             w.key("ok")
             w.beginObject()
             w.field("roomId", roomId)
             w.field("epoch", epoch)
+            if let alias { w.field("alias", Int(alias)) }
             w.endObject()
         }
     }

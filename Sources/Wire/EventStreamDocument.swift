@@ -28,7 +28,8 @@ public enum EventStreamDocument {
               as `room.join` joins (`{"roomId"}`), with the same rules and refusals. Without `rooms`, the
               rooms of the cursor are joined.
             - `encoding`: `json` (the default) or `compact` (the WebSocket's `roomcast.compact.v1` event
-              encoding); anything else is refused with 400, code 40000, field `encoding`.
+              encoding, without room aliases: events keep their room ids and answers have no `alias`);
+              anything else is refused with 400, code 40000, field `encoding`.
             - `Last-Event-ID` (the header a reconnecting `EventSource` sends), or the `lastEventId`
               query parameter: a cursor the stream handed out. Every room it names and the stream joins
               is joined with `resume`, so the missed events are replayed and `room.resume` says whether

@@ -7,11 +7,17 @@ extension WebSocketDocument {
     private typealias S = OpenAPIDocument
     private static func defRef(_ name: String) -> [String: Any] { ["$ref": "#/$defs/\(name)"] }
 
+    /// `m` or `r`: the room id, or its alias (a number the join, switch or observe answer named).
+    private static func roomOrAlias(_ description: String) -> [String: Any] {
+        ["oneOf": [S.str(), S.int(minimum: 1, maximum: Limits.maxRoomAliases)],
+         "description": description + ": its id, or its alias on this connection (a number its join, switch or observe answer named)"]
+    }
+
     /// `$defs` entries for the compact frames, given the JSON events' data schema names.
     static func compactDefs(events: [Event]) -> [String: Any] {
         var defs: [String: Any] = [:]
         var message: [String: Any] = [
-            "m": S.str("The room (the event is room.message)"),
+            "m": roomOrAlias("The room (the event is room.message)"),
             "o": S.int("offset; absent for a transient message", minimum: 1),
             "n": S.str("senderNickname; absent: empty"), "a": S.str("senderAvatar; absent: empty"), "x": S.str("roomExt; absent: empty"),
             "k": ["type": "string", "enum": ["custom", "notification"], "description": "type; absent: text"],
@@ -31,7 +37,7 @@ extension WebSocketDocument {
         ]
         var alternatives: [[String: Any]] = [defRef("Reply"), defRef("ErrorReply"), defRef("CompactMessage")]
         for e in events {
-            var props: [String: Any] = ["e": ["const": e.ev], "r": S.str("roomId"), "d": defRef("Event." + e.ev + ".data")]
+            var props: [String: Any] = ["e": ["const": e.ev], "r": roomOrAlias("roomId"), "d": defRef("Event." + e.ev + ".data")]
             if e.stream != .never && e.stream != .marker { props["o"] = S.int("offset (the epoch is the one the join answer named)", minimum: 1) }
             if e.stream == .marker { props["p"] = S.str("epoch") }
             var required = ["e", "d"]
@@ -77,12 +83,35 @@ extension WebSocketDocument {
               value: `n`, `a`, `x`, `c` (empty string), `k` (`text`), `f` (false); flags that are true are `1`.
               A transient message has no `o`. If a message ever carries a field this table does not list, it is
               sent in the envelope form (`{"e": "room.message", ...}`) instead, never with a guessed key.
+            - Room aliases: on a compact WebSocket connection, the answers that make it a member or an
+              observer of a room (`room.join`, a join with `resume`, `room.switch`, `room.observe`) carry
+              `"alias": N` in `ok` (after `joinInfo`, or after `epoch`): a small positive integer that stands
+              for the room on this connection. From that answer on, the room's events to the connection carry
+              the number where the room id was: `{"m": 7, ...}` for `room.message`, `{"e": ..., "r": 7, ...}`
+              for the others (a JSON number instead of a string; a client tells them apart by type). What came
+              before the answer (a resume's replay, a rewind's messages, the join's own events) carries the
+              room id, so a client never reads an alias before the answer that names it. Events sent to the
+              connection for other reasons than its membership (`room.status`, `room.resume`, `room.gap`,
+              events addressed to the user, such as `room.multiLoginSync` from another device) keep the room id.
+              Either form may arrive; a client maps numbers back with the aliases its answers named.
+            - An alias is the node's, for an (app, room) pair: every connection of the node gets the same
+              number for a room (so the compact form is still derived once per event per I/O thread), two
+              apps' rooms of the same id get different numbers, and a number is never reused nor changes
+              meaning while the node runs: at most \(Limits.maxRoomAliases) rooms get one, in the order
+              compact connections join them; later rooms keep their ids. Another node (in a cluster), or the
+              same node after a restart, gives its own numbers: a client forgets its aliases when its
+              connection ends and takes them from the new connection's answers (the JavaScript client does).
+            - Only compact WebSocket connections get aliases. JSON connections' answers and events are
+              unchanged, and so are HTTP event streams and long-polls (`encoding=compact`, openapi/sse.md):
+              their answers have no `alias` and their compact events keep room ids.
             - The server encodes each event once as JSON and derives the compact form from it only when a
-              compact connection receives it, once per event (or batch of events) per I/O thread; a room with
-              no compact member costs nothing more. Replays of a resume are derived the same way.
+              compact connection receives it, once per event (or batch of events) per I/O thread and form (with
+              the room's alias, or with its id); a room with no compact member costs nothing more. Replays of a
+              resume are derived the same way.
 
-            A short message (14-byte content) from the app server is about 114 bytes on the wire compact,
-            against about 360 in JSON.
+            A short message (14-byte content) from the app server is about 105 bytes on the wire compact with
+            the room's alias, whatever the room id's length (with the id instead: about 114 for a 6-byte id,
+            135 for a 28-byte one), against about 360 in JSON.
 
             """
     }

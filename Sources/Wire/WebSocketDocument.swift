@@ -109,7 +109,7 @@ public enum WebSocketDocument {
                               required: ["memberCount", "joined", "left", "time"])),
             Event(ev: "room.multiLoginSync", summary: "The same user joined (status 1) or left (status 0; reason 1 voluntary, 2 kicked by joining another room) on another device",
                   spec: ["RC-3", "RC-4"],
-                  audience: "The user's other online devices only (RC-4 kicks also go to the members of the room left).", stream: .never,
+                  audience: "The user's other online devices only (RC-4 kicks also go to the members of the room left).", stream: .whenRoomWide,
                   data: S.obj(["roomId": text, "status": ["type": "integer", "enum": [0, 1]], "reason": ["type": "integer", "enum": [0, 1, 2]],
                                "time": S.int(), "extra": text], required: ["roomId", "status", "reason", "time"])),
             Event(ev: "room.block", summary: "Users were blocked (operateType 1) or unblocked (0), when needNotify",
@@ -253,8 +253,9 @@ public enum WebSocketDocument {
         defs["JoinInfo"] = S.obj(["memberCount": S.int(), "joinTime": S.int(), "room": S.ref("Room"),
                                   "offset": S.int("In a join's answer: the room stream's offset once the join took effect, the position to resume from (BX-1)", minimum: 0)],
                                  required: ["memberCount", "joinTime", "room"])
-        defs["Observed"] = S.obj(["roomId": S.str(), "epoch": S.str("The room's current epoch")], required: ["roomId", "epoch"])
-        defs["JoinReply"] = S.obj(["joinInfo": ref("JoinInfo")], required: ["joinInfo"])
+        let alias = S.int("TR-5: on a compact WebSocket connection only, the room's alias on this node: the room's compact events carry it instead of the room id from this answer on (openapi/websocket.md, Encodings)", minimum: 1, maximum: Limits.maxRoomAliases)
+        defs["Observed"] = S.obj(["roomId": S.str(), "epoch": S.str("The room's current epoch"), "alias": alias], required: ["roomId", "epoch"])
+        defs["JoinReply"] = S.obj(["joinInfo": ref("JoinInfo"), "alias": alias], required: ["joinInfo"])
         defs["RoomIds"] = S.obj(["roomIds": S.arr(text)], required: ["roomIds"])
         defs["Attribute"] = S.obj(["key": text, "value": text, "owner": text, "autoDelete": S.bool()], required: ["key", "value"])
 
@@ -381,7 +382,8 @@ public enum WebSocketDocument {
             `JoinReply` is `{"joinInfo": {"memberCount", "joinTime", "offset", "room"}}` (`offset`: the room
             stream's offset once the join took effect, with `room.epoch` the position a later `resume`
             starts from), `Connected` is `{"sessionId", "userId", "anonymous", "stream", "expiresAt"}`,
-            `Observed` is `{"roomId", "epoch"}`, `RoomIds` is `{"roomIds": [...]}`, `Keys` is
+            `Observed` is `{"roomId", "epoch"}` (on a compact WebSocket connection both also carry `alias`, see
+            Encodings), `RoomIds` is `{"roomIds": [...]}`, `Keys` is
             `{"keys": [...]}`; the rest are named as in the REST document.
 
             """

@@ -98,7 +98,11 @@ struct CompactEncodingTests {
         let small = try g.client("small", encoding: .compact)
         let small2 = try g.client("small2", encoding: .compact)
         let outside = try g.client("outside", encoding: .compact)
-        for c in [plain, small, small2] { _ = try c.expectOK(try c.command("room.join", ["roomId": "c1"])) }
+        var aliases: [Int?] = []
+        for c in [plain, small, small2] { aliases.append(CompactDecoder.alias(inAnswer: try c.command("room.join", ["roomId": "c1"]))) }
+        // TR-5: the compact members were told the room's alias (the same one); the JSON member none.
+        let alias = try #require(aliases[1])
+        #expect(aliases == [nil, alias, alias])
         _ = try outside.expectOK(try outside.command("room.join", ["roomId": "other"]))
         g.settle()
         for c in [plain, small, small2, outside] { _ = c.drain() }
@@ -117,7 +121,7 @@ struct CompactEncodingTests {
         #expect(!small2.drain().contains { $0.str("ev") == "room.message" })
         #expect(outside.drain().isEmpty)
         // On the wire: the compact members got the flat form, the JSON member the envelope.
-        #expect(small.rawFrames.contains { $0.hasPrefix(#"{"m":"c1","o":"#) && $0.contains(#""c":"hello""#) })
+        #expect(small.rawFrames.contains { $0.hasPrefix(#"{"m":\#(alias),"o":"#) && $0.contains(#""c":"hello""#) })
         #expect(plain.rawFrames.contains { $0.hasPrefix(#"{"ev":"room.message""#) })
         #expect(!plain.rawFrames.contains { $0.hasPrefix(#"{"m":"#) })
         // Two events; the first reached two compact members and was transcoded once for both.

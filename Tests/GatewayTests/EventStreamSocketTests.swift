@@ -159,8 +159,14 @@ extension HardeningTests {
             let aliceToken = try rest.token("alice")
             let alice = try sse(g, "rooms=r", token: aliceToken)
             let stream = try #require(try joined(alice, "r").str("stream"))
+            // TR-5: a compact WebSocket member gives the room an alias; the compact stream keeps the
+            // room id (streams get no aliases), and its join answer names none.
+            let compactSocket = try joined(g, offer: WireEncoding.compact.rawValue, user: "socket", room: "r")
             let watcher = try sse(g, "rooms=r&encoding=compact", token: try rest.token("watcher"))
-            try joined(watcher, "r")
+            let (hello, _) = try watcher.waitFor("hello")
+            #expect(hello.json["stream"] != nil)
+            let (join, _) = try watcher.waitFor("join") { $0.json["roomId"] as? String == "r" }
+            #expect(join.json["ok"] != nil && !join.data.contains("alias"), "\(join.data)")
             _ = try watcher.drain(for: 0.3)
 
             // Her own op: answered in the body under her id; the room gets the message.
@@ -169,6 +175,11 @@ extension HardeningTests {
             #expect(sent.status == 200 && sent.json.int("id") == 9 && sent.json.obj("ok").obj("message").str("content") == "hi", "\(sent.text)")
             let (compact, _) = try watcher.waitFor("room.message")
             #expect(compact.data.hasPrefix(#"{"m":"r","o":"#), "\(compact.data)")
+            var socketFrame = ""
+            while !socketFrame.contains(#""c":"hi""#) {
+                if case .text(let t) = try compactSocket.readFrame(timeout: 5) { socketFrame = t }
+            }
+            #expect(socketFrame.hasPrefix(#"{"m":1,"o":"#), "\(socketFrame)")
             // A command the op table does not know is answered with an error, as on a WebSocket.
             let unknown = try rest.call("POST", "/client/ops?stream=\(stream)", ["id": 10, "op": "room.fly", "args": [:] as [String: Any]],
                                         headers: [("Authorization", "Bearer \(aliceToken)")])

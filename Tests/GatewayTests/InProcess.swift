@@ -327,6 +327,8 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     /// (`CompactDecoder`), with each room's epoch from its join answer.
     let compact: Bool
     private var epochs: [String: String] = [:]
+    /// TR-5: the room aliases the answers named (alias → room id).
+    private(set) var aliases: [Int: String] = [:]
 
     init(gateway: InProcessGateway, compact: Bool = false) {
         self.gateway = gateway
@@ -427,8 +429,12 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
             if let ok = parsed["ok"] as? [String: Any], let room = (ok["joinInfo"] as? [String: Any])?["room"] as? [String: Any],
                let roomId = room["roomId"] as? String, let epoch = room["epoch"] as? String {
                 epochs[roomId] = epoch
+                if let alias = CompactDecoder.alias(inAnswer: parsed) { aliases[alias] = roomId }
+            } else if let ok = parsed["ok"] as? [String: Any], let roomId = ok["roomId"] as? String, let alias = CompactDecoder.alias(inAnswer: parsed) {
+                // room.observe's answer.
+                aliases[alias] = roomId
             }
-            return CompactDecoder.decode(parsed, epochs: epochs)
+            return CompactDecoder.decode(parsed, epochs: epochs, aliases: aliases)
         }
         let code = serverClose
         condition.unlock()

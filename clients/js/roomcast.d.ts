@@ -224,11 +224,14 @@ export interface JoinInfo {
   room: RoomInfo;
 }
 
-/** Answer to room.join and room.switch. */
-export interface JoinReply { joinInfo: JoinInfo }
+/**
+ * Answer to room.join and room.switch. `alias` (TR-5): on a compact WebSocket connection, the
+ * room's number on this connection; the client maps it back, handlers always see the room id.
+ */
+export interface JoinReply { joinInfo: JoinInfo; alias?: number }
 
-/** Answer to room.observe. */
-export interface Observed { roomId: string; epoch: string; offset?: number }
+/** Answer to room.observe (`alias` as in JoinReply). */
+export interface Observed { roomId: string; epoch: string; offset?: number; alias?: number }
 
 /** A room's stream position as the client keeps it (BX-1); `offset` null: not known yet. */
 export interface StreamPosition { epoch: string | null; offset: number | null; stream: string | null }

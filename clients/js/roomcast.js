@@ -576,6 +576,12 @@ export class RoomcastClient {
   #compact = false;
   /** roomId → compact events that came before the answer naming the room's epoch. @type {Map<string, object[]>} */
   #waitingForEpoch = new Map();
+  /**
+   * Room aliases this connection's answers named (join, switch, observe): alias → roomId. A node
+   * gives its own numbers, so the map starts empty with every connection.
+   * @type {Map<number, string>}
+   */
+  #aliases = new Map();
 
   /**
    * @param {string} url the server's WebSocket URL, e.g. "wss://chat.example.com/ws"
@@ -796,6 +802,7 @@ export class RoomcastClient {
       this.#attemptOpened = true;
       this.#compact = ws.protocol === ENCODINGS.compact;
       this.#waitingForEpoch.clear();
+      this.#aliases.clear();
       this.#write('connect', args, (err, ok) => {
         if (err === null) this.#connectedWith(ok);
         else if (err.code === 'timeout') this.#abandon(ws, 'connect timed out');
@@ -844,6 +851,7 @@ export class RoomcastClient {
     this.#http = link;
     this.#compact = this.#options.encoding !== 'json';
     this.#waitingForEpoch.clear();
+    this.#aliases.clear();
     link.open(args.token);
   }
 
@@ -1037,6 +1045,7 @@ export class RoomcastClient {
     this.#attemptDelivered = true; // the session has been delivering over HTTP
     this.#compact = ws.protocol === ENCODINGS.compact;
     this.#waitingForEpoch.clear();
+    this.#aliases.clear();
     ws.onmessage = (event) => { if (this.#ws === ws) this.#receive(event.data); };
     ws.onclose = (event) => { if (this.#ws === ws) this.#socketClosed(event.code, event.reason); };
     ws.onerror = () => { /* a close event follows */ };
@@ -1266,6 +1275,8 @@ export class RoomcastClient {
     // resume's replay moves the position the answer then keeps, and a rewind's messages (TR-4,
     // before the first position) are not taken for replays of what was seen.
     const roomId = this.#roomOf(p);
+    // TR-5: the room's alias on this connection; its compact events after this answer carry it.
+    if (EPOCH_ANSWERS.has(p.op) && Number.isInteger(ok.alias)) this.#aliases.set(ok.alias, ok.joinInfo?.room?.roomId ?? roomId);
     const epoch = ok.joinInfo?.room?.epoch ?? ok.epoch;
     const highest = EPOCH_ANSWERS.has(p.op) ? this.#releaseWaiting(roomId, epoch) : -1;
     this.#bookkeep(p.op, p.args, ok);
@@ -1285,8 +1296,9 @@ export class RoomcastClient {
    */
   #expand(f) {
     let ev, roomId, data;
-    if (typeof f.m === 'string') {
-      roomId = f.m;
+    if (typeof f.m === 'string' || typeof f.m === 'number') {
+      roomId = this.#roomNamed(f.m);
+      if (roomId === undefined) return null;
       const message = { ...COMPACT_MESSAGE_DEFAULTS, roomId };
       for (const [key, value] of Object.entries(f)) {
         const long = COMPACT_MESSAGE_KEYS[key];
@@ -1296,7 +1308,8 @@ export class RoomcastClient {
       data = { message };
     } else if (typeof f.e === 'string') {
       ev = f.e;
-      roomId = f.r;
+      roomId = f.r === undefined ? undefined : this.#roomNamed(f.r);
+      if (f.r !== undefined && roomId === undefined) return null;
       data = f.d ?? {};
     } else {
       return f;
@@ -1320,6 +1333,20 @@ export class RoomcastClient {
     }
     out.data = data;
     return out;
+  }
+
+  /**
+   * TR-5: the room id of a compact event's `m` or `r`: the id itself, or the room an alias stands
+   * for (from this connection's answers). An alias no answer named cannot be placed: the event is
+   * reported as a protocol error and dropped (undefined).
+   */
+  #roomNamed(value) {
+    if (typeof value !== 'number') return value;
+    const roomId = this.#aliases.get(value);
+    if (roomId === undefined) {
+      this.#emit('error', { type: 'protocol', error: new RoomcastError('protocol', `a compact event names room alias ${value}, which no answer gave`) });
+    }
+    return roomId;
   }
 
   /** Whether an answer that names the room's epoch is awaited. */

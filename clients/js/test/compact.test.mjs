@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENCODINGS } from '../roomcast.js';
-import { connectedClient, record, joinReply, flush } from './fakes.mjs';
+import { connectedClient, record, joinReply, flush, reconnect } from './fakes.mjs';
 
 const COMPACT = { protocol: ENCODINGS.compact };
 
@@ -99,4 +99,79 @@ test('TR-4: a rewind\'s messages (before the join\'s position) reach handlers on
   await joining;
   assert.deepEqual(seen, [['E7', 5, 'five'], ['E7', 6, 'six']]);
   assert.deepEqual(ctx.client.position('r1'), { epoch: 'E7', offset: 10, stream: 'stream-A' });
+});
+
+// TR-5: room aliases. A compact connection's join, switch and observe answers carry `alias`; the
+// room's events after it carry the number in `m` or `r`.
+
+test('TR-5: a room alias from the join answer is mapped back: handlers get the room id, as with the id on the wire', async () => {
+  const ctx = await connectedClient({}, undefined, COMPACT);
+  const seen = record(ctx.client, 'room.message', 'room.attributes');
+  const joining = ctx.client.join('lat1000-100-roomcast-compact');
+  // What came before the answer names the room by its id.
+  ctx.ws.receive('{"m":"lat1000-100-roomcast-compact","o":11,"i":"m1","s":"u2","c":"early","t":5}');
+  ctx.ws.answerLast({ ...joinReply('lat1000-100-roomcast-compact', 'E1', 10), alias: 7 });
+  await joining;
+  ctx.ws.receive('{"m":7,"o":12,"i":"m2","s":"u2","c":"aliased","t":6}');
+  ctx.ws.receive({ e: 'room.attributes', r: 7, o: 13, d: { updated: [], removed: ['k'], operator: 'u2', time: 1 } });
+  assert.deepEqual(seen, [
+    jsonMessage('lat1000-100-roomcast-compact', 'E1', 11, { messageId: 'm1', sender: 'u2', content: 'early', time: 5 }),
+    jsonMessage('lat1000-100-roomcast-compact', 'E1', 12, { messageId: 'm2', sender: 'u2', content: 'aliased', time: 6 }),
+    { ev: 'room.attributes', roomId: 'lat1000-100-roomcast-compact', epoch: 'E1', offset: 13, data: { updated: [], removed: ['k'], operator: 'u2', time: 1 } },
+  ]);
+  assert.deepEqual(ctx.client.position('lat1000-100-roomcast-compact'), { epoch: 'E1', offset: 13, stream: 'stream-A' });
+  assert.deepEqual(ctx.errors, []);
+});
+
+test('TR-5: two rooms\' aliases are kept apart; an alias no answer named is a protocol error and reaches no handler', async () => {
+  const ctx = await connectedClient({}, undefined, COMPACT);
+  const seen = record(ctx.client, 'room.message');
+  const a = ctx.client.join('a');
+  ctx.ws.answerLast({ ...joinReply('a', 'EA', 0), alias: 1 });
+  await a;
+  const b = ctx.client.observe('b');
+  ctx.ws.answerLast({ roomId: 'b', epoch: 'EB', alias: 2 });
+  await b;
+  ctx.ws.receive('{"m":2,"o":1,"i":"b1","s":"u","c":"to-b","t":1}');
+  ctx.ws.receive('{"m":1,"o":1,"i":"a1","s":"u","c":"to-a","t":1}');
+  ctx.ws.receive('{"m":3,"o":1,"i":"x1","s":"u","c":"unknown","t":1}');
+  ctx.ws.receive({ e: 'room.kicked', r: 4, d: { reason: 2, ext: '', time: 1 } });
+  assert.deepEqual(seen.map((e) => [e.roomId, e.epoch, e.data.message.content]), [['b', 'EB', 'to-b'], ['a', 'EA', 'to-a']]);
+  assert.equal(ctx.errors.length, 2);
+  assert.match(ctx.errors[0].error.message, /alias 3/);
+  assert.match(ctx.errors[1].error.message, /alias 4/);
+});
+
+test('TR-5: room.switch\'s answer names the new room\'s alias', async () => {
+  const ctx = await connectedClient({}, undefined, COMPACT);
+  const seen = record(ctx.client, 'room.message');
+  const joining = ctx.client.join('from');
+  ctx.ws.answerLast({ ...joinReply('from', 'EF', 0), alias: 1 });
+  await joining;
+  const switching = ctx.client.switchRoom('from', 'to');
+  ctx.ws.answerLast({ ...joinReply('to', 'ET', 3), alias: 2 });
+  await switching;
+  ctx.ws.receive('{"m":2,"o":4,"i":"t1","s":"u","c":"there","t":1}');
+  assert.deepEqual(seen.map((e) => [e.roomId, e.epoch, e.offset]), [['to', 'ET', 4]]);
+});
+
+test('TR-5: a reconnect (maybe to another node) forgets the old aliases and takes the new connection\'s', async () => {
+  const ctx = await connectedClient({}, undefined, COMPACT);
+  const seen = record(ctx.client, 'room.message');
+  const joining = ctx.client.join('r1');
+  ctx.ws.answerLast({ ...joinReply('r1', 'E1', 10), alias: 7 });
+  await joining;
+  ctx.ws.receive('{"m":7,"o":11,"i":"m1","s":"u2","c":"first","t":5}');
+  ctx.ws.serverClose(1001);
+  const ws2 = await reconnect(ctx.WS, ctx.timers);
+  const rejoin = ws2.lastFrame;
+  assert.deepEqual(rejoin.args, { roomId: 'r1', mode: 'join', resume: { epoch: 'E1', stream: 'stream-A', offset: 11 } });
+  // The other node replays by room id, answers with its own number for the room, then uses it.
+  ws2.receive('{"m":"r1","o":12,"i":"m2","s":"u2","c":"missed","t":6}');
+  ws2.receive({ id: rejoin.id, ok: { ...joinReply('r1', 'E1', 12), alias: 3 } });
+  ws2.receive('{"m":3,"o":13,"i":"m3","s":"u2","c":"live","t":7}');
+  // The old number means nothing on this connection.
+  ws2.receive('{"m":7,"o":14,"i":"m4","s":"u2","c":"stale","t":8}');
+  assert.deepEqual(seen.map((e) => [e.roomId, e.offset, e.data.message.content]), [['r1', 11, 'first'], ['r1', 12, 'missed'], ['r1', 13, 'live']]);
+  assert.equal(ctx.errors.filter((e) => /alias 7/.test(e.error.message)).length, 1);
 });
