@@ -95,8 +95,14 @@ public final class Connection: EventHandler {
 
     // WebSocket.
     private var wsHandler: WebSocketHandler?
-    private var deflater: MessageDeflater?
-    private var deflateParameters: PerMessageDeflateParameters?
+    /// permessage-deflate, when negotiated: its parameters and the compressor (made at the first
+    /// message worth compressing). One reference on the connection, nil for most.
+    private final class Deflate {
+        let parameters: PerMessageDeflateParameters
+        var deflater: MessageDeflater?
+        init(_ parameters: PerMessageDeflateParameters) { self.parameters = parameters }
+    }
+    private var deflate: Deflate?
     private var closeCode: WebSocketCloseCode?
     /// Set when our close frame is queued: nothing may be sent after it. (Not the state
     /// machine's state: messages received before a protocol error are still delivered, and the
@@ -519,13 +525,13 @@ public final class Connection: EventHandler {
             do {
                 inflater = try MessageInflater(windowBits: 15, noContextTakeover: p.clientNoContextTakeover,
                                                maxOutputBytes: min(ws.deflate.maxInflatedBytes, ws.maxMessageBytes))
-                deflateParameters = p
+                deflate = Deflate(p)
             } catch {
                 inflater = nil
             }
         }
         var responseHead = HTTPResponseHead(status: .switchingProtocols)
-        for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflateParameters).responseHeaders {
+        for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflate?.parameters).responseHeaders {
             responseHead.headers.add(h.name, h.value)
         }
         if let subprotocol { responseHead.headers.add("Sec-WebSocket-Protocol", subprotocol) }
@@ -596,14 +602,15 @@ public final class Connection: EventHandler {
         }
         var payload = message.bytes
         var rsv1 = false
-        if let p = deflateParameters, payload.count >= context.configuration.webSocket.deflate.minimumSizeToCompress {
+        if let d = deflate, payload.count >= context.configuration.webSocket.deflate.minimumSizeToCompress {
             do {
-                if deflater == nil {
-                    deflater = try MessageDeflater(windowBits: p.serverMaxWindowBits, noContextTakeover: p.serverNoContextTakeover,
-                                                   level: context.configuration.webSocket.deflate.compressionLevel,
-                                                   memoryLevel: context.configuration.webSocket.deflate.memoryLevel)
+                let p = d.parameters
+                if d.deflater == nil {
+                    d.deflater = try MessageDeflater(windowBits: p.serverMaxWindowBits, noContextTakeover: p.serverNoContextTakeover,
+                                                     level: context.configuration.webSocket.deflate.compressionLevel,
+                                                     memoryLevel: context.configuration.webSocket.deflate.memoryLevel)
                 }
-                payload = try deflater!.compress(payload)
+                payload = try d.deflater!.compress(payload)
                 rsv1 = true
             } catch {
                 context.logger.error("deflate failed; sending uncompressed", metadata: ["error": "\(error)"])

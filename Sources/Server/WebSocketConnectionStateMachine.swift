@@ -39,29 +39,67 @@ public struct WebSocketConnectionStateMachine {
         case closed
     }
 
-    // The three timers it needs, not the whole configuration (kept once per open connection).
-    private let pingInterval: Duration
-    private let pongTimeout: Duration
-    private let closeTimeout: Duration
+    // The three timers it needs, not the whole configuration (kept once per open connection), in
+    // nanoseconds: 24 bytes where three `Duration`s take 48.
+    private let pingInterval: UInt64
+    private let pongTimeout: UInt64
+    private let closeTimeout: UInt64
     private(set) var state: State = .open
-    private var assembler: WebSocketMessageAssembler
+    /// Between frames an assembler holds nothing a new one would not (`isIdle`), so an idle
+    /// connection keeps none (about 190 bytes each): a read starts one on the stack, and only a
+    /// frame or message left partly read keeps it, boxed, until it ends.
+    private final class PartlyRead {
+        var assembler: WebSocketMessageAssembler
+        init(_ assembler: WebSocketMessageAssembler) { self.assembler = assembler }
+    }
+    private var partlyRead: PartlyRead?
+    private let maxMessageBytes: Int
+    private let inflater: MessageInflater?
     private var lastInbound: Instant
     private var pingSentAt: Instant?
     /// A ping is waiting for its pong.
     public var awaitingPong: Bool { pingSentAt != nil }
 
     public init(configuration: WebSocketConfiguration, inflater: MessageInflater?, now: Instant) {
-        self.pingInterval = configuration.pingInterval
-        self.pongTimeout = configuration.pongTimeout
-        self.closeTimeout = configuration.closeTimeout
-        self.assembler = WebSocketMessageAssembler(role: .server, maxMessageBytes: configuration.maxMessageBytes, inflater: inflater)
+        self.pingInterval = Self.nanoseconds(configuration.pingInterval)
+        self.pongTimeout = Self.nanoseconds(configuration.pongTimeout)
+        self.closeTimeout = Self.nanoseconds(configuration.closeTimeout)
+        self.maxMessageBytes = configuration.maxMessageBytes
+        self.inflater = inflater
         self.lastInbound = now
     }
+
+    private static func nanoseconds(_ d: Duration) -> UInt64 {
+        let (s, atto) = d.components
+        guard s >= 0 else { return 0 }
+        let ns = s.multipliedReportingOverflow(by: 1_000_000_000)
+        return ns.overflow ? UInt64.max : UInt64(ns.partialValue) &+ UInt64(max(0, atto / 1_000_000_000))
+    }
+
+    /// Nanoseconds from `start` to `now` (zero if `now` is earlier).
+    private static func elapsed(_ now: Instant, since start: Instant) -> UInt64 {
+        now.nanoseconds >= start.nanoseconds ? now.nanoseconds - start.nanoseconds : 0
+    }
+
+    /// No frame or message is partly read.
+    public var isIdle: Bool { partlyRead == nil }
 
     public mutating func read(_ buffer: UnsafeMutableRawBufferPointer, now: Instant, into actions: inout [WebSocketConnectionAction]) {
         guard state != .closed else { return }
         lastInbound = now
         pingSentAt = nil
+        if let kept = partlyRead {
+            read(buffer, with: &kept.assembler, now: now, into: &actions)
+            if kept.assembler.isIdle || state == .closed { partlyRead = nil }
+        } else {
+            var assembler = WebSocketMessageAssembler(role: .server, maxMessageBytes: maxMessageBytes, inflater: inflater)
+            read(buffer, with: &assembler, now: now, into: &actions)
+            if !assembler.isIdle && state != .closed { partlyRead = PartlyRead(assembler) }
+        }
+    }
+
+    private mutating func read(_ buffer: UnsafeMutableRawBufferPointer, with assembler: inout WebSocketMessageAssembler, now: Instant,
+                               into actions: inout [WebSocketConnectionAction]) {
         var offset = 0
         while offset <= buffer.count {
             let (step, used) = assembler.parse(UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
@@ -126,15 +164,15 @@ public struct WebSocketConnectionStateMachine {
                     sent = drained
                     pingSentAt = drained
                 }
-                if now - sent >= pongTimeout {
+                if Self.elapsed(now, since: sent) >= pongTimeout {
                     fail(.goingAway, "no pong", into: &actions)
                 }
-            } else if now - lastInbound >= pingInterval {
+            } else if Self.elapsed(now, since: lastInbound) >= pingInterval {
                 pingSentAt = now
                 actions.append(.sendPing)
             }
         case .closeSent(let at):
-            if now - at >= closeTimeout {
+            if Self.elapsed(now, since: at) >= closeTimeout {
                 state = .closed
                 actions.append(.closeNow)
             }

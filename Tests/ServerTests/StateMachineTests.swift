@@ -243,6 +243,35 @@ struct WebSocketConnectionStateMachineTests {
         #expect(a == [.deliver(.text(Array("hi".utf8))), .sendPong(payload: [1, 2])])
     }
 
+    // TR-5 (an idle session's memory): between frames the machine keeps no assembler; a frame or
+    // a fragmented message split over reads is kept, byte by byte, until it ends.
+    @Test func keepsPartlyReadFramesAcrossReadsAndNothingBetweenThem() {
+        var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
+        #expect(sm.isIdle)
+        let message = clientFrame(.text, Array("hel".utf8), fin: false) + clientFrame(.ping, [7])
+            + clientFrame(.continuation, Array("lo".utf8))
+        var actions: [WebSocketConnectionAction] = []
+        for (i, byte) in message.enumerated() {
+            actions += wsFeed(&sm, [byte])
+            #expect(sm.isIdle == (i == message.count - 1), "after byte \(i)")
+        }
+        #expect(actions == [.sendPong(payload: [7]), .deliver(.text(Array("hello".utf8)))])
+        // A whole frame in one read leaves nothing behind; a frame cut in its header does.
+        #expect(wsFeed(&sm, clientFrame(.binary, [1, 2, 3])) == [.deliver(.binary([1, 2, 3]))])
+        #expect(sm.isIdle)
+        let next = clientFrame(.text, Array("ok".utf8))
+        #expect(wsFeed(&sm, Array(next.prefix(1))).isEmpty)
+        #expect(!sm.isIdle)
+        #expect(wsFeed(&sm, Array(next.dropFirst())) == [.deliver(.text(Array("ok".utf8)))])
+        #expect(sm.isIdle)
+        // A message left open is still checked as one: a new message before it ends fails.
+        _ = wsFeed(&sm, clientFrame(.text, Array("a".utf8), fin: false))
+        let failed = wsFeed(&sm, clientFrame(.text, Array("b".utf8)))
+        guard case .sendClose(let code, _) = failed.first else { Issue.record("no close"); return }
+        #expect(code == .protocolError)
+        #expect(sm.isIdle, "a closed connection keeps nothing")
+    }
+
     @Test func peerInitiatedCloseIsEchoed() {
         var sm = WebSocketConnectionStateMachine(configuration: config, inflater: nil, now: t0)
         let a = wsFeed(&sm, clientFrame(.close, [0x03, 0xE8]) + clientFrame(.text, Array("late".utf8)))
