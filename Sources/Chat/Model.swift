@@ -55,21 +55,80 @@ public enum GrantedRole: String, Sendable, Equatable, Codable {
 }
 
 /// A user's presence and profile in a room (NIM-11).
+///
+/// Every member of every room is one of these, inline in its room's dictionary; the profile and
+/// the tags, which most members never set, are kept apart in one immutable box (nil while all are
+/// empty), so a member costs 48 bytes there rather than 104.
 public struct Member: Equatable, Sendable {
     public var userId: String
-    public var nickname: String = ""
-    public var avatar: String = ""
-    /// NIM-2 roomExt: attached to every message and notification this member causes.
-    public var ext: String = ""
     public var role: GrantedRole = .none
     public var anonymous = false
     /// Sessions of this user in the room (usually one; several with multi-device rooms).
     public var sessions: [SessionID] = []
     /// When the user last entered (ms).
     public var enterTime: Int64 = 0
+    private var details: DetailsBox?
+
+    /// What a member has besides its presence: its profile in the room and its tags.
+    public struct Details: Equatable, Sendable {
+        public var nickname = ""
+        public var avatar = ""
+        /// NIM-2 roomExt: attached to every message and notification this member causes.
+        public var ext = ""
+        /// AU-1: the member's tags in the room, and the tags its enter and exit notifications go to.
+        public var tags: [String] = []
+        public var notifyTargetTags: TagExpression?
+
+        var isEmpty: Bool { nickname.isEmpty && avatar.isEmpty && ext.isEmpty && tags.isEmpty && notifyTargetTags == nil }
+    }
+
+    private final class DetailsBox: Equatable, Sendable {
+        let value: Details
+        init(_ value: Details) { self.value = value }
+        static func == (a: DetailsBox, b: DetailsBox) -> Bool { a === b || a.value == b.value }
+    }
+
+    public init(userId: String, nickname: String = "", avatar: String = "", ext: String = "", role: GrantedRole = .none,
+                anonymous: Bool = false, sessions: [SessionID] = [], enterTime: Int64 = 0) {
+        self.userId = userId
+        self.role = role
+        self.anonymous = anonymous
+        self.sessions = sessions
+        self.enterTime = enterTime
+        update { $0.nickname = nickname; $0.avatar = avatar; $0.ext = ext }
+    }
+
+    /// Changes the profile and tags at once (one new box at most).
+    public mutating func update(_ body: (inout Details) -> Void) {
+        var d = details?.value ?? Details()
+        let before = d
+        body(&d)
+        if d == before { return }
+        details = d.isEmpty ? nil : DetailsBox(d)
+    }
+
+    public var nickname: String {
+        get { details?.value.nickname ?? "" }
+        set { update { $0.nickname = newValue } }
+    }
+    public var avatar: String {
+        get { details?.value.avatar ?? "" }
+        set { update { $0.avatar = newValue } }
+    }
+    /// NIM-2 roomExt: attached to every message and notification this member causes.
+    public var ext: String {
+        get { details?.value.ext ?? "" }
+        set { update { $0.ext = newValue } }
+    }
     /// AU-1: the member's tags in the room, and the tags its enter and exit notifications go to.
-    public var tags: [String] = []
-    public var notifyTargetTags: TagExpression?
+    public var tags: [String] {
+        get { details?.value.tags ?? [] }
+        set { update { $0.tags = newValue } }
+    }
+    public var notifyTargetTags: TagExpression? {
+        get { details?.value.notifyTargetTags }
+        set { update { $0.notifyTargetTags = newValue } }
+    }
 
     public var isOnline: Bool { !sessions.isEmpty }
 
@@ -389,19 +448,41 @@ final class Room {
     var memberCount: Int { present.count }
 }
 
-/// Per-session state kept by the domain.
+/// Per-session state kept by the domain (one per connection, inline in the sessions dictionary:
+/// the profile, which most connections do not give, is a reference, nil when empty).
 struct Session {
     let id: SessionID
     let app: String
     let userId: String
     let deviceId: String
-    let anonymous: Bool
-    var nickname: String
-    var avatar: String
     /// When the connect was applied (PX-5 connection listings in a cluster: the entry's time).
     let connectedAt: Int64
     /// Rooms this session is in, in join order.
     var rooms: [String] = []
+    private let profile: Profile?
+    let anonymous: Bool
+
+    private final class Profile {
+        let nickname: String
+        let avatar: String
+        init(nickname: String, avatar: String) {
+            self.nickname = nickname
+            self.avatar = avatar
+        }
+    }
+
+    init(id: SessionID, app: String, userId: String, deviceId: String, anonymous: Bool, nickname: String, avatar: String, connectedAt: Int64) {
+        self.id = id
+        self.app = app
+        self.userId = userId
+        self.deviceId = deviceId
+        self.anonymous = anonymous
+        self.connectedAt = connectedAt
+        profile = nickname.isEmpty && avatar.isEmpty ? nil : Profile(nickname: nickname, avatar: avatar)
+    }
+
+    var nickname: String { profile?.nickname ?? "" }
+    var avatar: String { profile?.avatar ?? "" }
 }
 
 /// One app's state.

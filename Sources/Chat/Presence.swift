@@ -209,12 +209,14 @@ extension ChatDomain {
             let newly = !m.isOnline
             let old = newly ? [] : m.tags
             m.anonymous = s.anonymous
-            m.nickname = profile.nickname.isEmpty ? (m.nickname.isEmpty ? s.nickname : m.nickname) : profile.nickname
-            m.avatar = profile.avatar.isEmpty ? (m.avatar.isEmpty ? s.avatar : m.avatar) : profile.avatar
-            if !profile.ext.isEmpty || newly { m.ext = profile.ext }
-            // AU-1: a join that gives tags sets them; a member's first entry without starts with none.
-            if let tags = profile.tags { m.tags = tags } else if newly { m.tags = [] }
-            if profile.notifyTargetTags != nil || newly { m.notifyTargetTags = profile.notifyTargetTags }
+            m.update { d in
+                d.nickname = profile.nickname.isEmpty ? (d.nickname.isEmpty ? s.nickname : d.nickname) : profile.nickname
+                d.avatar = profile.avatar.isEmpty ? (d.avatar.isEmpty ? s.avatar : d.avatar) : profile.avatar
+                if !profile.ext.isEmpty || newly { d.ext = profile.ext }
+                // AU-1: a join that gives tags sets them; a member's first entry without starts with none.
+                if let tags = profile.tags { d.tags = tags } else if newly { d.tags = [] }
+                if profile.notifyTargetTags != nil || newly { d.notifyTargetTags = profile.notifyTargetTags }
+            }
             m.sessions.append(sid)
             if newly { m.enterTime = now }
             return (newly, old, m)

@@ -436,7 +436,7 @@ final class ClientSession: WebSocketHandler {
                 observerToken = claims.obs == true
                 device = claims.device ?? device
                 if claims.name != nil || claims.avatar != nil || claims.tags != nil {
-                    profile = EnterProfile(nickname: claims.name ?? "", avatar: claims.avatar ?? "", tags: claims.tags)
+                    profile = TokenProfile(nickname: claims.name ?? "", avatar: claims.avatar ?? "", tags: claims.tags)
                 }
             }
         } else if let key = a.appKey, let anon = a.anonymous {
@@ -499,8 +499,19 @@ final class ClientSession: WebSocketHandler {
         return WebSocketHandshake.originAllowed(origin, allowed)
     }
 
-    /// The enter profile from the token, used when a join does not name one.
-    private var profile = EnterProfile()
+    /// The enter profile from the token, used when a join does not name one; nil when the token
+    /// gives none (most sessions: a reference, not the 80 bytes of an `EnterProfile`, on each).
+    private final class TokenProfile {
+        let nickname: String
+        let avatar: String
+        let tags: [String]?
+        init(nickname: String, avatar: String, tags: [String]?) {
+            self.nickname = nickname
+            self.avatar = avatar
+            self.tags = tags
+        }
+    }
+    private var profile: TokenProfile?
     /// CS-3: where the conversation-status sync on connect starts.
     private var syncCursor: Int64 = 0
 
@@ -627,10 +638,12 @@ final class ClientSession: WebSocketHandler {
             reply(rid, .failure(error))
             return
         }
-        if p.nickname.isEmpty { p.nickname = profile.nickname }
-        if p.avatar.isEmpty { p.avatar = profile.avatar }
-        // AU-1: the token's tags, unless the join gives its own.
-        if p.tags == nil { p.tags = profile.tags }
+        if let profile {
+            if p.nickname.isEmpty { p.nickname = profile.nickname }
+            if p.avatar.isEmpty { p.avatar = profile.avatar }
+            // AU-1: the token's tags, unless the join gives its own.
+            if p.tags == nil { p.tags = profile.tags }
+        }
         // AU-4: the hub leaves this connection out of the room's per-member events from now on.
         let key = RoomKey(app: app, roomId: roomId)
         if countsOnly {
