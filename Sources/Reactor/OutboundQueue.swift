@@ -12,9 +12,13 @@ public struct OutboundQueue {
     /// flood of tiny frames (2-byte pongs) would hold many times the bytes counted.
     public static let blockOverhead = 64
 
+    /// The queue's front block, held inline: a connection sent one frame at a time (nearly every
+    /// idle or paced one) never allocates the array, and an idle connection holds none.
+    private var front: ByteBlock?
+    /// The blocks after `front`, from `head`.
     private var blocks: [ByteBlock] = []
     private var head = 0
-    /// Bytes of `blocks[head]` already written.
+    /// Bytes of the front block (`front`, or `blocks[head]` when there is none) already written.
     private var headOffset = 0
     public private(set) var pendingBytes = 0
 
@@ -24,11 +28,15 @@ public struct OutboundQueue {
 
     /// Memory this queue keeps alive, as a bound counts it: the unwritten bytes plus
     /// `blockOverhead` for each block not completely written.
-    public var heldBytes: Int { pendingBytes + (blocks.count - head) * Self.blockOverhead }
+    public var heldBytes: Int { pendingBytes + ((front == nil ? 0 : 1) + blocks.count - head) * Self.blockOverhead }
 
     public mutating func append(_ block: ByteBlock) {
         guard block.count > 0 else { return }
-        blocks.append(block)
+        if pendingBytes == 0 {
+            front = block
+        } else {
+            blocks.append(block)
+        }
         pendingBytes += block.count
     }
 
@@ -43,11 +51,17 @@ public struct OutboundQueue {
     public mutating func flush(fd: Int32, iovecs: UnsafeMutableBufferPointer<iovec>) throws(SyscallError) -> FlushResult {
         while pendingBytes > 0 {
             var n = 0
+            var skip = headOffset
+            if let front {
+                iovecs[0] = iovec(iov_base: front.base + skip, iov_len: front.count - skip)
+                n = 1
+                skip = 0
+            }
             var i = head
             while i < blocks.count && n < iovecs.count {
                 let block = blocks[i]
-                let skip = (i == head) ? headOffset : 0
                 iovecs[n] = iovec(iov_base: block.base + skip, iov_len: block.count - skip)
+                skip = 0
                 n += 1
                 i += 1
             }
@@ -66,6 +80,17 @@ public struct OutboundQueue {
     mutating func consume(_ count: Int) {
         var left = count
         pendingBytes -= count
+        if left > 0, let f = front {
+            let remaining = f.count - headOffset
+            if left >= remaining {
+                left -= remaining
+                front = nil
+                headOffset = 0
+            } else {
+                headOffset += left
+                left = 0
+            }
+        }
         while left > 0 {
             let remaining = blocks[head].count - headOffset
             if left >= remaining {
@@ -78,7 +103,8 @@ public struct OutboundQueue {
             }
         }
         if head == blocks.count {
-            blocks.removeAll(keepingCapacity: blocks.count <= 16)
+            // A small array is kept for the next burst (a connection sent one frame at a time has none).
+            if !blocks.isEmpty { blocks.removeAll(keepingCapacity: blocks.count <= 16) }
             head = 0
         } else if head > 32 && head * 2 > blocks.count {
             blocks.removeFirst(head)
@@ -90,21 +116,33 @@ public struct OutboundQueue {
     /// well-framed). Returns the bytes dropped.
     @discardableResult
     public mutating func dropUnstarted() -> Int {
-        guard head < blocks.count else { return 0 }
-        let keep = headOffset > 0 ? 1 : 0
-        let dropped = blocks[(head + keep)...].reduce(0) { $0 + $1.count }
-        blocks.removeSubrange((head + keep)...)
-        pendingBytes -= dropped
-        if blocks.count == head {
-            blocks.removeAll()
+        var dropped = 0
+        if let f = front {
+            if headOffset == 0 {
+                dropped += f.count
+                front = nil
+            }
+            // A started front block is kept, and everything behind it is dropped.
+            dropped += blocks[head...].reduce(0) { $0 + $1.count }
+            blocks = []
             head = 0
-            headOffset = 0
+        } else if head < blocks.count {
+            let keep = headOffset > 0 ? 1 : 0
+            dropped = blocks[(head + keep)...].reduce(0) { $0 + $1.count }
+            blocks.removeSubrange((head + keep)...)
+            if blocks.count == head {
+                blocks = []
+                head = 0
+            }
         }
+        pendingBytes -= dropped
+        if pendingBytes == 0 { headOffset = 0 }
         return dropped
     }
 
     /// Forgets everything (the connection is closing).
     public mutating func removeAll() {
+        front = nil
         blocks = []
         head = 0
         headOffset = 0

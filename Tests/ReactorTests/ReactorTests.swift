@@ -200,6 +200,57 @@ struct ReactorTests {
         #expect(queue.heldBytes == 0)
     }
 
+    // The front block is held inline and the rest in an array: order, partial writes across the
+    // two, and drops keep the byte stream exact (consumed byte by byte).
+    @Test func frontBlockAndArrayStayInOrderThroughPartialWritesAndDrops() {
+        var queue = OutboundQueue()
+        queue.append(ByteBlock.from([1, 2, 3]))
+        queue.append(ByteBlock.from([4, 5]))
+        queue.append(ByteBlock.from([6]))
+        #expect(queue.heldBytes == 6 + 3 * OutboundQueue.blockOverhead)
+        queue.consume(1)
+        queue.consume(2) // the front block is done; the array's first is next
+        #expect(queue.heldBytes == 3 + 2 * OutboundQueue.blockOverhead)
+        queue.consume(1) // 4 written, 5 not: a started block
+        #expect(queue.dropUnstarted() == 1, "only [6] had not started")
+        #expect(queue.pendingBytes == 1)
+        queue.consume(1)
+        #expect(queue.isEmpty && queue.heldBytes == 0)
+        // After draining, the next block is the front again, then a started front keeps only itself.
+        queue.append(ByteBlock.from([7, 8]))
+        queue.append(ByteBlock.from([9]))
+        queue.consume(1)
+        #expect(queue.dropUnstarted() == 1)
+        #expect(queue.pendingBytes == 1 && queue.heldBytes == 1 + OutboundQueue.blockOverhead)
+        queue.consume(1)
+        // An unstarted front goes with the rest.
+        queue.append(ByteBlock.from([1]))
+        queue.append(ByteBlock.from([2, 3]))
+        #expect(queue.dropUnstarted() == 3)
+        #expect(queue.isEmpty && queue.heldBytes == 0)
+        queue.append(ByteBlock.from([4]))
+        #expect(queue.pendingBytes == 1)
+    }
+
+    @Test func frontAndArrayAreWrittenInOrderBySocket() throws {
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 2)
+        defer { iov.deallocate() }
+        var queue = OutboundQueue()
+        var expected: [UInt8] = []
+        for i in 0..<5 {
+            let block = ByteBlock.from([UInt8](repeating: UInt8(i), count: i + 1))
+            expected += block.array
+            queue.append(block)
+        }
+        // Two iovecs a call: the front and one array block, then the array alone.
+        #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+        #expect(Array(buf[0..<max(0, n)]) == expected)
+    }
+
     @Test func aHookWithWorkLeftKeepsTheLoopPollingUntilItIsDone() throws {
         // A hook that does a bounded share of its work returns true: the loop polls instead of
         // sleeping and calls it again, with nothing else waking it. Once it returns false the
