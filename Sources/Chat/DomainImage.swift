@@ -321,7 +321,7 @@ extension ChatDomain {
             room.emptySince = r.emptySince
             for m in r.members {
                 room.members[m.userId] = Member(userId: m.userId, nickname: m.nickname, avatar: m.avatar, ext: m.ext, role: m.role,
-                                                anonymous: m.anonymous, sessions: m.sessions.map(SessionID.init), enterTime: m.enterTime)
+                                                anonymous: m.anonymous, sessions: SessionList(m.sessions.map(SessionID.init)), enterTime: m.enterTime)
                 room.members[m.userId]!.tags = m.tags ?? []
                 room.members[m.userId]!.notifyTargetTags = m.notifyTargetTags
                 // AU-1: the tag index is the present members' tags.
@@ -347,7 +347,7 @@ extension ChatDomain {
             app.rooms[r.roomId] = room
         }
         for m in a.globalMutes { app.globalMutes[m.key] = m.value }
-        for u in a.userSessions { app.userSessions[u.key] = u.value.map(SessionID.init) }
+        for u in a.userSessions { app.userSessions[u.key] = SessionList(u.value.map(SessionID.init)) }
         for b in a.sendBuckets { app.sendBuckets[b.key] = TokenBucket(image: b.value) }
         app.broadcastBucket = a.broadcastBucket.map(TokenBucket.init(image:))
         for g in a.goingOffline { app.goingOffline[g.user] = (g.at, g.device) }

@@ -64,7 +64,7 @@ public struct Member: Equatable, Sendable {
     public var role: GrantedRole = .none
     public var anonymous = false
     /// Sessions of this user in the room (usually one; several with multi-device rooms).
-    public var sessions: [SessionID] = []
+    public var sessions = SessionList()
     /// When the user last entered (ms).
     public var enterTime: Int64 = 0
     private var details: DetailsBox?
@@ -89,7 +89,7 @@ public struct Member: Equatable, Sendable {
     }
 
     public init(userId: String, nickname: String = "", avatar: String = "", ext: String = "", role: GrantedRole = .none,
-                anonymous: Bool = false, sessions: [SessionID] = [], enterTime: Int64 = 0) {
+                anonymous: Bool = false, sessions: SessionList = [], enterTime: Int64 = 0) {
         self.userId = userId
         self.role = role
         self.anonymous = anonymous
@@ -501,7 +501,7 @@ final class AppState {
     /// App-wide mutes (RC-6 6/7) and until when (ms).
     @exclusivity(unchecked) var globalMutes: [String: Int64] = [:]
     /// Online sessions of each user.
-    @exclusivity(unchecked) var userSessions: [String: [SessionID]] = [:]
+    @exclusivity(unchecked) var userSessions: [String: SessionList] = [:]
     /// PX-1: each user's room-send bucket (dropped in `tick` once full again).
     @exclusivity(unchecked) var sendBuckets: [String: TokenBucket] = [:]
     /// PX-3: users whose last connection closed, when, and on which device, until the grace ends.

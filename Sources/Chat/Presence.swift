@@ -226,7 +226,7 @@ extension ChatDomain {
         // its other sessions by the new ones if they changed.
         if oldTags != member.tags { reindexTags(room, from: oldTags, to: member.tags) }
         if !member.tags.isEmpty || oldTags != member.tags {
-            out.effects.append(.tagged(oldTags != member.tags ? member.sessions : [sid], room.key, member.tags))
+            out.effects.append(.tagged(oldTags != member.tags ? Array(member.sessions) : [sid], room.key, member.tags))
         }
         sessions[sid]!.rooms.append(room.key.roomId)
         room.lastActivity = now

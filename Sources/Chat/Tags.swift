@@ -184,8 +184,8 @@ extension ChatDomain {
         try checkTagIndex(room, adding: tags, removing: member.tags)
         reindexTags(room, from: member.tags, to: tags)
         room.members[userId]!.tags = tags
-        out.effects.append(.tagged(member.sessions, room.key, tags))
-        out.deliver(.tagsUpdated(TagsUpdatedEvent(roomId: roomId, tags: tags, time: now)), to: .sessions(member.sessions))
+        out.effects.append(.tagged(Array(member.sessions), room.key, tags))
+        out.deliver(.tagsUpdated(TagsUpdatedEvent(roomId: roomId, tags: tags, time: now)), to: .sessions(Array(member.sessions)))
         if let notifyTargetTags {
             let info = memberInfo(room, userId, now: now)
             out.deliver(.notification(NotificationEvent(roomId: roomId, type: .memberInfoUpdated, source: nil, targets: [info], notifyExt: "",

@@ -52,17 +52,19 @@ final class ClientSession: WebSocketHandler {
     /// PX-1: this connection's messages per second, and how many were refused in a row.
     private var bucket: TokenBucket?
     private var refusedInARow = 0
-    private(set) var authenticated = false
-    private var connecting = false
     let openedAt: Int64
     /// Token expiry (ms); nil for anonymous sessions.
     private var tokenExpiry: Int64?
+    // The session's flags sit together (a class's fields are laid out in order, each aligned: a
+    // lone Bool between two 8-byte fields costs 8 bytes).
+    private(set) var authenticated = false
+    private var connecting = false
     private var expiryNoticeSent = false
+    /// BX-3: whether the token lets this session watch rooms.
+    private var observerToken = false
     /// Position in each room's member list on this loop (kept by the hub).
     var roomSlots = RoomSlots()
-    /// BX-3: whether the token lets this session watch rooms, and the rooms it watches (kept by
-    /// the hub).
-    private var observerToken = false
+    /// BX-3: the rooms this session watches (kept by the hub).
     var observing: Set<String> = []
     /// The newest `room.observe` of each room whose existence check is still under way.
     private var latestObserve: [String: UInt64] = [:]
