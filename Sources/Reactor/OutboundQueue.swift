@@ -103,8 +103,9 @@ public struct OutboundQueue {
             }
         }
         if head == blocks.count {
-            // A small array is kept for the next burst (a connection sent one frame at a time has none).
-            if !blocks.isEmpty { blocks.removeAll(keepingCapacity: blocks.count <= 16) }
+            // A burst's array goes with it: a drained queue holds no storage, so an idle
+            // connection keeps none (one allocation per burst, not per frame).
+            if !blocks.isEmpty { blocks = [] }
             head = 0
         } else if head > 32 && head * 2 > blocks.count {
             blocks.removeFirst(head)
