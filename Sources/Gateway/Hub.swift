@@ -21,7 +21,9 @@ final class Hub {
     var pendingSessions: [ObjectIdentifier: ClientSession] = [:]
     private(set) var sessions: [SessionID: ClientSession] = [:]
     private var rooms: [RoomKey: RoomMembers] = [:]
-    private var users: [UserKey: UserSessions] = [:]
+    /// Each app's users' sessions on this loop, app by app: an entry per user is its id and its
+    /// sessions (32 bytes), not the (app, user) pair as well.
+    private var users: [String: [String: UserSessions]] = [:]
     private var rings: [RoomKey: EventRing] = [:]
     /// BX-3: sessions watching a room's stream without being members.
     private var observers: [RoomKey: [ClientSession]] = [:]
@@ -29,10 +31,7 @@ final class Hub {
     let clock: @Sendable () -> Int64
     let counters: FanoutCounters
 
-    struct UserKey: Hashable {
-        let app: String
-        let user: String
-    }
+    private func userSessions(_ app: String, _ user: String) -> UserSessions? { users[app]?[user] }
 
     /// The sessions of one room on this loop; each session remembers its position (O(1) removal).
     final class RoomMembers {
@@ -78,8 +77,7 @@ final class Hub {
 
     func register(_ s: ClientSession) {
         sessions[s.id] = s
-        let key = UserKey(app: s.app, user: s.userId)
-        if users[key] == nil { users[key] = UserSessions(s) } else { users[key]!.append(s) }
+        if users[s.app]?[s.userId] == nil { users[s.app, default: [:]][s.userId] = UserSessions(s) } else { users[s.app]![s.userId]!.append(s) }
     }
 
     /// Forgets a closed session at once (the engine's `left` effects for it come later).
@@ -87,9 +85,11 @@ final class Hub {
         guard sessions.removeValue(forKey: s.id) != nil else { return }
         for room in s.roomSlots.keys { removeFromRoom(s, room) }
         for roomId in s.observing { unobserve(s, RoomKey(app: s.app, roomId: roomId)) }
-        let key = UserKey(app: s.app, user: s.userId)
-        users[key]?.remove(s)
-        if users[key]?.isEmpty == true { users[key] = nil }
+        users[s.app]?[s.userId]?.remove(s)
+        if users[s.app]?[s.userId]?.isEmpty == true {
+            users[s.app]![s.userId] = nil
+            if users[s.app]!.isEmpty { users[s.app] = nil }
+        }
     }
 
     var sessionCount: Int { sessions.count }
@@ -111,14 +111,14 @@ final class Hub {
 
     /// A user's connections on this loop.
     func connections(app: String, user: String) -> [ConnectionInfo] {
-        (users[UserKey(app: app, user: user)]?.all ?? []).map {
+        (userSessions(app, user)?.all ?? []).map {
             ConnectionInfo(sessionId: String($0.id.raw), device: $0.device, since: $0.openedAt, rooms: $0.roomSlots.keys.map(\.roomId).sorted())
         }
     }
 
     /// Closes a user's connections on this loop (those of `device` only, when given); how many.
     func disconnect(app: String, user: String, device: String?, code: CloseCode, reason: String) -> Int {
-        let matching = (users[UserKey(app: app, user: user)]?.all ?? []).filter { device == nil || $0.device == device }
+        let matching = (userSessions(app, user)?.all ?? []).filter { device == nil || $0.device == device }
         for s in matching { s.close(code, reason) }
         return matching.count
     }
@@ -341,7 +341,7 @@ final class Hub {
             for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
         case .users(let app, let list):
             for u in list {
-                users[UserKey(app: app, user: u)]?.forEach { s in
+                userSessions(app, u)?.forEach { s in
                     s.send(frame)
                     n += 1
                 }
