@@ -103,7 +103,7 @@ let package = Package(
         // A cluster node: the shared log as the engine's log (`ClusterLink`) and the threads that
         // join them (`ClusterReplicator`: appender, reader, membership, snapshots).
         .target(name: "ClusterNode", dependencies: [
-            "Cluster", "Engine", "Replication", "Chat", "Reactor", "Wire", .product(name: "Logging", package: "swift-log"),
+            "Cluster", "Engine", "Store", "Replication", "Chat", "Reactor", "Wire", .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Test support (process launcher, raw TCP and WebSocket clients); used only by tests.

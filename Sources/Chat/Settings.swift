@@ -592,8 +592,14 @@ public enum Limits {
     /// Cluster snapshots: each part (the engine's state, the replica's image) is compressed with
     /// zlib and stored in PostgreSQL in chunks of at most this many bytes, so a part of any size
     /// fits (a `bytea` takes up to 1 GB; a chunk stays well below it), and publishing or loading
-    /// one holds the part and one chunk, not a second copy of the whole.
-    public static let snapshotChunkBytes = 64 * 1_048_576
+    /// one holds one chunk (and libpq's copy of it), not a second copy of the whole. (64 MiB until
+    /// the replica's part was streamed, CL-9: then the chunk was most of what a snapshot holds.
+    /// Readers take chunks of any size.)
+    public static let snapshotChunkBytes = 16 * 1_048_576
+    /// CL-9: the replica's part of a cluster snapshot is read from its copy on disk (the leader)
+    /// and written to the replica's file (a starting node) in pieces of this many bytes: neither
+    /// holds the whole replica in memory.
+    public static let snapshotPieceBytes = 4 * 1_048_576
     /// Cluster mode: how long a node keeps delivered and dead webhook messages (for the delivery
     /// log and replays) in its in-memory replica.
     public static let clusterWebhookRetentionMilliseconds: Int64 = 3_600_000

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Snapshots of the shared log (CLUSTER.md "Snapshots and trimming"): a node's state at a log
 /// position, published by the leader, so a node starts from the newest one instead of the log's
 /// first entry; the entries every live node and the newest snapshot have passed are deleted.
@@ -50,11 +54,17 @@ public enum ClusterSnapshots {
         public var chunks: Int
     }
 
+    /// A part's bytes as they are read: hands the function it is given the bytes in order, in
+    /// pieces of any size (each lent for the call).
+    public typealias PartReader = ((UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) -> Void
+
     /// Publishes a snapshot (a second one at the same position changes nothing): each part is
     /// compressed and stored in chunks of at most `chunkBytes` bytes, the row and all its chunks in
-    /// one transaction. Besides the parts, one chunk at a time is held (and libpq's copy of it).
+    /// one transaction. The replica's part is `s.replica`, or what `replica` reads (e.g. a file,
+    /// piece by piece: CL-9, the leader does not hold its whole replica). Besides the parts (or
+    /// one piece), one chunk at a time is held (and libpq's copy of it).
     @discardableResult
-    public static func put(_ db: PGConnection, _ s: Stored, createdAt: Int64, chunkBytes: Int,
+    public static func put(_ db: PGConnection, _ s: Stored, replica: PartReader? = nil, createdAt: Int64, chunkBytes: Int,
                            level: Int32 = compressionLevel) throws(PGError) -> Published {
         try db.transaction { () throws(PGError) -> Published in
             // The row first (its part descriptions once they are known): a concurrent publisher of
@@ -69,14 +79,19 @@ public enum ClusterSnapshots {
                       .int8(Int64(s.format))]) { _ throws(PGError) in claimed = true }
             guard claimed else { return Published(stored: false, compressedBytes: 0, chunks: 0) }
             var parts: [SnapshotCompression.Part] = []
-            for (index, bytes) in [s.state, s.replica].enumerated() {
+            for index in 0..<2 {
                 var seq: Int64 = 0
-                parts.append(try SnapshotCompression.compress(bytes, chunkBytes: chunkBytes, level: level) { chunk throws(PGError) in
+                func emit(_ chunk: [UInt8]) throws(PGError) {
                     try db.execute(prepared: "roomcast_snapshot_chunk_put",
                                    "INSERT INTO roomcast_snapshot_chunks (position, part, seq, data) VALUES ($1, $2, $3, $4)",
                                    [.int8(s.position), .int8(Int64(index)), .int8(seq), PGBinary(type: PGBinary.byteaOID, bytes: chunk)]) { _ throws(PGError) in }
                     seq += 1
-                })
+                }
+                if index == 1, let replica {
+                    parts.append(try SnapshotCompression.compress(chunkBytes: chunkBytes, level: level, input: replica, emit: emit))
+                } else {
+                    parts.append(try SnapshotCompression.compress(index == 0 ? s.state : s.replica, chunkBytes: chunkBytes, level: level, emit: emit))
+                }
             }
             try db.execute(prepared: "roomcast_snapshot_describe", """
                 UPDATE roomcast_snapshots SET state_bytes = $2, state_crc = $3, state_chunks = $4,
@@ -91,7 +106,22 @@ public enum ClusterSnapshots {
     /// The newest snapshot, if there is one; one that is damaged (a chunk missing or changed, a
     /// length or CRC-32 that does not match) is an error, never a wrong state. Read in one
     /// repeatable-read transaction, so trimming cannot take its chunks away half-way.
-    public static func latest(_ db: PGConnection) throws(PGError) -> Stored? {
+    ///
+    /// CL-9: with `replicaFile`, the replica's part is written to that file as it is decompressed
+    /// (in pieces of at most `pieceBytes`), not returned (`replica` is empty): a starting node
+    /// never holds it whole. The file is made anew; it is there only when a snapshot was returned
+    /// (a damaged one leaves none).
+    public static func latest(_ db: PGConnection, replicaFile: String? = nil, pieceBytes: Int = 1 << 20) throws(PGError) -> Stored? {
+        if let replicaFile { unlink(replicaFile) }
+        do throws(PGError) {
+            return try latest(db, replicaFile: replicaFile.map { ($0, pieceBytes) })
+        } catch {
+            if let replicaFile { unlink(replicaFile) }
+            throw error
+        }
+    }
+
+    private static func latest(_ db: PGConnection, replicaFile: (path: String, pieceBytes: Int)?) throws(PGError) -> Stored? {
         try db.transaction(.repeatableReadOnly) { () throws(PGError) -> Stored? in
             var found: Stored?
             var parts: [SnapshotCompression.Part] = []
@@ -110,7 +140,17 @@ public enum ClusterSnapshots {
                         throw PGError(sqlState: "XX001", message: "the newest snapshot does not read back")
                     }
                     found?.state = state
-                    found?.replica = replica
+                    if let replicaFile {
+                        try Self.write(replicaFile.path) { (write: (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) in
+                            var failed: PGError?
+                            replica.withUnsafeBytes { b in
+                                do throws(PGError) { try write(b) } catch { failed = error }
+                            }
+                            if let failed { throw failed }
+                        }
+                    } else {
+                        found?.replica = replica
+                    }
                 case Encoding.zlibChunks:
                     for column in [7, 10] {
                         guard let bytes = r.int64(column), let crc = r.int64(column + 1), let chunks = r.int64(column + 2),
@@ -138,22 +178,45 @@ public enum ClusterSnapshots {
                                   + "it has \(counts.first ?? 0) numbered \(counts.count == 4 ? "\(counts[2]) to \(counts[3])" : "?")")
                 }
                 part.compressedBytes = counts[1]
-                let bytes: [UInt8]
                 do throws(PGError) {
-                    bytes = try read(db, position: snapshot.position, index: index, part)
+                    if index == 1, let replicaFile {
+                        try Self.write(replicaFile.path) { (write: (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) in
+                            try SnapshotCompression.decompress(part, outputBytes: replicaFile.pieceBytes,
+                                                               chunk: chunks(db, position: snapshot.position, index: index), output: write)
+                        }
+                    } else {
+                        let bytes = try SnapshotCompression.decompress(part, chunk: chunks(db, position: snapshot.position, index: index))
+                        if index == 0 { snapshot.state = bytes } else { snapshot.replica = bytes }
+                    }
                 } catch {
                     throw PGError(sqlState: error.sqlState, message: "the newest snapshot (position \(snapshot.position)), "
                                   + "\(index == 0 ? "the engine's state" : "the replica's image"): \(error.message)", connectionLost: error.connectionLost)
                 }
-                if index == 0 { snapshot.state = bytes } else { snapshot.replica = bytes }
             }
             return snapshot
         }
     }
 
-    /// A part of a snapshot in chunks, put back together (one chunk read at a time).
-    private static func read(_ db: PGConnection, position: Int64, index: Int, _ part: SnapshotCompression.Part) throws(PGError) -> [UInt8] {
-        try SnapshotCompression.decompress(part) { seq, body throws(PGError) in
+    /// Makes the file at `path` anew and writes to it what `body` hands the function it is given.
+    private static func write(_ path: String, _ body: ((UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) -> Void) throws(PGError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PGError(sqlState: "58030", message: "cannot create \(path) (errno \(errno))") }
+        defer { close(fd) }
+        try body { (bytes: UnsafeRawBufferPointer) throws(PGError) in
+            var offset = 0
+            while offset < bytes.count, let base = bytes.baseAddress {
+                let n = Glibc.write(fd, base + offset, bytes.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw PGError(sqlState: "58030", message: "cannot write \(path) (errno \(errno))") }
+                offset += n
+            }
+        }
+    }
+
+    /// The chunks of a snapshot's part, one read at a time, for `SnapshotCompression.decompress`.
+    private static func chunks(_ db: PGConnection, position: Int64, index: Int)
+        -> (Int, (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) -> Void {
+        { seq, body throws(PGError) in
             var seen = false
             try db.execute(prepared: "roomcast_snapshot_chunk_get",
                            "SELECT data FROM roomcast_snapshot_chunks WHERE position = $1 AND part = $2 AND seq = $3",

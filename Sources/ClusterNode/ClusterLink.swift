@@ -52,6 +52,9 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     public let settings: ClusterSchema.ClusterSettings
     /// The newest snapshot when this node started (it starts from it), if there was one.
     public let startSnapshot: ClusterSnapshots.Stored?
+    /// CL-9: where that snapshot's replica was written (`replicaDownload`; its `replica` is
+    /// then empty), when there was one.
+    public let startReplicaFile: String?
     /// Every node derives the domain's ids from the entries (the same ids on every node).
     public let traits: LogTraits
     let logger: Logger
@@ -93,7 +96,9 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         }
     }
 
-    public init(configuration: ClusterConfiguration, presenceGraceMilliseconds: Int64, logger: Logger) throws {
+    /// `replicaDownload`: the file the newest snapshot's replica is written to, piece by piece
+    /// (CL-9; without it, it is read into memory).
+    public init(configuration: ClusterConfiguration, presenceGraceMilliseconds: Int64, logger: Logger, replicaDownload: String? = nil) throws {
         self.configuration = configuration
         self.logger = logger
         let db = try PGConnection(configuration.url, defaults: Self.connectionDefaults)
@@ -133,7 +138,7 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         // past what it needs while it starts.
         // A large snapshot takes longer than the usual statement limit to download.
         try db.query("SET statement_timeout = 0")
-        let latest = try ClusterSnapshots.latest(db)
+        let latest = try ClusterSnapshots.latest(db, replicaFile: replicaDownload, pieceBytes: Limits.snapshotPieceBytes)
         try db.query("SET statement_timeout = '15s'")
         let first = try ClusterSnapshots.firstPosition(db)
         if first > 1 {
@@ -148,6 +153,7 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             lastSnapshot.store(latest.position, ordering: .relaxed)
         }
         startSnapshot = latest
+        startReplicaFile = latest == nil ? nil : replicaDownload
         traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
     }
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Reactor
 import Replication
+import Store
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -322,7 +323,11 @@ public final class ClusterReplicator: @unchecked Sendable {
                 }
                 continue
             }
-            defer { snapshotTaking.store(false, ordering: .relaxed) }
+            defer {
+                // The replica's read transaction, or its copy, is let go.
+                s.replica.close()
+                snapshotTaking.store(false, ordering: .relaxed)
+            }
             do {
                 let conn: PGConnection
                 if let db, db.isAlive { conn = db } else { conn = try ClusterLink.connect(configuration.url) }
@@ -330,16 +335,30 @@ public final class ClusterReplicator: @unchecked Sendable {
                 // No statement limit for the upload of a large snapshot.
                 try conn.query("SET statement_timeout = 0")
                 let state = try s.state.encoded()
+                // Before the upload's transaction (which may not stay idle long).
+                try s.replica.copy()
+                // CL-9: the replica is copied to disk page by page and compressed as it is read
+                // from there, a piece at a time: the leader never holds it whole.
+                var replicaBytes = 0
                 let published = try ClusterSnapshots.put(
                     conn, ClusterSnapshots.Stored(position: s.state.position, at: s.state.at, node: configuration.nodeID,
-                                                  format: SnapshotState.version, state: state, replica: s.replica),
+                                                  format: SnapshotState.version, state: state, replica: []),
+                    replica: { (consume: (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) in
+                        do {
+                            replicaBytes = try s.replica.read(pieceBytes: Limits.snapshotPieceBytes) { piece in try consume(piece) }
+                        } catch let error as PGError {
+                            throw error
+                        } catch {
+                            throw PGError(sqlState: "58030", message: "the replica's image could not be read: \(error)")
+                        }
+                    },
                     createdAt: try ClusterNodes.serverTime(conn), chunkBytes: Limits.snapshotChunkBytes)
                 try conn.query("SET statement_timeout = '15s'")
                 // (Another leader may have published a later one meanwhile.)
                 link.lastSnapshot.max(s.state.position, ordering: .relaxed)
                 let deleted = try ClusterSnapshots.trim(conn, below: s.state.position)
                 logger.info("cluster: snapshot published; log trimmed", metadata: [
-                    "position": "\(s.state.position)", "bytes": "\(state.count + s.replica.count)",
+                    "position": "\(s.state.position)", "bytes": "\(state.count + replicaBytes)",
                     "bytes.stored": "\(published.compressedBytes)", "chunks": "\(published.chunks)", "entries.deleted": "\(deleted)",
                 ])
             } catch {

@@ -53,10 +53,11 @@ public struct SnapshotError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// A snapshot as the engine hands it over: its state and the replica's image at its position.
+/// A snapshot as the engine hands it over: its state and the replica's image at its position
+/// (read in pieces; a file store's holds a read transaction or its copy until it is closed).
 public struct Snapshot: Sendable {
     public var state: SnapshotState
-    public var replica: [UInt8]
+    public var replica: ReplicaImage
 }
 
 extension Engine {
@@ -81,21 +82,20 @@ extension Engine {
                 },
                 endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
                 webhookOrphans: webhookEntries.orphans.sorted(), webhookLastPrune: webhookEntries.lastPrune)
-            let replica = SnapshotBytes()
-            // Nothing in here may throw: a failed commit stops a cluster node.
-            commit(Store.Commit(mutations: [], extra: { tx in
-                do {
-                    replica.set(try Store.image(tx))
-                } catch {
-                    replica.fail("the replica could not be read: \(error)")
-                }
-            }, onDurable: {
+            let replica = SnapshotImage()
+            // The image does not fail the commit (a failed commit stops a cluster node).
+            commit(Store.Commit(mutations: [], onDurable: {
                 switch replica.take() {
-                case .success(let bytes): done(.success(Snapshot(state: state, replica: bytes)))
+                case .success(let image): done(.success(Snapshot(state: state, replica: image)))
                 case .failure(let error): done(.failure(error))
                 }
             }, onFailed: {
                 done(.failure(SnapshotError("the replica could not be read")))
+            }, image: { result in
+                switch result {
+                case .success(let image): replica.set(image)
+                case .failure(let error): replica.fail("the replica could not be read: \(error)")
+                }
             }))
         }
     }
@@ -117,13 +117,13 @@ extension Engine {
 }
 
 /// The replica's image, written once on the store's thread and read in the same commit's callback.
-private final class SnapshotBytes: @unchecked Sendable {
-    // Safety: `set`/`fail` run in a commit's `extra` and `take` in the same commit's `onDurable`,
+private final class SnapshotImage: @unchecked Sendable {
+    // Safety: `set`/`fail` run in a commit's `image` and `take` in the same commit's `onDurable`,
     // both on the store's writer thread, one after the other.
-    private var result: Result<[UInt8], SnapshotError> = .failure(SnapshotError("the replica was not read"))
-    func set(_ b: [UInt8]) { result = .success(b) }
+    private var result: Result<ReplicaImage, SnapshotError> = .failure(SnapshotError("the replica was not read"))
+    func set(_ image: ReplicaImage) { result = .success(image) }
     func fail(_ why: String) { result = .failure(SnapshotError(why)) }
-    func take() -> Result<[UInt8], SnapshotError> {
+    func take() -> Result<ReplicaImage, SnapshotError> {
         defer { result = .failure(SnapshotError("taken")) }
         return result
     }

@@ -147,14 +147,16 @@ final class GatewayCore: Sendable {
     /// made only by applying the log, from the cluster's newest snapshot when there is one.
     static func clusterNode(configuration: GatewayConfiguration, cluster: ClusterConfiguration, publicURLs: [String], logger: Logger,
                             clock: @escaping @Sendable () -> Int64, serverMetrics: ServerMetrics? = nil) throws -> GatewayCore {
-        let link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger)
+        // CL-9: the newest snapshot's replica goes straight to a file beside the replica's.
+        let replicaPath = configuration.dataDirectory + "/" + DataDirectory.replicaName
+        let link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger,
+                                   replicaDownload: replicaPath + DataDirectory.replicaDownloadSuffix)
         let hubs = HubTable()
         let publisher = Publisher(sink: hubs)
         // CL-9: the replica lives in the node's data directory, so it costs the node SQLite's page
         // cache rather than its whole size in memory. It is made anew from the log at every start
         // (PostgreSQL is what is durable): from the newest snapshot's image when there is one.
-        let store = try Store.replica(path: configuration.dataDirectory + "/" + DataDirectory.replicaName, image: link.startSnapshot?.replica,
-                                      logger: logger, afterBatch: publisher.flush)
+        let store = try Store.replica(path: replicaPath, imageFile: link.startReplicaFile, logger: logger, afterBatch: publisher.flush)
         _ = try ensureApps(configuration, store: store, now: clock(), makeDevelopmentApp: false)
         // A node serves the apps on its own command line (a replica loaded from another node's
         // snapshot also lists that node's).

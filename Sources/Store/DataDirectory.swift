@@ -12,6 +12,12 @@ public enum DataDirectory {
     public static let lockName = "roomcast.lock"
     /// CL-9: a cluster node's replica (made anew from the log at every start).
     public static let replicaName = "replica.sqlite"
+    /// CL-9: beside the replica (its name plus this), the leader's copy of it while it publishes
+    /// a snapshot (`ReplicaImage`: unlinked as soon as it is made, so never seen for long).
+    public static let replicaSnapshotSuffix = ".snapshot"
+    /// CL-9: beside the replica, a starting node's download of the cluster snapshot's replica
+    /// (moved to `replicaName` once whole, checked and opened).
+    public static let replicaDownloadSuffix = ".download"
 
     public static func databasePath(_ directory: String) -> String { directory + "/" + databaseName }
 

@@ -3,9 +3,9 @@ import GRDB
 import GRDBSQLite
 import Logging
 
-/// A cluster node's replica as bytes (CLUSTER.md, snapshots): SQLite's own serialization of the
-/// database, taken inside a commit's transaction so that it holds exactly what the commits before
-/// it wrote, and loaded into a new node's in-memory replica before it starts.
+/// A cluster node's replica as bytes (CLUSTER.md, snapshots): the database at one commit's place
+/// in commit order (exactly what the commits before it wrote), loaded into a new node's replica
+/// before it starts.
 extension Store {
     public enum ImageError: Error, CustomStringConvertible {
         case sqlite(Int32, String)
@@ -18,7 +18,9 @@ extension Store {
     }
 
     /// The database's bytes, from inside a commit's `extra` (its transaction has written every
-    /// commit before it, and none after).
+    /// commit before it, and none after), whole in memory, twice for a moment (SQLite's
+    /// serialization and this copy): an in-memory store's images (`Commit.image`), and tests. A
+    /// file store's images are copied page by page instead (`ReplicaImage`).
     public static func image(_ tx: Transaction) throws -> [UInt8] {
         guard let connection = tx.database.sqliteConnection else { throw ImageError.sqlite(SQLITE_MISUSE, "serializing a closed database") }
         var size: sqlite3_int64 = 0
@@ -44,20 +46,50 @@ extension Store {
     /// rather than the whole database. Commits are not synced one by one (`synchronous = OFF`):
     /// PostgreSQL holds what is durable, and a node rebuilds its replica at every start.
     public static func replica(path: String, image: [UInt8]?, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws -> Store {
-        for companion in ["", "-wal", "-shm", "-journal"] {
-            let file = path + companion
-            if FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
+        guard let image else { return try replica(path: path, imageFile: nil, logger: logger, afterBatch: afterBatch) }
+        let file = path + DataDirectory.replicaDownloadSuffix
+        try? FileManager.default.removeItem(atPath: file)
+        guard FileManager.default.createFile(atPath: file, contents: Data(image)) else {
+            throw ImageError.sqlite(SQLITE_CANTOPEN, "writing the replica's image to \(file)")
         }
-        if let image {
-            guard image.count >= 100, image.starts(with: Array("SQLite format 3\0".utf8)) else {
-                throw ImageError.sqlite(SQLITE_NOTADB, "reading the replica's image (it is not an SQLite database)")
+        return try replica(path: path, imageFile: file, logger: logger, afterBatch: afterBatch)
+    }
+
+    /// CL-9: the same, from an image already in a file (`imageFile`, beside `path`: a starting
+    /// node downloads the cluster snapshot's replica there, chunk by chunk), which is moved into
+    /// place and checked before the store opens it. An image that is not a sound SQLite database
+    /// is refused, and neither it nor a replica is left behind.
+    public static func replica(path: String, imageFile: String?, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws -> Store {
+        // An earlier run's replica, its companions, and a snapshot's copy or a download it left.
+        for companion in ["", "-wal", "-shm", "-journal", DataDirectory.replicaSnapshotSuffix, DataDirectory.replicaDownloadSuffix] {
+            let file = path + companion
+            if file != imageFile, FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
+        }
+        if let imageFile {
+            do {
+                try isDatabase(imageFile)
+                guard rename(imageFile, path) == 0 else {
+                    throw ImageError.sqlite(SQLITE_CANTOPEN, "moving the replica's image to \(path) (errno \(errno))")
+                }
+                try check(path: path)
+            } catch {
+                for file in [imageFile, path, path + "-journal"] { try? FileManager.default.removeItem(atPath: file) }
+                throw error
             }
-            guard FileManager.default.createFile(atPath: path, contents: Data(image)) else {
-                throw ImageError.sqlite(SQLITE_CANTOPEN, "writing the replica's image to \(path)")
-            }
-            try check(path: path)
         }
         return try Store(path: path, synchronous: "OFF", logger: logger, afterBatch: afterBatch)
+    }
+
+    /// The file at `path` starts as an SQLite database does.
+    private static func isDatabase(_ path: String) throws {
+        let magic = Array("SQLite format 3\0".utf8)
+        var header = [UInt8](repeating: 0, count: 100)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let n = fd >= 0 ? header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 100, 0) } : -1
+        if fd >= 0 { close(fd) }
+        guard n == 100, header.starts(with: magic) else {
+            throw ImageError.sqlite(SQLITE_NOTADB, "reading the replica's image (it is not an SQLite database)")
+        }
     }
 
     /// `PRAGMA quick_check` of the file at `path`, before anything opens it for writing.

@@ -37,13 +37,22 @@ public final class Store: @unchecked Sendable {
         /// Runs instead of `onDurable` when the commit could not be written (the store turns
         /// read-only; nothing of this commit is on disk).
         public var onFailed: (@Sendable () -> Void)?
+        /// CL-9: the database's image at this commit's place (exactly what the commits before it
+        /// wrote, its own writes included), handed over once it is committed, before `onDurable`.
+        /// A file store commits the commits before it (and it) on their own, so that a read
+        /// transaction begun right after sees that state while the store goes on; an in-memory
+        /// store's image is its bytes.
+        public var image: (@Sendable (Result<ReplicaImage, Error>) -> Void)?
         public init(mutations: [Mutation], extra: (@Sendable (Transaction) throws -> Void)? = nil, onDurable: @escaping @Sendable () -> Void,
-                    onFailed: (@Sendable () -> Void)? = nil) {
+                    onFailed: (@Sendable () -> Void)? = nil, image: (@Sendable (Result<ReplicaImage, Error>) -> Void)? = nil) {
             self.mutations = mutations
             self.extra = extra
             self.onDurable = onDurable
             self.onFailed = onFailed
+            self.image = image
         }
+
+        var writes: Bool { !mutations.isEmpty || extra != nil || image != nil }
     }
 
     /// The database: a `DatabasePool` (WAL) for a file, a `DatabaseQueue` in memory. Reads may
@@ -167,44 +176,71 @@ public final class Store: @unchecked Sendable {
         if first { writer.execute { [self] in drain() } }
     }
 
-    /// Writes every pending commit in one transaction, then runs their callbacks in order.
+    /// Writes every pending commit in one transaction, then runs their callbacks in order. In a
+    /// file store, a commit that takes an image (`Commit.image`) ends its transaction: the
+    /// commits after it go in the next.
     private func drain() {
         while true {
-            let batch = pending.withLock { queue -> [Commit] in
+            let pulled = pending.withLock { queue -> [Commit] in
                 let b = queue
                 queue.removeAll(keepingCapacity: true)
                 return b
             }
-            if batch.isEmpty { return }
+            if pulled.isEmpty { return }
             guard isWritable else {
                 // Made from state the owner has reloaded since the failure: refused, not written.
-                for commit in batch { commit.onFailed?() }
+                for commit in pulled { commit.onFailed?() }
                 continue
             }
-            let needsWrite = batch.contains { !$0.mutations.isEmpty || $0.extra != nil }
-            if needsWrite {
+            var start = 0
+            while start < pulled.count {
+                var end = start
+                while end < pulled.count - 1, inMemory || pulled[end].image == nil { end += 1 }
+                let batch = pulled[start...end]
+                let images: [(@Sendable (Result<ReplicaImage, Error>) -> Void, Result<ReplicaImage, Error>)]
                 do {
-                    try database.write { db in
-                        let tx = Transaction(database: db)
-                        for commit in batch {
-                            try Self.apply(commit.mutations, db)
-                            try commit.extra?(tx)
-                        }
-                    }
+                    images = try write(batch)
                 } catch {
                     // Nothing of this batch is on disk: none of it is acknowledged. What was
                     // submitted after it was made from the same in-memory state, so it fails too;
                     // the owner learns it through each commit's `onFailed` (the engine reloads its
                     // state from disk), and the store refuses commits until a probe write succeeds.
-                    fail(batch, error)
+                    fail(Array(pulled[start...]), error)
                     return
                 }
-                batchesCommitted.add(1, ordering: .relaxed)
+                commitsCommitted.add(batch.reduce(0) { $0 + ($1.writes ? 1 : 0) }, ordering: .relaxed)
+                for (hand, image) in images { hand(image) }
+                for commit in batch { commit.onDurable() }
+                start = end + 1
             }
-            commitsCommitted.add(batch.reduce(0) { $0 + (!$1.mutations.isEmpty || $1.extra != nil ? 1 : 0) }, ordering: .relaxed)
-            for commit in batch { commit.onDurable() }
             afterBatch?()
         }
+    }
+
+    private var inMemory: Bool { path == ":memory:" }
+
+    /// One transaction of `batch`, and the images its commits asked for.
+    private func write(_ batch: ArraySlice<Commit>) throws -> [(@Sendable (Result<ReplicaImage, Error>) -> Void, Result<ReplicaImage, Error>)] {
+        guard batch.contains(where: \.writes) else { return [] }
+        let inMemory = self.inMemory, path = self.path
+        let images = try database.writeWithoutTransaction { db in
+            var images: [(@Sendable (Result<ReplicaImage, Error>) -> Void, Result<ReplicaImage, Error>)] = []
+            try db.inTransaction {
+                let tx = Transaction(database: db)
+                for commit in batch {
+                    try Self.apply(commit.mutations, db)
+                    try commit.extra?(tx)
+                    if inMemory, let hand = commit.image { images.append((hand, Result { ReplicaImage(bytes: try Self.image(tx)) })) }
+                }
+                return .commit
+            }
+            // Committed, and nothing else can write before this returns: the read transaction
+            // begun here sees exactly this batch's state (the image's commit is its last).
+            if !inMemory, let hand = batch.last?.image { images.append((hand, Result { try ReplicaImage(pinning: path) })) }
+            return images
+        }
+        batchesCommitted.add(1, ordering: .relaxed)
+        return images
     }
 
     private func fail(_ batch: [Commit], _ error: Error) {

@@ -127,7 +127,8 @@ struct ClusterSnapshotChunkTests {
         Int(try db.query(sql, parameters).scalar ?? "-1") ?? -1
     }
 
-    /// `latest` refuses the snapshot as damaged.
+    /// `latest` refuses the snapshot as damaged, read into memory and (CL-9) written to a file,
+    /// which it then leaves behind neither whole nor in part.
     static func expectRefused(_ db: PGConnection, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         do {
             let s = try ClusterSnapshots.latest(db)
@@ -135,6 +136,69 @@ struct ClusterSnapshotChunkTests {
         } catch {
             #expect(error.sqlState == "XX001" && error.message.contains("damaged"), "\(what): \(error)", sourceLocation: sourceLocation)
         }
+        let file = temporaryDirectory("roomcast-snapshot-file") + "/replica.download"
+        do {
+            let s = try ClusterSnapshots.latest(db, replicaFile: file, pieceBytes: 333)
+            Issue.record("\(what): a snapshot was written to a file (\(s?.state.count ?? -1) bytes of state)", sourceLocation: sourceLocation)
+        } catch {
+            #expect(error.sqlState == "XX001" && error.message.contains("damaged"), "\(what), to a file: \(error)", sourceLocation: sourceLocation)
+        }
+        #expect(!FileManager.default.fileExists(atPath: file), "\(what): a damaged replica was left in a file", sourceLocation: sourceLocation)
+    }
+
+    /// CL-9: the replica's part read from a producer in pieces (as the leader reads its copy on
+    /// disk) and written to a file in pieces (as a starting node writes its replica): many chunks,
+    /// byte for byte, and the same stored bytes as the part read whole would give.
+    @Test("CL-9: a replica part read in pieces and written to a file in pieces round-trips")
+    func aReplicaPartStreamsThroughFiles() throws {
+        let (pg, db) = try Self.migrated("streams")
+        defer { withExtendedLifetime(pg) {} }
+        let state = Self.state(400)
+        let replica = Self.noise(150_000, seed: 11) + Array(repeating: 7, count: 200_000) + Self.state(2_000)
+        var pieces = 0
+        let published = try ClusterSnapshots.put(
+            db, ClusterSnapshots.Stored(position: 9, at: 90, node: "leader", format: 3, state: state, replica: []),
+            replica: { (consume: (UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) in
+                // Pieces of uneven sizes, as reads of a file may give.
+                var offset = 0
+                while offset < replica.count {
+                    let n = min(replica.count - offset, 1 + (pieces * 7_919) % 20_000)
+                    var failed: PGError?
+                    replica[offset..<offset + n].withUnsafeBytes { b in
+                        do throws(PGError) { try consume(b) } catch { failed = error }
+                    }
+                    if let failed { throw failed }
+                    offset += n
+                    pieces += 1
+                }
+            }, createdAt: 1, chunkBytes: 2_048)
+        #expect(published.stored && pieces > 20)
+        #expect(try Self.scalar(db, "SELECT count(*) FROM roomcast_snapshot_chunks WHERE part = 1") > 20)
+        #expect(try db.query("SELECT replica_bytes FROM roomcast_snapshots").scalar == String(replica.count))
+
+        let file = temporaryDirectory("roomcast-snapshot-file") + "/replica.download"
+        try Data("stale".utf8).write(to: URL(fileURLWithPath: file))
+        let read = try #require(try ClusterSnapshots.latest(db, replicaFile: file, pieceBytes: 1_000))
+        #expect(read.position == 9 && read.node == "leader" && read.state == state)
+        #expect(read.replica.isEmpty, "the replica went to the file, not to memory")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == replica)
+        // Read into memory, the same bytes.
+        #expect(try ClusterSnapshots.latest(db)?.replica == replica)
+        // A damaged chunk: refused, and the file is gone.
+        try db.query("UPDATE roomcast_snapshot_chunks SET data = set_byte(data, 100, get_byte(data, 100) # 16) WHERE part = 1 AND seq = 50")
+        Self.expectRefused(db, "a changed chunk")
+        // Where a good one had been written before: that one is gone too.
+        #expect(throws: PGError.self) { try ClusterSnapshots.latest(db, replicaFile: file) }
+        #expect(!FileManager.default.fileExists(atPath: file))
+
+        // A snapshot of the previous format (parts inline) is written to the file as well.
+        let file2 = temporaryDirectory("roomcast-snapshot-file") + "/replica.download"
+        try db.query("DELETE FROM roomcast_snapshots")
+        try db.query("INSERT INTO roomcast_snapshots (position, at, node, created_at, format, encoding, state, replica) VALUES (10, 1, 'old', 1, 3, 0, $1::bytea, $2::bytea)",
+                     ["\\x" + state.map { String(format: "%02x", $0) }.joined(), "\\x" + replica.prefix(5_000).map { String(format: "%02x", $0) }.joined()])
+        let old = try #require(try ClusterSnapshots.latest(db, replicaFile: file2))
+        #expect(old.position == 10 && old.state == state && old.replica.isEmpty)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file2))) == Array(replica.prefix(5_000)))
     }
 
     // CL-9: a snapshot spanning many chunks comes back byte for byte; repetitive data shrinks;

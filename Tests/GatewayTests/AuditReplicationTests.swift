@@ -27,7 +27,7 @@ struct AuditReplicationTests {
             logger.logLevel = .critical
             let publisher = Publisher(sink: ClusterEngineTests.RecordingSink(ClusterEngineTests.Collected<Published>()))
             store = try Store(inMemory: logger, afterBatch: publisher.flush)
-            try store.load(image: snapshot.replica)
+            try store.load(image: snapshot.replica.bytes())
             let ids = log.traits.ids
             let domain = try ChatDomain(image: snapshot.state.domain, makeID: { ids.next() })
             engine = try Engine(domain: domain, store: store, log: log, publisher: publisher, webhooks: nil,

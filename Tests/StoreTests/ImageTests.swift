@@ -161,6 +161,131 @@ struct ImageTests {
         #expect(throws: (any Error).self) { try Store.replica(path: path, image: damaged, logger: logger) }
     }
 
+    /// Holds what a commit's `image` hands over.
+    final class Taken: Sendable {
+        let image = Mutex<Result<ReplicaImage, Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        var hand: @Sendable (Result<ReplicaImage, Error>) -> Void { { [self] r in image.withLock { $0 = r } } }
+        func get() throws -> ReplicaImage {
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            return try #require(image.withLock { $0 }).get()
+        }
+    }
+
+    static func message(_ id: String, _ i: Int) -> Mutation {
+        .appendMessage(RoomKey(app: "a", roomId: "r1"), ChatMessage(id: id, roomId: "r1", sender: "u", senderNickname: "", senderAvatar: "", senderExt: "",
+                                                                    kind: .text, content: String(repeating: "x", count: 300), time: Int64(i), fromServer: false))
+    }
+
+    /// CL-9: a file store's image (a cluster leader's snapshot of its replica) is copied page by
+    /// page from a read transaction begun right after its commit: it holds exactly the commits
+    /// before it, those queued in the same batch included, and none after, also those written
+    /// while it waited to be read; it is a rollback-journal image that loads in memory and as a
+    /// replica; its copy on disk is unlinked at once, and a stale one is replaced.
+    @Test("CL-9: a replica on disk gives images page by page, exactly at their commit, with no copy left behind")
+    func aFileStoresImageIsCopiedPageByPage() throws {
+        let directory = temporaryDirectory("roomcast-image")
+        let path = directory + "/" + DataDirectory.replicaName
+        let copy = path + DataDirectory.replicaSnapshotSuffix
+        let a = try Store.replica(path: path, image: nil, logger: logger)
+        try a.upsertApp(key: "a", secret: "s", origin: "config", settings: AppSettings(), now: 1)
+        a.start()
+        defer { a.stop() }
+        commitAndWait(a, [.putRoom(room("r1"))])
+        // Queued at once (one batch as far as the writer is concerned), the image in the middle.
+        let taken = Taken()
+        for i in 0..<2_000 { a.submit(Store.Commit(mutations: [Self.message("early-\(i)", i)], onDurable: {})) }
+        a.submit(Store.Commit(mutations: [], onDurable: { taken.done.signal() }, image: taken.hand))
+        for i in 0..<500 { a.submit(Store.Commit(mutations: [Self.message("late-\(i)", i)], onDurable: {})) }
+        let image = try taken.get()
+        // Written after the image was taken and before it is read.
+        commitAndWait(a, [.putRoom(room("r2"))])
+        #expect(try Self.rows(a).count == 2_502)
+
+        try Data("a stale copy".utf8).write(to: URL(fileURLWithPath: copy))
+        try image.copy()
+        #expect(!FileManager.default.fileExists(atPath: copy), "the copy is unlinked once it is open")
+        var pieces = 0
+        var bytes: [UInt8] = []
+        let count = try image.read(pieceBytes: 64 * 1024) { piece in
+            #expect(piece.count <= 64 * 1024)
+            pieces += 1
+            bytes.append(contentsOf: piece)
+        }
+        #expect(count == bytes.count && pieces > 8, "\(count) bytes in \(pieces) pieces")
+        #expect(bytes.starts(with: Array("SQLite format 3\0".utf8)) && bytes[18] == 1 && bytes[19] == 1, "a rollback-journal image")
+        #expect(try image.bytes() == bytes, "read again, the same copy")
+        image.close()
+        #expect(throws: (any Error).self) { try image.bytes() }
+
+        let expected = try Self.rows(a).filter { !$0.contains("late-") && !$0.contains("r2") }
+        #expect(expected.count == 2_001)
+        let inMemory = try Store(inMemory: logger)
+        try inMemory.load(image: bytes)
+        #expect(try Self.rows(inMemory) == expected)
+        let replicaDirectory = temporaryDirectory("roomcast-image")
+        let b = try Store.replica(path: replicaDirectory + "/" + DataDirectory.replicaName, image: bytes, logger: logger)
+        #expect(try Self.rows(b) == expected)
+    }
+
+    /// An in-memory store's image (tests' engines) is its bytes, handed over the same way.
+    @Test func anInMemoryStoresImageIsItsBytes() throws {
+        let a = try Store(inMemory: logger)
+        try a.upsertApp(key: "a", secret: "s", origin: "config", settings: AppSettings(), now: 1)
+        a.start()
+        defer { a.stop() }
+        commitAndWait(a, [.putRoom(room("r1"))])
+        let taken = Taken()
+        for i in 0..<100 { a.submit(Store.Commit(mutations: [Self.message("early-\(i)", i)], onDurable: {})) }
+        a.submit(Store.Commit(mutations: [], onDurable: { taken.done.signal() }, image: taken.hand))
+        for i in 0..<50 { a.submit(Store.Commit(mutations: [Self.message("late-\(i)", i)], onDurable: {})) }
+        let image = try taken.get()
+        commitAndWait(a, [])
+        let c = try Store(inMemory: logger)
+        try c.load(image: try image.bytes())
+        #expect(try Self.rows(c) == Self.rows(a).filter { !$0.contains("late-") })
+        #expect(try Self.rows(c).count == 101)
+    }
+
+    /// CL-9: a replica made from an image in a file (a starting node's download) takes the file's
+    /// place; an earlier run's copies and downloads are removed; a file that is not a sound
+    /// database is refused and leaves neither itself nor a replica behind.
+    @Test("CL-9: a replica made from an image file, and what a refused or stale one leaves (nothing)")
+    func aReplicaFromAnImageFile() throws {
+        let a = try Store(inMemory: logger)
+        try a.upsertApp(key: "a", secret: "s", origin: "config", settings: AppSettings(), now: 1)
+        a.start()
+        commitAndWait(a, [.putRoom(room("r1"))])
+        let image = Mutex<[UInt8]>([])
+        commitAndWait(a, [], extra: { tx in
+            let bytes = try Store.image(tx)
+            image.withLock { $0 = bytes }
+        })
+        a.stop()
+        let bytes = image.withLock { $0 }
+
+        let directory = temporaryDirectory("roomcast-image")
+        let path = directory + "/" + DataDirectory.replicaName
+        let download = path + DataDirectory.replicaDownloadSuffix, copy = path + DataDirectory.replicaSnapshotSuffix
+        for file in [download, copy] { try Data("left over".utf8).write(to: URL(fileURLWithPath: file)) }
+        let empty = try Store.replica(path: path, imageFile: nil, logger: logger)
+        #expect(try Self.rows(empty).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: download) && !FileManager.default.fileExists(atPath: copy))
+
+        try Data(bytes).write(to: URL(fileURLWithPath: download))
+        let b = try Store.replica(path: path, imageFile: download, logger: logger)
+        #expect(try Self.rows(b) == Self.rows(a))
+        #expect(!FileManager.default.fileExists(atPath: download), "moved into place")
+
+        var damaged = bytes
+        for i in 100..<min(damaged.count, 8192) { damaged[i] = 0xFF }
+        for refused in [Array("not a database".utf8), damaged] {
+            try Data(refused).write(to: URL(fileURLWithPath: download))
+            #expect(throws: (any Error).self) { try Store.replica(path: path, imageFile: download, logger: logger) }
+            #expect(!FileManager.default.fileExists(atPath: download) && !FileManager.default.fileExists(atPath: path))
+        }
+    }
+
     @Test func bytesThatAreNotADatabaseAreRefused() throws {
         let b = try Store(inMemory: logger)
         #expect(throws: (any Error).self) { try b.load(image: Array("not a database at all, not even close".utf8)) }
