@@ -99,7 +99,7 @@ let package = Package(
 
         // The cluster on PostgreSQL (CL-1..CL-6, CLUSTER.md): the shared log, the schema, the node
         // registry, through libpq; snapshots compressed with zlib and stored in chunks.
-        .target(name: "Cluster", dependencies: ["CLibPQ", "CZlib", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Cluster", dependencies: ["CLibPQ", "CZlib", "Reactor", .product(name: "Logging", package: "swift-log")]),
         // A cluster node: the shared log as the engine's log (`ClusterLink`) and the threads that
         // join them (`ClusterReplicator`: appender, reader, membership, snapshots).
         .target(name: "ClusterNode", dependencies: [

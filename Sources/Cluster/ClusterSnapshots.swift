@@ -1,3 +1,4 @@
+import Reactor
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -199,16 +200,21 @@ public enum ClusterSnapshots {
 
     /// Makes the file at `path` anew and writes to it what `body` hands the function it is given.
     private static func write(_ path: String, _ body: ((UnsafeRawBufferPointer) throws(PGError) -> Void) throws(PGError) -> Void) throws(PGError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PGError(sqlState: "58030", message: "cannot create \(path) (errno \(errno))") }
+        let fd: Int32
+        do {
+            fd = try syscallChecked("open") { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        } catch {
+            throw PGError(sqlState: "58030", message: "cannot create \(path): \(error)")
+        }
         defer { close(fd) }
         try body { (bytes: UnsafeRawBufferPointer) throws(PGError) in
             var offset = 0
             while offset < bytes.count, let base = bytes.baseAddress {
-                let n = Glibc.write(fd, base + offset, bytes.count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw PGError(sqlState: "58030", message: "cannot write \(path) (errno \(errno))") }
-                offset += n
+                do {
+                    offset += try syscallChecked("write") { Glibc.write(fd, base + offset, bytes.count - offset) }
+                } catch {
+                    throw PGError(sqlState: "58030", message: "cannot write \(path): \(error)")
+                }
             }
         }
     }

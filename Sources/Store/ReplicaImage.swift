@@ -1,5 +1,6 @@
 import Foundation
 import GRDBSQLite
+import Reactor
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -105,9 +106,9 @@ public final class ReplicaImage: @unchecked Sendable {
             defer { buffer.deallocate() }
             var offset = 0
             while offset < size {
-                let n = pread(fd, buffer.baseAddress, min(buffer.count, size - offset), off_t(offset))
+                let n = try syscallChecked("pread") { pread(fd, buffer.baseAddress, min(buffer.count, size - offset), off_t(offset)) }
                 guard n > 0 else {
-                    throw Store.ImageError.sqlite(SQLITE_IOERR, "reading the replica's image (errno \(n < 0 ? errno : 0))")
+                    throw Store.ImageError.sqlite(SQLITE_IOERR, "reading the replica's image (it ended at \(offset) of \(size) bytes)")
                 }
                 try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 offset += n
@@ -151,23 +152,26 @@ public final class ReplicaImage: @unchecked Sendable {
                 throw Store.ImageError.sqlite(step == SQLITE_DONE ? finish : step, "copying the replica's image")
             }
         }
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw Store.ImageError.sqlite(SQLITE_CANTOPEN, "opening the replica's image (errno \(errno))") }
-        var info = stat()
-        var header: [UInt8] = [0, 0]
-        guard fstat(fd, &info) == 0, header.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, 2, 18) }) == 2 else {
-            Glibc.close(fd)
-            throw Store.ImageError.sqlite(SQLITE_IOERR, "reading the replica's image (errno \(errno))")
-        }
-        // The copy has the replica's first page: WAL (header bytes 18 and 19 are 2). An image
-        // says rollback journal (1), as `Store.image` does (see there).
-        if header == [2, 2] {
-            let rollback: [UInt8] = [1, 1]
-            guard rollback.withUnsafeBytes({ pwrite(fd, $0.baseAddress, 2, 18) }) == 2 else {
-                Glibc.close(fd)
-                throw Store.ImageError.sqlite(SQLITE_IOERR, "writing the replica's image (errno \(errno))")
+        let fd = try syscallChecked("open") { open(path, O_RDWR | O_CLOEXEC) }
+        do {
+            var info = stat()
+            var header: [UInt8] = [0, 0]
+            try syscallChecked("fstat") { fstat(fd, &info) }
+            guard try syscallChecked("pread", { header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 2, 18) } }) == 2 else {
+                throw Store.ImageError.sqlite(SQLITE_IOERR, "reading the replica's image (shorter than its header)")
             }
+            // The copy has the replica's first page: WAL (header bytes 18 and 19 are 2). An image
+            // says rollback journal (1), as `Store.image` does (see there).
+            if header == [2, 2] {
+                let rollback: [UInt8] = [1, 1]
+                guard try syscallChecked("pwrite", { rollback.withUnsafeBytes { pwrite(fd, $0.baseAddress, 2, 18) } }) == 2 else {
+                    throw Store.ImageError.sqlite(SQLITE_IOERR, "writing the replica's image's header")
+                }
+            }
+            return (fd, Int(info.st_size))
+        } catch {
+            Glibc.close(fd)
+            throw error
         }
-        return (fd, Int(info.st_size))
     }
 }
