@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Reactor
 import Replication
+import Store
 import Synchronization
 import Wire
 #if canImport(Glibc)
@@ -55,6 +56,41 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     /// CL-9: where that snapshot's replica was written (`replicaDownload`; its `replica` is
     /// then empty), when there was one.
     public let startReplicaFile: String?
+    /// Where this node starts from: the cluster's log (nothing before), the newest snapshot, or
+    /// its own replica at the position it recorded when its last run stopped (CL-9).
+    public enum StartPoint: Sendable, Equatable {
+        case log
+        case snapshot(position: Int64)
+        case ownReplica(position: Int64)
+
+        /// `/readyz`'s name for it.
+        public var name: String {
+            switch self {
+            case .log: "log"
+            case .snapshot: "snapshot"
+            case .ownReplica: "own-replica"
+            }
+        }
+
+        /// Whether the replica on disk is kept as it is.
+        public var keepsReplica: Bool {
+            if case .ownReplica = self { return true }
+            return false
+        }
+
+        public var position: Int64 {
+            switch self {
+            case .log: 0
+            case .snapshot(let p), .ownReplica(let p): p
+            }
+        }
+    }
+    public let start: StartPoint
+    /// The engine's state to start from: the snapshot's, or the one recorded beside this node's
+    /// own replica.
+    public let startState: SnapshotState?
+    /// Where a cleanly stopping run records its replica's position (`LocalCheckpoint`).
+    let checkpointFile: String?
     /// Every node derives the domain's ids from the entries (the same ids on every node).
     public let traits: LogTraits
     let logger: Logger
@@ -96,9 +132,13 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         }
     }
 
-    /// `replicaDownload`: the file the newest snapshot's replica is written to, piece by piece
-    /// (CL-9; without it, it is read into memory).
-    public init(configuration: ClusterConfiguration, presenceGraceMilliseconds: Int64, logger: Logger, replicaDownload: String? = nil) throws {
+    /// `replica`: the path of this node's replica (CL-9). The newest snapshot's replica is
+    /// written beside it piece by piece (without it, it is read into memory), and a run that
+    /// stopped cleanly left its checkpoint beside it: when the log still holds the checkpoint's
+    /// position, the node starts from its own replica there instead.
+    public init(configuration: ClusterConfiguration, presenceGraceMilliseconds: Int64, logger: Logger, replica: String? = nil) throws {
+        let replicaDownload = replica.map { $0 + DataDirectory.replicaDownloadSuffix }
+        checkpointFile = replica.map { $0 + DataDirectory.replicaCheckpointSuffix }
         self.configuration = configuration
         self.logger = logger
         let db = try PGConnection(configuration.url, defaults: Self.connectionDefaults)
@@ -136,6 +176,26 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         headAtStart = try ClusterLog.head(db)
         // Read after registering: this node's row (applied 0) keeps the log from being trimmed
         // past what it needs while it starts.
+        // CL-9: this node's own replica, where its last run stopped cleanly, when the log still
+        // holds that entry (entries are trimmed from the start only, so it holds all after it).
+        if let replica, let checkpointFile, let own = LocalCheckpoint.take(checkpointFile, logger: logger) {
+            let entry = try ClusterLog.entryKey(db, at: own.position)
+            if own.cluster == settings.id, own.node == configuration.nodeID, FileManager.default.fileExists(atPath: replica),
+               let entry, entry.origin == own.origin, entry.seq == own.seq {
+                lastSnapshot.store(try ClusterSnapshots.latestPosition(db), ordering: .relaxed)
+                startSnapshot = nil
+                startReplicaFile = nil
+                startState = own.state
+                start = .ownReplica(position: own.position)
+                traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
+                logger.info("cluster: catching up from this node's own replica", metadata: [
+                    "position": "\(own.position)", "head": "\(headAtStart)",
+                ])
+                return
+            }
+            logger.info("cluster: the log no longer holds this node's own position; starting from the cluster's snapshot",
+                        metadata: ["position": "\(own.position)"])
+        }
         // A large snapshot takes longer than the usual statement limit to download.
         try db.query("SET statement_timeout = 0")
         let latest = try ClusterSnapshots.latest(db, replicaFile: replicaDownload, pieceBytes: Limits.snapshotPieceBytes)
@@ -154,6 +214,8 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         }
         startSnapshot = latest
         startReplicaFile = latest == nil ? nil : replicaDownload
+        startState = try latest.map { try SnapshotState.decode($0.state) }
+        start = latest.map { .snapshot(position: $0.position) } ?? .log
         traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
     }
 
@@ -194,6 +256,35 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         wake.signal()
         while queue.withLock({ !$0.isEmpty || appending.load(ordering: .acquiring) > 0 }), wallClockMilliseconds() < deadline {
             usleep(2_000)
+        }
+    }
+
+    /// CL-9: after a clean stop (the log reader stopped, the engine and the store drained, the
+    /// replica synced to disk), records the replica's position and the engine's `state` there, with
+    /// the log's entry at that position, so that the next start catches up from it. Nothing is
+    /// recorded when PostgreSQL cannot say which entry that is (the next start loads the snapshot).
+    /// `applied`: what the engine applied and the replica committed.
+    public func saveCheckpoint(_ state: SnapshotState, replica: Store, applied: Int64) {
+        guard let checkpointFile else { return }
+        // Only when every commit up to the state's position is in the replica and nothing after
+        // it (a failed commit would have halted the node; a read-only store records nothing).
+        guard replica.isWritable, applied == state.position else {
+            logger.info("cluster: the replica does not hold the stopping engine's position; no checkpoint",
+                        metadata: ["applied": "\(applied)", "position": "\(state.position)"])
+            return
+        }
+        do {
+            try replica.syncToDisk()
+            let db = try Self.connect(configuration.url)
+            guard let entry = try ClusterLog.entryKey(db, at: state.position) else {
+                logger.info("cluster: the log no longer holds this node's position; no checkpoint", metadata: ["position": "\(state.position)"])
+                return
+            }
+            try LocalCheckpoint(cluster: settings.id, node: configuration.nodeID, position: state.position, origin: entry.origin, seq: entry.seq,
+                                state: state).write(to: checkpointFile)
+            logger.info("cluster: the replica's position is recorded for the next start", metadata: ["position": "\(state.position)"])
+        } catch {
+            logger.warning("cluster: the replica's position could not be recorded; the next start loads the snapshot", metadata: ["error": "\(error)"])
         }
     }
 

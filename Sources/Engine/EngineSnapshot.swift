@@ -2,6 +2,7 @@ import Chat
 import Foundation
 import Store
 import Replication
+import Synchronization
 
 /// Cluster snapshots (CLUSTER.md "Snapshots and trimming"): everything a node has made from the
 /// log up to a position, so that a node can start there instead of at the log's first entry, and
@@ -75,13 +76,7 @@ extension Engine {
                 done(.failure(SnapshotError("nothing applied yet")))
                 return
             }
-            let state = SnapshotState(
-                position: position, at: lastAppliedAt, domain: domain.image(),
-                streams: streams.sorted { ($0.key.app, $0.key.roomId) < ($1.key.app, $1.key.roomId) }.map {
-                    SnapshotState.StreamImage(app: $0.key.app, roomId: $0.key.roomId, epoch: $0.value.epoch, offset: $0.value.offset)
-                },
-                endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
-                webhookOrphans: webhookEntries.orphans.sorted(), webhookLastPrune: webhookEntries.lastPrune)
+            let state = snapshotState()
             let replica = SnapshotImage()
             // The image does not fail the commit (a failed commit stops a cluster node).
             commit(Store.Commit(mutations: [], onDurable: {
@@ -98,6 +93,32 @@ extension Engine {
                 }
             }))
         }
+    }
+
+    /// The engine's part of a snapshot at the position applied so far (engine thread).
+    private func snapshotState() -> SnapshotState {
+        SnapshotState(
+            position: position, at: lastAppliedAt, domain: domain.image(),
+            streams: streams.sorted { ($0.key.app, $0.key.roomId) < ($1.key.app, $1.key.roomId) }.map {
+                SnapshotState.StreamImage(app: $0.key.app, roomId: $0.key.roomId, epoch: $0.value.epoch, offset: $0.value.offset)
+            },
+            endedIncarnations: endedIncarnations.sorted(), ledger: ledger.image,
+            webhookOrphans: webhookEntries.orphans.sorted(), webhookLastPrune: webhookEntries.lastPrune)
+    }
+
+    /// CL-9 (catch-up from a node's own position): the engine's part of a snapshot at the position
+    /// applied so far, for a stopping node whose log reader has stopped (nothing is applied after
+    /// it). Its replica holds that position once the store has drained (`applied` then equals the
+    /// state's position). Nil when nothing was applied or the engine did not answer within `timeout`.
+    public func checkpointState(timeoutMilliseconds: Int = 5_000) -> SnapshotState? {
+        let result = Mutex<SnapshotState?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [self] in
+            if position > 0 { result.withLock { $0 = snapshotState() } }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .milliseconds(timeoutMilliseconds)) == .success else { return nil }
+        return result.withLock { $0 }
     }
 
     /// Before `start` only (it touches the engine thread's state directly): the engine goes on from

@@ -150,18 +150,20 @@ final class GatewayCore: Sendable {
         // CL-9: the newest snapshot's replica goes straight to a file beside the replica's.
         let replicaPath = configuration.dataDirectory + "/" + DataDirectory.replicaName
         let link = try ClusterLink(configuration: cluster, presenceGraceMilliseconds: configuration.presenceGraceSeconds * 1000, logger: logger,
-                                   replicaDownload: replicaPath + DataDirectory.replicaDownloadSuffix)
+                                   replica: replicaPath)
         let hubs = HubTable()
         let publisher = Publisher(sink: hubs)
         // CL-9: the replica lives in the node's data directory, so it costs the node SQLite's page
-        // cache rather than its whole size in memory. It is made anew from the log at every start
-        // (PostgreSQL is what is durable): from the newest snapshot's image when there is one.
-        let store = try Store.replica(path: replicaPath, imageFile: link.startReplicaFile, logger: logger, afterBatch: publisher.flush)
+        // cache rather than its whole size in memory. PostgreSQL is what is durable: the replica
+        // is made anew from the log (from the newest snapshot's image when there is one), unless
+        // the last run stopped cleanly and the log still holds its position (it goes on from there).
+        let store = try Store.replica(path: replicaPath, imageFile: link.startReplicaFile, keepExisting: link.start.keepsReplica, logger: logger,
+                                      afterBatch: publisher.flush)
         _ = try ensureApps(configuration, store: store, now: clock(), makeDevelopmentApp: false)
         // A node serves the apps on its own command line (a replica loaded from another node's
         // snapshot also lists that node's).
         let registry = try AppRegistry.load(store, only: Set(configuration.apps.map(\.key)))
-        let snapshot = try link.startSnapshot.map { try SnapshotState.decode($0.state) }
+        let snapshot = link.startState
         let ids = link.traits.ids
         let domain = try snapshot.map { try ChatDomain(image: $0.domain, makeID: { ids.next() }) } ?? ChatDomain(makeID: { ids.next() })
         // The grace is the cluster's (it decides what applying the log does).
@@ -184,7 +186,7 @@ final class GatewayCore: Sendable {
                                    role: { engine in
                                        ClusterMember(link: link, replicator: ClusterReplicator(link: link, engine: engine, halt: Halt(logger: logger), onMembers: { live in
                                            if !live.isEmpty { lookup.set(live) }
-                                       }), engine: engine, ownURLs: own)
+                                       }), engine: engine, store: store, ownURLs: own)
                                    },
                                    snapshot: snapshot, logger: logger, clock: clock)
         return core
@@ -390,8 +392,12 @@ final class GatewayCore: Sendable {
         engine.barrier()
         role.flush()
         role.stop()
+        // CL-9: nothing is applied any more; a cluster node records where its replica is, once
+        // the engine and the store have drained, so that its next start goes on from there.
+        let checkpoint = role.keepsCheckpoint ? engine.checkpointState() : nil
         engine.stop()
         store.stop()
+        if let checkpoint { role.saveCheckpoint(checkpoint) }
     }
 }
 

@@ -3,6 +3,7 @@ import ClusterNode
 import Engine
 import HTTP1
 import Server
+import Store
 import Wire
 
 /// What the gateway shows of the nodes that follow the engine's log, and what it starts and stops
@@ -26,6 +27,12 @@ protocol NodeRole: Sendable {
     func flush()
     /// Leaves the log (stops a cluster's threads; the other nodes end this run's sessions).
     func stop()
+    /// CL-9: whether a stopping node records its replica's position (a cluster node, whose
+    /// replica can go on from there at its next start).
+    var keepsCheckpoint: Bool { get }
+    /// After the engine and the store stopped: records `state`'s position for the next start,
+    /// if the replica holds exactly that position.
+    func saveCheckpoint(_ state: SnapshotState)
     /// OP-2: whether the apps this node serves live in its own store, where `roomcast apps` and
     /// the operator API change them and the apps watcher picks the change up. A cluster's apps
     /// are its nodes' `--app` list instead (the same on every node).
@@ -53,6 +60,8 @@ final class SingleNode: NodeRole {
     func announce(_ urls: [String]) {}
     func flush() {}
     func stop() {}
+    var keepsCheckpoint: Bool { false }
+    func saveCheckpoint(_ state: SnapshotState) {}
 }
 
 /// A member of a cluster on PostgreSQL (CL-1..CL-6): the shared log (`ClusterLink`) and the
@@ -61,12 +70,14 @@ final class ClusterMember: NodeRole {
     let link: ClusterLink
     let replicator: ClusterReplicator
     let engine: Engine
+    let store: Store
     let ownURLs: PublicURLs
 
-    init(link: ClusterLink, replicator: ClusterReplicator, engine: Engine, ownURLs: PublicURLs) {
+    init(link: ClusterLink, replicator: ClusterReplicator, engine: Engine, store: Store, ownURLs: PublicURLs) {
         self.link = link
         self.replicator = replicator
         self.engine = engine
+        self.store = store
         self.ownURLs = ownURLs
     }
 
@@ -104,6 +115,9 @@ final class ClusterMember: NodeRole {
         w.field("head", max(head, applied))
         w.field("lag", max(0, head - applied))
         w.field("snapshot", link.snapshotPosition)
+        // CL-9: what this run started from ("log", "snapshot" or "own-replica") and its position.
+        w.field("start", link.start.name)
+        w.field("startPosition", link.start.position)
         w.key("members")
         w.beginArray()
         for m in members {
@@ -121,4 +135,7 @@ final class ClusterMember: NodeRole {
     func announce(_ urls: [String]) { link.setOwnURLs(urls) }
     func flush() { link.flush(milliseconds: 3_000) }
     func stop() { replicator.stop() }
+    var keepsCheckpoint: Bool { true }
+
+    func saveCheckpoint(_ state: SnapshotState) { link.saveCheckpoint(state, replica: store, applied: engine.applied) }
 }

@@ -18,6 +18,10 @@ public enum DataDirectory {
     /// CL-9: beside the replica, a starting node's download of the cluster snapshot's replica
     /// (moved to `replicaName` once whole, checked and opened).
     public static let replicaDownloadSuffix = ".download"
+    /// CL-9: beside the replica, where a node that stopped cleanly recorded the position its
+    /// replica holds and the engine's state there (read and removed at the next start, which
+    /// catches up from there when the cluster's log still holds that position).
+    public static let replicaCheckpointSuffix = ".checkpoint"
 
     public static func databasePath(_ directory: String) -> String { directory + "/" + databaseName }
 

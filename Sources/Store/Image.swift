@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Logging
+import Reactor
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A cluster node's replica as bytes (CLUSTER.md, snapshots): the database at one commit's place
 /// in commit order (exactly what the commits before it wrote), loaded into a new node's replica
@@ -59,18 +63,24 @@ extension Store {
     /// node downloads the cluster snapshot's replica there, chunk by chunk), which is moved into
     /// place and checked before the store opens it. An image that is not a sound SQLite database
     /// is refused, and neither it nor a replica is left behind.
-    public static func replica(path: String, imageFile: String?, logger: Logger, afterBatch: (@Sendable () -> Void)? = nil) throws -> Store {
+    ///
+    /// `keepExisting`: the replica an earlier run of this node left is opened as it is (it catches
+    /// up from its own position: the run stopped cleanly and recorded where, `LocalCheckpoint`);
+    /// only a snapshot's copy or a download it left is removed.
+    public static func replica(path: String, imageFile: String?, keepExisting: Bool = false, logger: Logger,
+                               afterBatch: (@Sendable () -> Void)? = nil) throws -> Store {
+        precondition(!(keepExisting && imageFile != nil), "a replica is either kept or made from an image")
         // An earlier run's replica, its companions, and a snapshot's copy or a download it left.
-        for companion in ["", "-wal", "-shm", "-journal", DataDirectory.replicaSnapshotSuffix, DataDirectory.replicaDownloadSuffix] {
+        let leftovers = keepExisting ? [DataDirectory.replicaSnapshotSuffix, DataDirectory.replicaDownloadSuffix]
+            : ["", "-wal", "-shm", "-journal", DataDirectory.replicaSnapshotSuffix, DataDirectory.replicaDownloadSuffix]
+        for companion in leftovers {
             let file = path + companion
             if file != imageFile, FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
         }
         if let imageFile {
             do {
                 try isDatabase(imageFile)
-                guard rename(imageFile, path) == 0 else {
-                    throw ImageError.sqlite(SQLITE_CANTOPEN, "moving the replica's image to \(path) (errno \(errno))")
-                }
+                try syscallChecked("rename") { rename(imageFile, path) }
                 try check(path: path)
             } catch {
                 for file in [imageFile, path, path + "-journal"] { try? FileManager.default.removeItem(atPath: file) }
@@ -80,13 +90,22 @@ extension Store {
         return try Store(path: path, synchronous: "OFF", logger: logger, afterBatch: afterBatch)
     }
 
+    /// CL-9: after `stop`, a replica's file holds every commit and is on disk (its WAL folded
+    /// into it, the file synced): what a stopping node records its position against.
+    public func syncToDisk() throws {
+        try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        try syscallChecked("fsync") { fsync(fd) }
+    }
+
     /// The file at `path` starts as an SQLite database does.
     private static func isDatabase(_ path: String) throws {
         let magic = Array("SQLite format 3\0".utf8)
         var header = [UInt8](repeating: 0, count: 100)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        let n = fd >= 0 ? header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 100, 0) } : -1
-        if fd >= 0 { close(fd) }
+        let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        let n = try syscallChecked("pread") { header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 100, 0) } }
         guard n == 100, header.starts(with: magic) else {
             throw ImageError.sqlite(SQLITE_NOTADB, "reading the replica's image (it is not an SQLite database)")
         }

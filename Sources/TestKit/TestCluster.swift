@@ -26,11 +26,14 @@ public final class TestCluster: @unchecked Sendable {
         for i in 0..<count { try waitReady(i) }
     }
 
-    public func start(_ i: Int) throws -> GatewayProcess { try Self.start(i, url: url, timeout: timeout, extra: extra) }
+    /// Node `i`, on a fresh data directory or on `dataDirectory` (an earlier run's).
+    public func start(_ i: Int, dataDirectory: String? = nil) throws -> GatewayProcess {
+        try Self.start(i, url: url, timeout: timeout, extra: extra, dataDirectory: dataDirectory)
+    }
 
-    public static func start(_ i: Int, url: String, timeout: Int, extra: [String] = []) throws -> GatewayProcess {
-        try GatewayProcess(extra: ["--cluster", url, "--node-id", "n\(i)", "--node-timeout", "\(timeout)", "--event-loops", "1",
-                                   "--presence-grace", "0"] + extra)
+    public static func start(_ i: Int, url: String, timeout: Int, extra: [String] = [], dataDirectory: String? = nil) throws -> GatewayProcess {
+        try GatewayProcess(dataDirectory: dataDirectory, extra: ["--cluster", url, "--node-id", "n\(i)", "--node-timeout", "\(timeout)",
+                                                                 "--event-loops", "1", "--presence-grace", "0"] + extra)
     }
 
     public func restart(_ i: Int) throws {

@@ -93,6 +93,124 @@ extension ClusterGatewayTests {
     }
 }
 
+/// Issue 31 (CL-9), CLUSTER.md "Snapshots and trimming": catch-up from a node's own position. A
+/// node that stops cleanly records its replica's position; its next start opens that replica as
+/// it is and applies only what the log added since, when the log still holds that position. A
+/// run that crashed, a damaged record, or a log trimmed past the position: the node starts from
+/// the snapshot (or the log) as before. Each start ends in the same state as the other nodes.
+extension ClusterGatewayTests {
+    static func start(_ c: TestCluster, _ i: Int) throws -> (kind: String, position: Int) {
+        let cluster = try c.readyz(i).json["cluster"] as? [String: Any] ?? [:]
+        return (cluster["start"] as? String ?? "-", (cluster["startPosition"] as? NSNumber)?.intValue ?? -1)
+    }
+
+    static func stopCleanly(_ c: TestCluster, _ i: Int) -> Int32? {
+        c[i].process.signal(SIGTERM)
+        let status = c[i].process.waitForExit(timeout: 30)
+        c.nodes[i] = nil
+        return status
+    }
+
+    static func expectSameState(_ c: TestCluster, _ i: Int, messages: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try c.settle()
+        let expected = try Self.history(c, node: 0)
+        // (History answers the first 100.)
+        #expect(expected.count == min(messages, 100), sourceLocation: sourceLocation)
+        #expect(try Self.history(c, node: i) == expected, sourceLocation: sourceLocation)
+        #expect(try Self.members(c, node: i) == Self.members(c, node: 0), sourceLocation: sourceLocation)
+        for path in ["/v1/rooms/r/attributes", "/v1/rooms/r"] {
+            #expect(try c[i].rest().call("GET", path).text == c[0].rest().call("GET", path).text, "\(path)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("CL-9: a node that stopped cleanly catches up from its own replica's position")
+    func aStoppedNodeCatchesUpFromItsOwnPosition() async throws {
+        try await offPool { () throws in
+            // Snapshots every 150 entries: none before the last phase, which makes one and trims.
+            let c = try TestCluster(nodeTimeout: 6, database: "ownposition", extra: ["--snapshot-every", "150", "--snapshot-interval", "1"])
+            #expect(try c[0].rest().call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+            let alice = try c[0].client("alice")
+            _ = try alice.expectOK(try alice.command("room.join", ["roomId": "r"]))
+            var sent = 0
+            func send(_ n: Int, via nodes: [Int]) throws {
+                for k in 0..<n {
+                    #expect(try c[nodes[k % nodes.count]].rest().call("POST", "/v1/rooms/r/messages", ["content": "m\(sent)", "fromUserId": "admin"]).status == 201)
+                    sent += 1
+                }
+            }
+            try send(20, via: [0, 1, 2])
+            try c.settle()
+            #expect(try Self.start(c, 2).kind == "log")
+
+            // Node 2 stops cleanly: it records its replica's position beside the replica.
+            let directory = c[2].dataDirectory
+            let checkpoint = directory + "/replica.sqlite.checkpoint"
+            #expect(Self.stopCleanly(c, 2) == 0)
+            #expect(FileManager.default.fileExists(atPath: checkpoint))
+            let db = try PGConnection(c.url)
+            let stoppedAt = Int(try db.query("SELECT coalesce(max(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+            // The others go on without it.
+            try send(15, via: [0, 1])
+            #expect(try c[0].rest().call("PUT", "/v1/rooms/r/attributes", ["entries": ["topic": "while away"]]).status == 200)
+
+            // It starts again on its data directory: from its own replica, where it stopped (its
+            // last entries, the end of its sessions, were appended as it left), and catches up.
+            c.nodes[2] = try c.start(2, dataDirectory: directory)
+            try c.waitReady(2)
+            let own = try Self.start(c, 2)
+            #expect(own.kind == "own-replica")
+            #expect(own.position > 0 && own.position <= stoppedAt, "started at \(own.position), the log's head was \(stoppedAt)")
+            #expect(!FileManager.default.fileExists(atPath: checkpoint), "the record outlived the start that used it")
+            try Self.expectSameState(c, 2, messages: sent)
+            // It serves: a client on it gets a message sent through node 1 at the same offset as alice.
+            let bob = try c[2].client("bob")
+            _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
+            #expect(try c[1].rest().call("POST", "/v1/rooms/r/messages", ["content": "hello bob", "fromUserId": "admin"]).status == 201)
+            sent += 1
+            let atA = try alice.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "hello bob" }
+            let atB = try bob.waitFor("room.message") { $0.obj("data").obj("message").str("content") == "hello bob" }
+            #expect(atA.int("offset") != nil && atA.int("offset") == atB.int("offset"))
+
+            // A run that crashed records nothing: the next start makes the replica anew.
+            c.kill(2)
+            #expect(!FileManager.default.fileExists(atPath: checkpoint))
+            try send(5, via: [0, 1])
+            c.nodes[2] = try c.start(2, dataDirectory: directory)
+            try c.waitReady(2)
+            #expect(try Self.start(c, 2).kind == "log")
+            try Self.expectSameState(c, 2, messages: sent)
+
+            // A damaged record is not used.
+            #expect(Self.stopCleanly(c, 2) == 0)
+            #expect(FileManager.default.fileExists(atPath: checkpoint))
+            #expect(FileManager.default.createFile(atPath: checkpoint, contents: Data("{\"version\":1,\"position\":".utf8)))
+            c.nodes[2] = try c.start(2, dataDirectory: directory)
+            try c.waitReady(2)
+            #expect(try Self.start(c, 2).kind == "log")
+            #expect(!FileManager.default.fileExists(atPath: checkpoint))
+            try Self.expectSameState(c, 2, messages: sent)
+
+            // The log trimmed past its position while it was away: it starts from the snapshot.
+            #expect(Self.stopCleanly(c, 2) == 0)
+            let away = Int(try db.query("SELECT coalesce(max(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+            let deadline = Date().addingTimeInterval(40)
+            var first = 0
+            while Date() < deadline {
+                try send(10, via: [0, 1])
+                first = Int(try db.query("SELECT coalesce(min(position), 0) FROM roomcast_log").scalar ?? "0") ?? 0
+                if first > away { break }
+            }
+            #expect(first > away, "the log was not trimmed past \(away) (first position \(first))")
+            c.nodes[2] = try c.start(2, dataDirectory: directory)
+            try c.waitReady(2)
+            let fallback = try Self.start(c, 2)
+            #expect(fallback.kind == "snapshot" && fallback.position >= first - 1, "\(fallback)")
+            #expect(!FileManager.default.fileExists(atPath: checkpoint))
+            try Self.expectSameState(c, 2, messages: sent)
+        }
+    }
+}
+
 /// Issue 31 (CL-9), CLUSTER.md "Snapshots and trimming": snapshots of any size. Each part is
 /// compressed with zlib and stored in chunks (here a few bytes or kilobytes, injected, so that
 /// small data spans many), the row and its chunks in one transaction; reading puts the parts back
