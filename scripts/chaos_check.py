@@ -278,6 +278,8 @@ def check(records):
             o["id"] == h["id"] and o.get("answered") == 204 for o in hooks[:i])),
         "faults": [f"{r['kind']}:{r['target']}" for r in records if r["k"] == "fault"],
         "node exits": sum(1 for r in records if r["k"] == "node-exit"),
+        "node starts by origin (CL-9)": " ".join(f"{k}:{n}" for k, n in sorted(collections.Counter(
+            r.get("start") or "?" for r in records if r["k"] == "node-ready").items())) or "-",
         "final offsets": final_offset,
         "pending webhook deliveries at the end (node: owned/parked)": " ".join(
             f"{n}:{d.get('webhooks', {}).get('deliveries_owned', '?')}/{d.get('webhooks', {}).get('deliveries_parked', '?')}"

@@ -251,7 +251,24 @@ class Node:
             self.down = False
             self.stopped = False
             self.proc.start()
-        history.add("node-start", node=self.name, run=self.runs, pid=self.proc.p.pid)
+            run, pid = self.runs, self.proc.p.pid
+        history.add("node-start", node=self.name, run=run, pid=pid)
+        threading.Thread(target=self.record_ready, args=(run, pid), daemon=True).start()
+
+    def record_ready(self, run, pid):
+        """Records what a run started from once it is ready (CL-9: its own replica after a clean
+        stop, else the newest snapshot or the log), for the summary."""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not stop_all.is_set():
+            with self.lock:
+                if self.proc.p is None or self.proc.p.pid != pid or self.proc.p.poll() is not None:
+                    return
+            status, body = self.readyz(1)
+            if status == 200:
+                cluster = body.get("cluster", {})
+                history.add("node-ready", node=self.name, run=run, start=cluster.get("start"), position=cluster.get("startPosition"))
+                return
+            stop_all.wait(0.2)
 
     def readyz(self, timeout=2):
         try:

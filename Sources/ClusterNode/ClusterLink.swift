@@ -188,12 +188,12 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                 startState = own.state
                 start = .ownReplica(position: own.position)
                 traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
-                logger.info("cluster: catching up from this node's own replica", metadata: [
+                logger.notice("cluster: catching up from this node's own replica", metadata: [
                     "position": "\(own.position)", "head": "\(headAtStart)",
                 ])
                 return
             }
-            logger.info("cluster: the log no longer holds this node's own position; starting from the cluster's snapshot",
+            logger.notice("cluster: the log no longer holds this node's own position; starting from the cluster's snapshot",
                         metadata: ["position": "\(own.position)"])
         }
         // A large snapshot takes longer than the usual statement limit to download.
