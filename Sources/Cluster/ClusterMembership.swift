@@ -1,3 +1,7 @@
+import Dispatch
+import Reactor
+import Synchronization
+
 /// Membership as the running nodes keep it (CL-4, CL-5): on PostgreSQL's clock, never a node's.
 extension ClusterNodes {
     /// PostgreSQL's clock in milliseconds.
@@ -17,9 +21,9 @@ extension ClusterNodes {
             guard incarnation > 0 else { throw PGError(sqlState: "XX000", message: "no incarnation was given out") }
             let now = try serverTime(db)
             try db.query("""
-                INSERT INTO roomcast_nodes (node_id, urls, started_at, heartbeat_at, applied, incarnation) VALUES ($1, $2, $3, $3, 0, $4)
+                INSERT INTO roomcast_nodes (node_id, urls, started_at, heartbeat_at, applied, incarnation, backend_pid) VALUES ($1, $2, $3, $3, 0, $4, 0)
                 ON CONFLICT (node_id) DO UPDATE SET urls = EXCLUDED.urls, started_at = EXCLUDED.started_at,
-                    heartbeat_at = EXCLUDED.heartbeat_at, applied = 0, incarnation = EXCLUDED.incarnation
+                    heartbeat_at = EXCLUDED.heartbeat_at, applied = 0, incarnation = EXCLUDED.incarnation, backend_pid = 0
                 """, [id, urls.joined(separator: "\n"), String(now), String(incarnation)])
             let run = origin(incarnation)
             if let previous, previous > 0 {
@@ -29,6 +33,10 @@ extension ClusterNodes {
         }
     }
 
+    /// (The connection a run beats on is not known until its first beat: `backend_pid` 0, which
+    /// `endGone` passes over. Left at the previous run's, a restarted node whose first beat came
+    /// later than `endGone`'s grace was taken for its dead predecessor and ended.)
+    ///
     /// This node run's heartbeat with its URLs and applied position; false if the run is no
     /// longer listed (the cluster declared it dead).
     public static func beat(_ db: PGConnection, id: String, incarnation: Int64, urls: [String], applied: Int64) throws(PGError) -> Bool {
@@ -92,4 +100,50 @@ extension ClusterNodes {
         }
         return ended
     }
+}
+
+/// A node run's heartbeats while it starts (CL-4): between registering and its membership
+/// thread's first round a node may download a snapshot, check and open its replica and build its
+/// domain, which can take longer than the node timeout. This thread beats every second on a
+/// connection of its own (applied 0, which also keeps the log from being trimmed past what the
+/// node needs) until `stop`, so the leader does not end a run that is only starting.
+public final class StartingBeats: @unchecked Sendable {
+    // Safety: `thread` is written by `init`, and then only by the one `stop` call that turns
+    // `running` off (the exchange lets one caller through); the flags are atomics.
+    private let running = Atomic<Bool>(true)
+    private let wake = DispatchSemaphore(value: 0)
+    private var thread: PosixThread?
+    /// The run was no longer listed at a beat: the cluster ended it while it started.
+    public var ended: Bool { endedFlag.load(ordering: .relaxed) }
+    private let endedFlag = Atomic<Bool>(false)
+
+    /// `connect`: a connection to the cluster's database (called again after a failure).
+    public init(id: String, incarnation: Int64, everyMilliseconds: Int = 1_000, connect: @escaping @Sendable () throws -> PGConnection) {
+        // (The thread holds this object until `stop`: its owner stops it.)
+        thread = PosixThread.start(name: "roomcast-startbeat") { [self] in
+            var db: PGConnection?
+            while running.load(ordering: .relaxed) {
+                do {
+                    let conn = try db ?? connect()
+                    db = conn
+                    if try !ClusterNodes.beat(conn, id: id, incarnation: incarnation, urls: [], applied: 0) {
+                        endedFlag.store(true, ordering: .relaxed)
+                        return
+                    }
+                } catch {
+                    db = nil
+                }
+                _ = wake.wait(timeout: .now() + .milliseconds(everyMilliseconds))
+            }
+        }
+    }
+
+    /// Stops the beats (the membership thread beats from now on); returns once the thread ended.
+    public func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        wake.signal()
+        thread?.join()
+        thread = nil
+    }
+
 }

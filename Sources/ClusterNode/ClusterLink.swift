@@ -91,6 +91,8 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     public let startState: SnapshotState?
     /// Where a cleanly stopping run records its replica's position (`LocalCheckpoint`).
     let checkpointFile: String?
+    /// This run's heartbeats until the membership thread beats (`ClusterReplicator`).
+    let starting: StartingBeats
     /// Every node derives the domain's ids from the entries (the same ids on every node).
     public let traits: LogTraits
     let logger: Logger
@@ -173,6 +175,10 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
                                                           endPrevious: { previous in
             (try? LogRecord.encode(.endSessions(incarnation: UInt64(previous)), format: format)) ?? []
         })
+        // Beats while the node starts (a snapshot's download, the replica's check, the domain),
+        // until the membership thread's first round (CL-4).
+        let url = configuration.url
+        starting = StartingBeats(id: node, incarnation: run, connect: { try ClusterLink.connect(url) })
         headAtStart = try ClusterLog.head(db)
         // Read after registering: this node's row (applied 0) keeps the log from being trimmed
         // past what it needs while it starts.
@@ -207,8 +213,8 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
             }
         }
         if let latest {
-            guard latest.format == SnapshotState.version else {
-                throw GatewayError(.unavailable, "the cluster's newest snapshot has format \(latest.format); this roomcast reads \(SnapshotState.version): upgrade it")
+            guard (1...Int(SnapshotState.version)).contains(Int(latest.format)) else {
+                throw GatewayError(.unavailable, "the cluster's newest snapshot has format \(latest.format); this roomcast reads formats 1 to \(SnapshotState.version): upgrade it")
             }
             lastSnapshot.store(latest.position, ordering: .relaxed)
         }
@@ -291,6 +297,7 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
     /// Leaves the cluster: this run's row goes and its sessions end on every node at once (its
     /// clients were closed with 1001 and reconnect elsewhere).
     func leave() {
+        starting.stop()
         do {
             let db = try Self.connect(configuration.url)
             try db.transaction { () throws(PGError) in

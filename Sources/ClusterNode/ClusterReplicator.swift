@@ -386,6 +386,8 @@ public final class ClusterReplicator: @unchecked Sendable {
                     guard try ClusterNodes.beat(conn, id: configuration.nodeID, incarnation: link.run, urls: own, applied: engine.applied) else {
                         halt("the cluster ended this node's run (its heartbeats stopped for longer than the node timeout); the next start rejoins")
                     }
+                    // From now on this thread beats: the starting run's beats end.
+                    link.starting.stop()
                     let now = try ClusterNodes.serverTime(conn)
                     link.offset.store(now - wallClockMilliseconds(), ordering: .relaxed)
                     if !link.isLeader, try ClusterNodes.tryLead(conn) {

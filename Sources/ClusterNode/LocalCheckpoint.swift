@@ -62,7 +62,7 @@ struct LocalCheckpoint: Codable {
         defer { unlink(path) }
         do {
             let checkpoint = try JSONDecoder().decode(LocalCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
-            guard checkpoint.version == version, checkpoint.state.version == SnapshotState.version else {
+            guard checkpoint.version == version, (1...SnapshotState.version).contains(checkpoint.state.version) else {
                 logger.info("cluster: the replica's checkpoint is of another version; starting from the cluster's snapshot")
                 return nil
             }

@@ -9,8 +9,9 @@ import Synchronization
 /// the entries before it can be deleted. The engine's part is a value (`SnapshotState`); the
 /// replica's part is its SQLite image, taken by the store in commit order at the same position.
 public struct SnapshotState: Codable, Equatable, Sendable {
-    /// Bumped when the layout changes (the domain image has its own version inside).
-    public static let version = 1
+    /// Bumped when the layout changes (the domain image has its own version inside). 2: the
+    /// request ledger's nonces as one string per app (layout 1 still decodes).
+    public static let version = 2
 
     public struct StreamImage: Codable, Equatable, Sendable {
         var app: String
@@ -42,7 +43,7 @@ public struct SnapshotState: Codable, Equatable, Sendable {
 
     public static func decode(_ bytes: [UInt8]) throws -> SnapshotState {
         let state = try JSONDecoder().decode(SnapshotState.self, from: Data(bytes))
-        guard state.version == version else {
+        guard (1...version).contains(state.version) else {
             throw SnapshotError("the snapshot's layout is version \(state.version); this roomcast reads version \(version)")
         }
         return state

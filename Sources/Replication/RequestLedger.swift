@@ -202,11 +202,77 @@ public struct RequestLedger {
             var nonce: String
             var at: Int64
         }
+        /// An app's nonces, oldest first, as they expire (each nonce once: the ledger's `seen`
+        /// is the same nonces with their times). Encoded as one string, a line per nonce (its
+        /// log time, a space, the nonce with `\` and line feeds escaped), not an object each: a
+        /// busy app holds hundreds of thousands, and an encoder that builds a value per object
+        /// took ten times the JSON's size in memory at every snapshot. Snapshots of layout 1
+        /// (`seen` and `order` as arrays of objects) still decode.
         struct Nonces: Codable, Equatable, Sendable {
             var app: String
-            var seen: [NonceAt]
-            /// Oldest first, as they expire.
             var order: [NonceAt]
+
+            init(app: String, order: [NonceAt]) {
+                self.app = app
+                self.order = order
+            }
+
+            private enum CodingKeys: String, CodingKey { case app, list, order }
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                app = try c.decode(String.self, forKey: .app)
+                if let list = try c.decodeIfPresent(String.self, forKey: .list) {
+                    order = try Self.parse(list, codingPath: c.codingPath + [CodingKeys.list])
+                } else {
+                    order = try c.decode([NonceAt].self, forKey: .order)
+                }
+            }
+
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(app, forKey: .app)
+                var list = ""
+                list.reserveCapacity(order.count * 36)
+                for (i, n) in order.enumerated() {
+                    if i > 0 { list.append("\n") }
+                    list.append(String(n.at))
+                    list.append(" ")
+                    if n.nonce.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") }) {
+                        list.append(n.nonce.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))
+                    } else {
+                        list.append(n.nonce)
+                    }
+                }
+                try c.encode(list, forKey: .list)
+            }
+
+            /// (Read as UTF-8 bytes, not characters: a nonce ending in a carriage return must not
+            /// join the line feed after it.)
+            static func parse(_ list: String, codingPath: [any CodingKey]) throws -> [NonceAt] {
+                var order: [NonceAt] = []
+                guard !list.isEmpty else { return order }
+                let backslash = UInt8(ascii: "\\"), space = UInt8(ascii: " ")
+                for line in list.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                    guard let gap = line.firstIndex(of: space), let at = Int64(String(decoding: line[..<gap], as: UTF8.self)) else {
+                        throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "a nonce line is not \"<time> <nonce>\""))
+                    }
+                    var nonce: [UInt8] = []
+                    var escaped = false
+                    for byte in line[line.index(after: gap)...] {
+                        if escaped {
+                            nonce.append(byte == UInt8(ascii: "n") ? UInt8(ascii: "\n") : byte)
+                            escaped = false
+                        } else if byte == backslash {
+                            escaped = true
+                        } else {
+                            nonce.append(byte)
+                        }
+                    }
+                    order.append(NonceAt(nonce: String(decoding: nonce, as: UTF8.self), at: at))
+                }
+                return order
+            }
         }
         struct KeyImage: Codable, Equatable, Sendable {
             var key: String
@@ -231,7 +297,7 @@ public struct RequestLedger {
 
         /// Every nonce held, with its app and time.
         public var nonceList: [(app: String, nonce: String, at: Int64)] {
-            nonces.flatMap { n in n.seen.map { (n.app, $0.nonce, $0.at) } }
+            nonces.flatMap { n in n.order.map { (n.app, $0.nonce, $0.at) } }
         }
     }
 
@@ -239,8 +305,7 @@ public struct RequestLedger {
         var image = Image()
         image.nonces = nonces.keys.sorted().map { app in
             let n = nonces[app]!
-            return Image.Nonces(app: app, seen: n.seen.sorted { $0.key < $1.key }.map { Image.NonceAt(nonce: $0.key, at: $0.value) },
-                                order: n.order.elements.map { Image.NonceAt(nonce: $0.nonce, at: $0.at) })
+            return Image.Nonces(app: app, order: n.order.elements.map { Image.NonceAt(nonce: $0.nonce, at: $0.at) })
         }
         image.keys = keys.keys.sorted().map { app in
             let k = keys[app]!
@@ -259,8 +324,11 @@ public struct RequestLedger {
         self.init(nonceMilliseconds: nonceMilliseconds, maxNoncesPerApp: maxNoncesPerApp, keyMilliseconds: keyMilliseconds, maxKeysPerApp: maxKeysPerApp)
         for n in image.nonces {
             var app = AppNonces()
-            for s in n.seen { app.seen[s.nonce] = s.at }
-            for o in n.order { app.order.append((o.nonce, o.at)) }
+            // `seen` holds exactly the nonces of `order` (each leaves both at once).
+            for o in n.order {
+                app.seen[o.nonce] = o.at
+                app.order.append((o.nonce, o.at))
+            }
             nonces[n.app] = app
         }
         for k in image.keys {

@@ -193,6 +193,53 @@ struct ClusterLogTests {
         #expect(took)
     }
 
+    // CL-4, CL-6: a restarted node is not taken for its dead predecessor while it starts. Its
+    // registration forgets the previous run's connection (endGone waits for the new run's first
+    // beat), and its starting beats keep it listed past the node timeout until its membership
+    // thread beats; once they stop, the timeout ends it as any silent node.
+    @Test func aStartingRunIsNotEndedForItsPredecessorOrASlowStart() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "starting")
+        let leader = try PGConnection(url)
+        try ClusterSchema.migrate(leader)
+        let endSessions: (Int64) -> [UInt8] = { Array("end \($0)".utf8) }
+        func ended(grace: Int64) throws -> [String] {
+            try ClusterNodes.endGone(leader, grace: grace, origin: "leader", except: "leader", endSessions: endSessions).map(\.id)
+        }
+        // The first run beats on a connection of its own, then dies with it (kill -9).
+        var first: PGConnection? = try PGConnection(url)
+        let one = try ClusterNodes.register(first!, id: "n", urls: [], origin: { "n/\($0)" }, endPrevious: endSessions)
+        #expect(try ClusterNodes.beat(first!, id: "n", incarnation: one.incarnation, urls: [], applied: 0))
+        first = nil
+        // The second run registers; its first beat is late (a slow start). Its row does not carry
+        // the dead connection: endGone leaves it alone past its grace.
+        let restart = try PGConnection(url)
+        let two = try ClusterNodes.register(restart, id: "n", urls: [], origin: { "n/\($0)" }, endPrevious: endSessions)
+        #expect(two.incarnation > one.incarnation)
+        usleep(400_000)
+        #expect(try ended(grace: 200) == [])
+        #expect(try leader.query("SELECT backend_pid FROM roomcast_nodes WHERE node_id = 'n'").scalar == "0")
+
+        // Starting beats keep the run listed past a node timeout of 600 ms.
+        let beats = StartingBeats(id: "n", incarnation: two.incarnation, everyMilliseconds: 100, connect: { try PGConnection(url) })
+        for _ in 0..<3 {
+            usleep(400_000)
+            #expect(try ClusterNodes.endDead(leader, timeout: 600, origin: "leader", except: "leader", endSessions: endSessions).isEmpty)
+        }
+        #expect(!beats.ended)
+        beats.stop()
+        // Stopped (and their connection gone): the run is silent, and ended like any other.
+        usleep(800_000)
+        #expect(try ClusterNodes.endDead(leader, timeout: 600, origin: "leader", except: "leader", endSessions: endSessions).map(\.id) == ["n"])
+        // A run that was ended while it started is told so by its starting beats.
+        let three = try ClusterNodes.register(restart, id: "n", urls: [], origin: { "n/\($0)" }, endPrevious: endSessions)
+        try ClusterNodes.remove(leader, id: "n")
+        let late = StartingBeats(id: "n", incarnation: three.incarnation, everyMilliseconds: 50, connect: { try PGConnection(url) })
+        for _ in 0..<40 where !late.ended { usleep(50_000) }
+        #expect(late.ended)
+        late.stop()
+    }
+
     // CL-3 foundation: committed appends survive a PostgreSQL crash; while it is down a call
     // fails as a lost connection; after the restart a new connection continues the order.
     @Test func appendsSurvivePostgresKillNine() throws {

@@ -191,6 +191,38 @@ struct RequestLedgerTests {
         }
     }
 
+    // CL-9: a snapshot's nonces are one line each in one string per app (the JSON encoder's
+    // memory grew with the number of objects); nonces with backslashes, line feeds and carriage
+    // returns come back as they were, a snapshot of layout 1 (objects) still loads, and a
+    // malformed line is an error.
+    @Test func theNoncesImageIsCompactAndReadsBothLayouts() throws {
+        var l = Self.ledger()
+        let odd = ["plain", "a\\b", "line\nfeed", "ends in cr\r", "\r\n", "back\\n", "sp ace", "ünï"]
+        for (i, nonce) in odd.enumerated() { #expect(l.admit(Self.call(nonce), position: Int64(i + 1), at: Self.t0 + Int64(i)) == .admitted) }
+        let json = try JSONEncoder().encode(l.image)
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        let apps = try #require(object["nonces"] as? [[String: Any]])
+        #expect(apps.count == 1 && apps[0]["list"] is String && apps[0]["order"] == nil && apps[0]["seen"] == nil)
+        let image = try JSONDecoder().decode(RequestLedger.Image.self, from: json)
+        #expect(image == l.image)
+        #expect(image.nonceList.map(\.nonce) == odd)
+        var restored = RequestLedger(image: image, nonceMilliseconds: Self.window, maxNoncesPerApp: 1_000, keyMilliseconds: 86_400_000,
+                                     maxKeysPerApp: 1_000)
+        for (i, nonce) in odd.enumerated() {
+            #expect(restored.admit(Self.call(nonce), position: 100, at: Self.t0 + 100) == .nonceReused, "\(nonce.debugDescription)")
+            #expect(restored.nonceCount(app: "app") == odd.count, "\(i)")
+        }
+        // Layout 1: `seen` and `order` as arrays of objects.
+        let old = Data(#"{"nonces":[{"app":"app","seen":[{"nonce":"x","at":5},{"nonce":"y","at":6}],"order":[{"nonce":"x","at":5},{"nonce":"y","at":6}]}],"keys":[],"endedRuns":[]}"#.utf8)
+        let fromOld = try JSONDecoder().decode(RequestLedger.Image.self, from: old)
+        #expect(fromOld.nonceList.map { "\($0.app) \($0.nonce) \($0.at)" } == ["app x 5", "app y 6"])
+        // A line without its time is refused, not read as something else.
+        for bad in [#"{"nonces":[{"app":"app","list":"nonce-without-time"}],"keys":[],"endedRuns":[]}"#,
+                    #"{"nonces":[{"app":"app","list":"5 x\n\n6 y"}],"keys":[],"endedRuns":[]}"#] {
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(RequestLedger.Image.self, from: Data(bad.utf8)) }
+        }
+    }
+
     // The new records survive the log's codec.
     @Test func theRecordsRoundTrip() throws {
         let claim = ClaimID(incarnation: 3, serial: 77)
