@@ -34,7 +34,7 @@ rc=$!
 trap 'kill $rc $receiver 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q "listening on" "$work/receiver.log" && break; sleep 0.05; done
 hook_port=$(sed -n 's/.*127.0.0.1:\([0-9]*\)\/hook.*/\1/p' "$work/receiver.log")
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/readyz" >/dev/null && break; sleep 0.05; done
 
 results="$work/results"
 run() { # app label args...

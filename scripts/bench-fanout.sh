@@ -57,7 +57,7 @@ sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
 rc=$!
 nginx -p "$work/nginx" -c nginx.conf
 trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/readyz" >/dev/null && break; sleep 0.05; done
 
 results="$work/results"
 # The server's processes: roomcast's, or nginx's master and workers (roomcast-bench --server-pids

@@ -124,7 +124,7 @@ start_roomcast() { # binary label: sets rc_pid, rc_port
     --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/$2.log" 2>&1 &
   rc_pid=$!
   pids+=("$rc_pid")
-  for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:$rc_port/healthz" >/dev/null && return; sleep 0.05; done
+  for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:$rc_port/readyz" >/dev/null && return; sleep 0.05; done
   echo "bench-overload: $2 did not start"; tail -5 "$work/$2.log"; exit 1
 }
 stop_roomcast() { # label: QS-7's counters (when the build has them), then SIGTERM

@@ -73,9 +73,11 @@ def main():
     proc = subprocess.Popen([sys.argv[1], "--port", str(port), "--data-dir", data, "--app", f"{APP}:{SECRET}", "--webhook-allow-private", APP, "--log-level", "warning"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        for _ in range(100):
+        # Ready, not merely listening: until the node has started, signed calls get 503 (50300),
+        # and /healthz answers 200 as soon as the port is open.
+        for _ in range(300):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz")
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz")
                 break
             except OSError:
                 time.sleep(0.1)
