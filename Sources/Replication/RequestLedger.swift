@@ -239,7 +239,17 @@ public struct RequestLedger {
                     list.append(String(n.at))
                     list.append(" ")
                     if n.nonce.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") }) {
-                        list.append(n.nonce.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))
+                        // Byte by byte: a backslash or line feed followed by a combining mark is
+                        // one Character, which a character-wise replacement would pass over.
+                        var escaped: [UInt8] = []
+                        for byte in n.nonce.utf8 {
+                            switch byte {
+                            case UInt8(ascii: "\\"): escaped += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                            case UInt8(ascii: "\n"): escaped += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                            default: escaped.append(byte)
+                            }
+                        }
+                        list.append(String(decoding: escaped, as: UTF8.self))
                     } else {
                         list.append(n.nonce)
                     }

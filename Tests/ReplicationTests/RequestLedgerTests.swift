@@ -197,7 +197,9 @@ struct RequestLedgerTests {
     // malformed line is an error.
     @Test func theNoncesImageIsCompactAndReadsBothLayouts() throws {
         var l = Self.ledger()
-        let odd = ["plain", "a\\b", "line\nfeed", "ends in cr\r", "\r\n", "back\\n", "sp ace", "ünï"]
+        let odd = ["plain", "a\\b", "line\nfeed", "ends in cr\r", "\r\n", "back\\n", "sp ace", "ünï",
+                   // A backslash or line feed with a combining mark after it is one Character.
+                   "\\\u{301}x", "a\n\u{301}", " leading"]
         for (i, nonce) in odd.enumerated() { #expect(l.admit(Self.call(nonce), position: Int64(i + 1), at: Self.t0 + Int64(i)) == .admitted) }
         let json = try JSONEncoder().encode(l.image)
         let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
