@@ -382,12 +382,13 @@ public final class ClusterReplicator: @unchecked Sendable {
             }
             if let conn = db {
                 do {
+                    // From now on this thread beats: the starting run's beats end first (joined),
+                    // so none of theirs lands after this round's and overwrites it.
+                    link.starting.stop()
                     let own = link.state.withLock { $0.ownURLs }
                     guard try ClusterNodes.beat(conn, id: configuration.nodeID, incarnation: link.run, urls: own, applied: engine.applied) else {
                         halt("the cluster ended this node's run (its heartbeats stopped for longer than the node timeout); the next start rejoins")
                     }
-                    // From now on this thread beats: the starting run's beats end.
-                    link.starting.stop()
                     let now = try ClusterNodes.serverTime(conn)
                     link.offset.store(now - wallClockMilliseconds(), ordering: .relaxed)
                     if !link.isLeader, try ClusterNodes.tryLead(conn) {
