@@ -59,9 +59,21 @@ struct LocalCheckpoint: Codable {
     /// replica is opened for writing). Nil when there is none or it cannot be read.
     static func take(_ path: String, logger: Logger) -> LocalCheckpoint? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        defer { unlink(path) }
+        let contents = try? Data(contentsOf: URL(fileURLWithPath: path))
+        // Gone for good before the replica is written to (removed and the removal synced), or not
+        // used: a record left behind would describe a replica that has moved on.
         do {
-            let checkpoint = try JSONDecoder().decode(LocalCheckpoint.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            try syscallChecked("unlink") { unlink(path) }
+            let directory = try syscallChecked("open") { open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+            defer { close(directory) }
+            try syscallChecked("fsync") { fsync(directory) }
+        } catch {
+            logger.warning("cluster: the replica's checkpoint could not be removed; starting from the cluster's snapshot", metadata: ["error": "\(error)"])
+            return nil
+        }
+        do {
+            guard let contents else { throw CocoaError(.fileReadUnknown) }
+            let checkpoint = try JSONDecoder().decode(LocalCheckpoint.self, from: contents)
             guard checkpoint.version == version, (1...SnapshotState.version).contains(checkpoint.state.version) else {
                 logger.info("cluster: the replica's checkpoint is of another version; starting from the cluster's snapshot")
                 return nil
