@@ -92,13 +92,20 @@ def check(records):
     # sent to it) come right after its answer's offset. When nobody else was there to receive
     # them and every node has restarted since (their streams start empty), nothing says what
     # they were: offsets no record describes, at most two, right after the connection's own
-    # join answer, are taken as those. (An acknowledged message is still checked by the nodes'
+    # join answer, are taken as those, and only when every node started again after that join. (An acknowledged message is still checked by the nodes'
     # histories.)
-    answered_at = {}   # (conn, room) -> its join answer's offset
+    answered_at = {}   # (conn, room) -> (its join answer's offset, when)
+    starts = collections.defaultdict(list)   # node -> times it started
+    for r in records:
+        if r["k"] == "node-start":
+            starts[r["node"]].append(r["t"])
+
+    def restarted_since(t):
+        return bool(starts) and all(any(x > t for x in ts) for ts in starts.values())
 
     def own_join(conn, room, first, last):
         at = answered_at.get((conn, room))
-        return (at is not None and first == at + 1 and last - first < 2
+        return (at is not None and first == at[0] + 1 and last - first < 2 and restarted_since(at[1])
                 and all((room, o) not in about for o in range(first, last + 1)))
 
     # 4. Per connection and room: consecutive offsets unless told.
@@ -115,7 +122,7 @@ def check(records):
             key = (r["conn"], r["room"])
             if state.get(key) is None and not r.get("resume") and r.get("offset") is not None:
                 state[key] = r["offset"] + 1
-                answered_at[key] = r["offset"]
+                answered_at[key] = (r["offset"], r["t"])
             joined_at[(r["c"], r["room"])] = r["t"]
             if r.get("offset") is not None:
                 # after its join's answer a connection stands at the answer's offset (a resume's
