@@ -3,6 +3,7 @@ import Engine
 import Foundation
 import Logging
 import Reactor
+import Store
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,9 +51,7 @@ struct LocalCheckpoint: Codable {
             throw error
         }
         // The rename itself reaches the disk.
-        let directory = try syscallChecked("open") { open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { close(directory) }
-        try syscallChecked("fsync") { fsync(directory) }
+        try DataDirectory.syncDirectory(of: path)
     }
 
     /// Reads the checkpoint at `path` and removes it (it describes the replica only until the
@@ -64,9 +63,7 @@ struct LocalCheckpoint: Codable {
         // used: a record left behind would describe a replica that has moved on.
         do {
             try syscallChecked("unlink") { unlink(path) }
-            let directory = try syscallChecked("open") { open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-            defer { close(directory) }
-            try syscallChecked("fsync") { fsync(directory) }
+            try DataDirectory.syncDirectory(of: path)
         } catch {
             logger.warning("cluster: the replica's checkpoint could not be removed; starting from the cluster's snapshot", metadata: ["error": "\(error)"])
             return nil

@@ -260,20 +260,16 @@ public enum StoreBackup {
 
     /// fsync of a file's contents.
     static func sync(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure.io(path: path, why: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw Failure.io(path: path, why: "fsync: " + String(cString: strerror(errno))) }
+        do { try DataDirectory.syncFile(path) } catch { throw Failure.io(path: path, why: "\(error)") }
     }
 
     /// rename(2), then an fsync of the directory so the new name is durable too.
     static func rename(_ from: String, to: String) throws {
-        guard Glibc.rename(from, to) == 0 else { throw Failure.io(path: to, why: "rename: " + String(cString: strerror(errno))) }
-        let directory = (to as NSString).deletingLastPathComponent
-        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            _ = fsync(fd)
-            close(fd)
+        do {
+            try syscallChecked("rename") { Glibc.rename(from, to) }
+            try DataDirectory.syncDirectory(of: to)
+        } catch {
+            throw Failure.io(path: to, why: "\(error)")
         }
     }
 }

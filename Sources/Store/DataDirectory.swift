@@ -1,4 +1,5 @@
 import Foundation
+import Reactor
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,6 +25,21 @@ public enum DataDirectory {
     public static let replicaCheckpointSuffix = ".checkpoint"
 
     public static func databasePath(_ directory: String) -> String { directory + "/" + databaseName }
+
+    /// fsync of a file's contents (the backup's copy, a replica, a checkpoint).
+    public static func syncFile(_ path: String) throws(SyscallError) {
+        let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        try syscallChecked("fsync") { fsync(fd) }
+    }
+
+    /// fsync of the directory holding `path`, so a name made, renamed or removed there is durable.
+    public static func syncDirectory(of path: String) throws(SyscallError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = try syscallChecked("open") { open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { close(fd) }
+        try syscallChecked("fsync") { fsync(fd) }
+    }
 
     /// The database and its WAL companions.
     public static func databaseFiles(_ directory: String) -> [String] {

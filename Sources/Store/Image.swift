@@ -94,9 +94,7 @@ extension Store {
     /// into it, the file synced): what a stopping node records its position against.
     public func syncToDisk() throws {
         try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        let fd = try syscallChecked("open") { open(path, O_RDONLY | O_CLOEXEC) }
-        defer { close(fd) }
-        try syscallChecked("fsync") { fsync(fd) }
+        try DataDirectory.syncFile(path)
     }
 
     /// The file at `path` starts as an SQLite database does.
