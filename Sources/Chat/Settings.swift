@@ -545,6 +545,9 @@ public enum Limits {
     /// target is 150 ms at the 99th percentile).
     public static let defaultFanoutLatencyBudgetMilliseconds: Int64 = 100
     public static let overloadMinAudience = 100
+    /// TR-5: milliseconds a WebSocket's events may wait to be written with the next ones
+    /// (`--write-delay`; Centrifugo PRO's `client.write_delay`): 0, the default, holds nothing.
+    public static let writeDelayMilliseconds = 0...1000
     /// QS-2: the seconds a room over its budget asks senders to wait (`Retry-After`).
     public static let roomBudgetRetryAfterSeconds = 1
     public static let defaultConnectsPerIPPerSecond = 50

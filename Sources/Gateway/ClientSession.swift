@@ -12,6 +12,9 @@ protocol SessionTransport: AnyObject {
     /// TR-5: `frame` in the compact encoding, with the JSON `source` it was transcoded from (an
     /// HTTP stream reads the events' names and room positions from the JSON).
     func sendFrame(_ frame: ByteBlock, source: ByteBlock)
+    /// A fan-out event (the hub's delivery): as `sendFrame`, but a WebSocket may hold it for the
+    /// loop's write-delay window (`ServerConfiguration.writeDelay`) to write it with the next ones.
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock)
     func close(code: WebSocketCloseCode, reason: String)
     /// Bytes queued for the client and not yet written (QS-3's marks are checked against it).
     var queuedBytes: Int { get }
@@ -23,6 +26,7 @@ protocol SessionTransport: AnyObject {
 
 extension SessionTransport {
     func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame, source: source) }
     func joinedRoom(_ roomId: String, epoch: String, offset: Int64) {}
     func leftRoom(_ roomId: String) {}
 }
@@ -30,6 +34,7 @@ extension SessionTransport {
 extension Connection: SessionTransport {
     // Its own witness, so a compact WebSocket's deliveries make one direct call.
     func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock) { sendEvent(frame) }
 }
 
 /// One client WebSocket connection speaking the Roomcast protocol (openapi/websocket.md):
@@ -178,6 +183,19 @@ final class ClientSession: WebSocketHandler {
         }
         let told = alias.flatMap { a in toldAliases.contains(a.number) ? a : nil }
         connection?.sendFrame(hub.compactCache.frame(for: frame, alias: told), source: frame)
+    }
+
+    /// A fan-out event (the hub's delivery to members, users or sessions), as `send(_:alias:)`;
+    /// a WebSocket may hold it for the write-delay window. Replays (resume, rewind) and answers
+    /// use `send`: they are written before the loop sleeps, with whatever was held before them.
+    @inline(__always)
+    func deliver(_ frame: ByteBlock, alias: CompactEncoding.RoomAlias? = nil) {
+        guard compact else {
+            connection?.sendEvent(frame, source: frame)
+            return
+        }
+        let told = alias.flatMap { a in toldAliases.contains(a.number) ? a : nil }
+        connection?.sendEvent(hub.compactCache.frame(for: frame, alias: told), source: frame)
     }
 
     /// An answer from the engine's stream. TR-5: a join or switch answer that carries an alias

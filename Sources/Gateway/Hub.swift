@@ -256,7 +256,7 @@ final class Hub {
             return false
         }
         if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-        s.send(frame, alias: alias)
+        s.deliver(frame, alias: alias)
         return true
     }
 
@@ -283,7 +283,7 @@ final class Hub {
                 // Never dropped: only a pending gap of the room may go out first.
                 for s in members.list {
                     if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-                    s.send(frame, alias: alias)
+                    s.deliver(frame, alias: alias)
                 }
                 return members.list.count
             }
@@ -342,14 +342,14 @@ final class Hub {
         case .users(let app, let list):
             for u in list {
                 userSessions(app, u)?.forEach { s in
-                    s.send(frame)
+                    s.deliver(frame)
                     n += 1
                 }
             }
         case .sessions(let list):
             for sid in list {
                 guard let s = sessions[sid] else { continue }
-                s.send(frame)
+                s.deliver(frame)
                 n += 1
             }
         }

@@ -110,6 +110,9 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "QS-3: bytes all connections together may have queued; past it the connections that made progress least recently are closed first [ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES].")
     var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES").flatMap(Int.init) ?? (1 << 30)
 
+    @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; answers are never held); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
+    var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY").flatMap(Int.init) ?? 0
+
     @Option(help: "QS-2: milliseconds the I/O loops may be behind before rooms of 100 or more members refuse all but high-priority messages (42902) [ROOMCAST_FANOUT_LATENCY_BUDGET].")
     var fanoutLatencyBudget: Int = environment("ROOMCAST_FANOUT_LATENCY_BUDGET").flatMap(Int.init) ?? Int(Limits.defaultFanoutLatencyBudgetMilliseconds)
 
@@ -261,6 +264,9 @@ struct RoomcastCommand: ParsableCommand {
         guard maxTotalOutboundBytes >= maxOutboundBytes else {
             throw ValidationError("--max-total-outbound-bytes must be at least --max-outbound-bytes (\(maxOutboundBytes))")
         }
+        guard Limits.writeDelayMilliseconds.contains(writeDelay) else {
+            throw ValidationError("--write-delay must be \(Limits.writeDelayMilliseconds.lowerBound) to \(Limits.writeDelayMilliseconds.upperBound) milliseconds")
+        }
         guard (10...60_000).contains(fanoutLatencyBudget) else { throw ValidationError("--fanout-latency-budget must be 10 to 60000 milliseconds") }
         guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
         _ = try parsedApps()
@@ -383,6 +389,7 @@ struct RoomcastCommand: ParsableCommand {
         c.webSocket.pongTimeout = .seconds(pongTimeout)
         c.maxOutboundBytes = maxOutboundBytes
         c.sendTimeout = .seconds(sendTimeout)
+        c.writeDelay = .milliseconds(writeDelay)
         c.webSocketSendBufferBytes = wsSendBuffer
         c.maxTotalOutboundBytes = maxTotalOutboundBytes
         c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins

@@ -37,6 +37,16 @@ public struct ServerConfiguration: Sendable {
     /// own queue beyond it, where its low, normal and transient events are dropped and counted in
     /// a `room.gap`. 0 leaves the kernel's autotuning (up to `net.ipv4.tcp_wmem`'s maximum).
     public var webSocketSendBufferBytes = 128 << 10
+    /// How long a WebSocket's events may wait to be written with the events after them (Centrifugo
+    /// PRO's `client.write_delay`). Zero (the default) writes them before the loop next sleeps.
+    /// Past zero, a connection given an event (`Connection.sendEvent`) with nothing else due is
+    /// written when the loop's window, opened by the first such event, closes: at most this long
+    /// after any event, and every event of the window in one write. A paced room then costs one
+    /// write for several events instead of one each, the syscalls and TCP segments that are most
+    /// of a delivery's CPU (BENCHMARKS.md), for at most this much latency. Answers, control frames
+    /// and HTTP responses are never held, and one sent to a held connection takes the held events
+    /// with it in order.
+    public var writeDelay: Duration = .zero
     /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
     public var drainTimeout: Duration = .seconds(10)
 

@@ -72,6 +72,8 @@ public final class Connection: EventHandler {
     static let readBudget = 8
     private var inReadLoop = false
     @exclusivity(unchecked) var isDirty = false
+    /// Events wait in the queue for the loop's write-delay window (`LoopContext.holdForWindow`).
+    @exclusivity(unchecked) var isHeld = false
     /// Close (gracefully) once the output queue is empty.
     private var closeWhenFlushed = false
     private var peerSentEOF = false
@@ -638,6 +640,32 @@ public final class Connection: EventHandler {
         if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()
         }
+    }
+
+    /// As `sendFrame`, for an event that may wait up to `ServerConfiguration.writeDelay` to be
+    /// written with the events after it. It is never reordered: whatever is queued later, an
+    /// answer included, goes out after it, and an answer written sooner takes it along.
+    public func sendEvent(_ frame: ByteBlock) {
+        guard acceptsFrames else { return }
+        if output.isEmpty { lastProgress = context.now }
+        output.append(frame)
+        if context.holdsEvents {
+            if !isDirty && !isHeld {
+                isHeld = true
+                context.holdForWindow(self)
+            }
+        } else {
+            markDirty()
+        }
+        if output.heldBytes > maxOutboundBytes {
+            closeSlowConsumer()
+        }
+    }
+
+    /// The write-delay window closed: what is held is written before the loop sleeps.
+    func windowClosed() {
+        isHeld = false
+        if !output.isEmpty { markDirty() }
     }
 
     private func closeSlowConsumer(counted: Bool = true) {

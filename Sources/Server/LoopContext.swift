@@ -66,6 +66,11 @@ final class LoopContext {
     /// `dirty[..<dirtyHead]` are written; the rest wait for the next slice.
     private var dirtyHead = 0
     @exclusivity(unchecked) var dirtyHTTP: [Connection] = []
+    /// Connections whose events wait for the write-delay window (`ServerConfiguration.writeDelay`);
+    /// each at most once (`Connection.isHeld`), so the list is bounded by the connections.
+    @exclusivity(unchecked) private var held: [Connection] = []
+    /// Events may wait for the window (a write delay is set).
+    let holdsEvents: Bool
     private(set) var date = HTTPDate(secondsSince1970: 0)
     private var dateSecond: Int64 = -1
     var draining = false
@@ -82,6 +87,7 @@ final class LoopContext {
         self.errorRenderer = errorRenderer
         self.logger = logger
         self.metrics = metrics.loops[index]
+        self.holdsEvents = configuration.writeDelay > .zero
         refreshDate()
     }
 
@@ -126,6 +132,20 @@ final class LoopContext {
         }
         connection.index = -1
         metrics.open.subtract(1, ordering: .relaxed)
+    }
+
+    /// Holds `connection`'s events until the loop's write-delay window closes; the first held
+    /// connection opens the window, so no event waits longer than the delay.
+    func holdForWindow(_ connection: Connection) {
+        held.append(connection)
+        guard held.count == 1 else { return }
+        _ = loop.schedule(after: configuration.writeDelay) { [unowned self] in self.closeWindow() }
+    }
+
+    private func closeWindow() {
+        var window: [Connection] = []
+        swap(&window, &held)
+        for connection in window { connection.windowClosed() }
     }
 
     /// Writes queued output, one writev per connection: every HTTP answer, then at most
