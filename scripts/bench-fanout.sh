@@ -24,6 +24,11 @@
 # each against nchan's in the same run (target for the paced cases: compact <= 0.75x nchan's CPU
 # per delivery; wire bytes <= 120 per delivery of the short message).
 #
+# Write delay (--write-delay, TR-5): the paced cases also run against a second roomcast with
+# --write-delay BENCH_WRITE_DELAY milliseconds (default 20; target "roomcast-compact-delayed",
+# compact subscribers), whose room events wait up to that long to go out together: the summary
+# prints its CPU per delivery against nchan's and its latency beside the others'.
+#
 # roomcast and nchan both get two workers (event loops); the load generator (roomcast-bench,
 # our own reactor, two client loops) shares the same two cores.
 #
@@ -55,22 +60,30 @@ sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
 "$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$work/data" \
   --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast.log" 2>&1 &
 rc=$!
+write_delay=${BENCH_WRITE_DELAY:-20}
+rcd_port=$(freeport)
+mkdir -p "$work/data-delayed"
+"$bin/roomcast" --host 127.0.0.1 --port "$rcd_port" --event-loops 2 --data-dir "$work/data-delayed" --write-delay "$write_delay" \
+  --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast-delayed.log" 2>&1 &
+rcd=$!
 nginx -p "$work/nginx" -c nginx.conf
-trap 'kill $rc 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$rc_port/readyz" >/dev/null && break; sleep 0.05; done
+trap 'kill $rc $rcd 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT
+for port in "$rc_port" "$rcd_port"; do
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.05; done
+done
 
 results="$work/results"
 # The server's processes: roomcast's, or nginx's master and workers (roomcast-bench --server-pids
 # reads their CPU time).
 server_pids() { # target
-  if [ "$1" != nchan ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
+  if [ "$1" = roomcast-compact-delayed ]; then echo "$rcd"; elif [ "$1" != nchan ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
 }
 run() { # target port label args...
   local target=$1 port=$2 label=$3; shift 3
   local out pids
   pids=$(server_pids "$target")
   local as=$target encoding=()
-  if [ "$target" = roomcast-compact ]; then as=roomcast; encoding=(--encoding compact); fi
+  if [ "$target" = roomcast-compact ] || [ "$target" = roomcast-compact-delayed ]; then as=roomcast; encoding=(--encoding compact); fi
   out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$as" --port "$port" --client-loops 2 --payload-bytes "$payload" \
     --server-pids "$(echo $pids | tr ' ' ',')" "${encoding[@]}" "$@" 2>&1) || true
   echo "$out" | sed "s/^/[$target $label] /"
@@ -90,7 +103,8 @@ run() { # target port label args...
 # target): BENCH_CASES=throughput runs the throughput cases alone, BENCH_CASES=paced the paced
 # cases 1,000 x 100/s and N x 10/s alone.
 targets=${BENCH_TARGETS:-roomcast roomcast-compact nchan}
-portof() { [ "$1" = nchan ] && echo "$ng_port" || echo "$rc_port"; }
+paced_targets=${BENCH_TARGETS:-roomcast roomcast-compact roomcast-compact-delayed nchan}
+portof() { case $1 in nchan) echo "$ng_port" ;; roomcast-compact-delayed) echo "$rcd_port" ;; *) echo "$rc_port" ;; esac; }
 cases=${BENCH_CASES:-all}
 for p in 4 16; do
   [ "$cases" = paced ] && break
@@ -103,12 +117,12 @@ paced=("1000 100" "$n 10" "$n 100")
 [ "$cases" = paced ] && paced=("1000 100" "$n 10")
 for c in "${paced[@]}"; do
   read -r subs rate <<<"$c"
-  for t in $targets; do
+  for t in $paced_targets; do
     run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration 3 --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t"
   done
 done
 
-python3 - "$results" "$n" <<'PY'
+python3 - "$results" "$n" "$write_delay" <<'PY'
 import sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -140,9 +154,9 @@ for label in ("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{
     if ("roomcast-compact", label) not in rows or ("nchan", label) not in rows:
         continue
     ncpu, npub, nwire, _ = per_delivery("nchan", label)
-    for t in ("roomcast", "roomcast-compact"):
+    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-delayed") if (x, label) in rows]:
         cpu, pub, wire, delivered = per_delivery(t, label)
-        enc = "compact" if t.endswith("compact") else "json"
+        enc = {"roomcast": "json", "roomcast-compact": "compact"}.get(t, f"compact --write-delay {sys.argv[3]}")
         print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
               f" server CPU per million deliveries {cpu:.2f} whole run, {pub:.2f} publish phase;"
               f" vs nchan {cpu / ncpu:.2f}x whole run, {pub / npub:.2f}x publish phase; delivered {delivered:,}")
@@ -150,7 +164,7 @@ for label in ("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100"):
     if ("nchan", label) not in rows:
         continue
     rate = label.rsplit("-", 1)[1]
-    for t in [x for x in ("roomcast", "roomcast-compact", "nchan") if (x, label) in rows]:
+    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-delayed", "nchan") if (x, label) in rows]:
         per, p50, p99, p999 = rows[(t, label)][:4]
         print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms);"
               f" publish errors {rows[(t, label)][8]}")

@@ -72,7 +72,7 @@ public final class Connection: EventHandler {
     static let readBudget = 8
     private var inReadLoop = false
     @exclusivity(unchecked) var isDirty = false
-    /// Events wait in the queue for the loop's write-delay window (`LoopContext.holdForWindow`).
+    /// Events wait in the queue for the loop's write-delay window to close (`LoopContext.holds`).
     @exclusivity(unchecked) var isHeld = false
     /// Close (gracefully) once the output queue is empty.
     private var closeWhenFlushed = false
@@ -643,19 +643,14 @@ public final class Connection: EventHandler {
     }
 
     /// As `sendFrame`, for an event that may wait up to `ServerConfiguration.writeDelay` to be
-    /// written with the events after it. It is never reordered: whatever is queued later, an
+    /// written with the events after it (`LoopContext.holds`). It is never reordered: whatever is queued later, an
     /// answer included, goes out after it, and an answer written sooner takes it along.
     public func sendEvent(_ frame: ByteBlock) {
         guard acceptsFrames else { return }
         if output.isEmpty { lastProgress = context.now }
         output.append(frame)
-        if context.holdsEvents {
-            if !isDirty && !isHeld {
-                isHeld = true
-                context.holdForWindow(self)
-            }
-        } else {
-            markDirty()
+        if !isDirty && !isHeld {
+            if context.holds(self) { isHeld = true } else { markDirty() }
         }
         if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()

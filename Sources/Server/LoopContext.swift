@@ -69,8 +69,11 @@ final class LoopContext {
     /// Connections whose events wait for the write-delay window (`ServerConfiguration.writeDelay`);
     /// each at most once (`Connection.isHeld`), so the list is bounded by the connections.
     @exclusivity(unchecked) private var held: [Connection] = []
-    /// Events may wait for the window (a write delay is set).
-    let holdsEvents: Bool
+    /// The write-delay window: `.quiet` (events are written before the loop sleeps, as without a
+    /// delay), `.writing` (this iteration wrote events: the window opens when the loop sleeps) or
+    /// `.open` (events wait for it to close).
+    private var window = EventWindow.quiet
+    enum EventWindow { case quiet, writing, open }
     private(set) var date = HTTPDate(secondsSince1970: 0)
     private var dateSecond: Int64 = -1
     var draining = false
@@ -87,7 +90,6 @@ final class LoopContext {
         self.errorRenderer = errorRenderer
         self.logger = logger
         self.metrics = metrics.loops[index]
-        self.holdsEvents = configuration.writeDelay > .zero
         refreshDate()
     }
 
@@ -134,18 +136,39 @@ final class LoopContext {
         metrics.open.subtract(1, ordering: .relaxed)
     }
 
-    /// Holds `connection`'s events until the loop's write-delay window closes; the first held
-    /// connection opens the window, so no event waits longer than the delay.
-    func holdForWindow(_ connection: Connection) {
-        held.append(connection)
-        guard held.count == 1 else { return }
+    /// Whether `connection`'s new event waits for the write-delay window to close (the caller
+    /// marks it held) or is written before the loop sleeps. A loop that wrote no event for a
+    /// window writes the next at once, with every event of the same iteration (a room's whole
+    /// fan-out); from the iteration's end, events wait for the window to close, `writeDelay`
+    /// later, and go out together. The window opens again after one that held anything, so a busy
+    /// loop writes each connection at most once a window, and a quiet room's event is not delayed.
+    func holds(_ connection: Connection) -> Bool {
+        switch window {
+        case .quiet:
+            guard configuration.writeDelay > .zero else { return false }
+            window = .writing
+            return false
+        case .writing:
+            return false
+        case .open:
+            held.append(connection)
+            return true
+        }
+    }
+
+    /// The loop is about to sleep after writing events: hold the next ones for a window.
+    private func openWindowIfWriting() {
+        guard window == .writing else { return }
+        window = .open
         _ = loop.schedule(after: configuration.writeDelay) { [unowned self] in self.closeWindow() }
     }
 
     private func closeWindow() {
-        var window: [Connection] = []
-        swap(&window, &held)
-        for connection in window { connection.windowClosed() }
+        var released: [Connection] = []
+        swap(&released, &held)
+        for connection in released { connection.windowClosed() }
+        // What was held is written now (before the loop sleeps): the next events wait for another window.
+        window = released.isEmpty ? .quiet : .writing
     }
 
     /// Writes queued output, one writev per connection: every HTTP answer, then at most
@@ -156,6 +179,7 @@ final class LoopContext {
     /// not yet written (one writev carries both), and a REST answer is not held behind the whole
     /// fan-out.
     func flushDirty() -> Bool {
+        openWindowIfWriting()
         flushHTTP()
         var budget = Self.flushBudget
         while dirtyHead < dirty.count {
