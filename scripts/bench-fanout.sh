@@ -25,7 +25,7 @@
 # per delivery; wire bytes <= 120 per delivery of the short message).
 #
 # Write delay (--write-delay, TR-5): the paced cases also run against a second roomcast with
-# --write-delay BENCH_WRITE_DELAY milliseconds (default 20; target "roomcast-compact-delayed",
+# --write-delay BENCH_WRITE_DELAY milliseconds (default 50; target "roomcast-compact-delayed",
 # compact subscribers), whose room events wait up to that long to go out together: the summary
 # prints its CPU per delivery against nchan's and its latency beside the others'.
 #
@@ -60,7 +60,7 @@ sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
 "$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$work/data" \
   --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast.log" 2>&1 &
 rc=$!
-write_delay=${BENCH_WRITE_DELAY:-20}
+write_delay=${BENCH_WRITE_DELAY:-50}
 rcd_port=$(freeport)
 mkdir -p "$work/data-delayed"
 "$bin/roomcast" --host 127.0.0.1 --port "$rcd_port" --event-loops 2 --data-dir "$work/data-delayed" --write-delay "$write_delay" \
@@ -150,7 +150,7 @@ def per_delivery(t, label):
     _, _, _, _, delivered, wire, cpu, pubcpu, _ = rows[(t, label)]
     return (cpu / delivered * 1e6 if delivered else float("nan"), pubcpu / delivered * 1e6 if delivered else float("nan"), wire, delivered)
 # TR-5: the two encodings, each against nchan in the same run (whole run and publish phase).
-for label in ("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{n}-10", f"latency-{n}-100"):
+for label in dict.fromkeys(("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
     if ("roomcast-compact", label) not in rows or ("nchan", label) not in rows:
         continue
     ncpu, npub, nwire, _ = per_delivery("nchan", label)
@@ -160,7 +160,7 @@ for label in ("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{
         print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
               f" server CPU per million deliveries {cpu:.2f} whole run, {pub:.2f} publish phase;"
               f" vs nchan {cpu / ncpu:.2f}x whole run, {pub / npub:.2f}x publish phase; delivered {delivered:,}")
-for label in ("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100"):
+for label in dict.fromkeys(("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
     if ("nchan", label) not in rows:
         continue
     rate = label.rsplit("-", 1)[1]
