@@ -16,6 +16,8 @@ extension ClusterNodes {
     public static func register(_ db: PGConnection, id: String, urls: [String], origin: (Int64) -> String,
                                 endPrevious: (Int64) -> [UInt8]) throws(PGError) -> (incarnation: Int64, origin: String) {
         try db.transaction { () throws(PGError) -> (incarnation: Int64, origin: String) in
+            // Not in the middle of a trim (ClusterSchema.LockKey.trim).
+            try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.trim)])
             let previous = try db.query("SELECT incarnation FROM roomcast_nodes WHERE node_id = $1 FOR UPDATE", [id]).scalar.flatMap { Int64($0) }
             let incarnation = Int64(try db.query("SELECT nextval('roomcast_incarnation')").scalar ?? "") ?? 0
             guard incarnation > 0 else { throw PGError(sqlState: "XX000", message: "no incarnation was given out") }

@@ -257,7 +257,10 @@ public enum ClusterSnapshots {
     @discardableResult
     public static func trim(_ db: PGConnection, below position: Int64) throws(PGError) -> Int64 {
         // A node that registered and has not applied anything yet reports 0: nothing is deleted
-        // while it starts.
+        // while it starts. A node registering meanwhile waits for the trim to end (the lock), so
+        // the applied positions read here hold until the last delete.
+        try db.query("SELECT pg_advisory_lock($1)", [String(ClusterSchema.LockKey.trim)])
+        defer { _ = try? db.query("SELECT pg_advisory_unlock($1)", [String(ClusterSchema.LockKey.trim)]) }
         let applied = Int64(try db.query("SELECT coalesce(min(applied), $1) FROM roomcast_nodes", [String(position)]).scalar ?? "0") ?? 0
         let bound = min(position, applied)
         var deleted: Int64 = 0

@@ -193,6 +193,61 @@ struct ClusterLogTests {
         #expect(took)
     }
 
+    // CL-9: a trim and a node's registration exclude each other (ClusterSchema.LockKey.trim). A
+    // trim reads the nodes' applied positions and then deletes: a node that registered in
+    // between (applied 0) and read its start position could find it deleted. Here a session
+    // holds the trim lock as a trim does: a registration and another trim both wait for it; once
+    // the registration is in, a trim keeps every entry (its applied is 0).
+    @Test func aTrimAndARegistrationExcludeEachOther() throws {
+        let pg = try PostgresServer()
+        let url = try Self.database(pg, "trimlock")
+        let db = try PGConnection(url)
+        try ClusterSchema.migrate(db)
+        _ = try ClusterLog.append(db, (1...20).map { LogAppend(origin: "w", payload: Array("e\($0)".utf8)) })
+        let endSessions: @Sendable (Int64) -> [UInt8] = { Array("end \($0)".utf8) }
+        let holder = try PGConnection(url)
+        try holder.query("SELECT pg_advisory_lock($1)", [String(ClusterSchema.LockKey.trim)])
+        let registered = Atomic<Bool>(false), trimmed = Atomic<Bool>(false)
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            do {
+                _ = try ClusterNodes.register(try PGConnection(url), id: "starting", urls: [], origin: { "s/\($0)" }, endPrevious: endSessions)
+                registered.store(true, ordering: .relaxed)
+            } catch { failures.withLock { $0.append("register: \(error)") } }
+        }
+        usleep(500_000)
+        let early = registered.load(ordering: .relaxed)
+        #expect(!early, "registered during a trim")
+        #expect(try Self.scalarCount(db, "SELECT count(*) FROM roomcast_nodes WHERE node_id = 'starting'") == 0)
+        try holder.query("SELECT pg_advisory_unlock($1)", [String(ClusterSchema.LockKey.trim)])
+        group.wait()
+        let done = registered.load(ordering: .relaxed)
+        #expect(done && failures.withLock { $0 } == [])
+
+        // A trim waits for a trim in progress, too; after the registration it deletes nothing.
+        try holder.query("SELECT pg_advisory_lock($1)", [String(ClusterSchema.LockKey.trim)])
+        DispatchQueue.global().async(group: group) {
+            do {
+                let deleted = try ClusterSnapshots.trim(try PGConnection(url), below: 15)
+                if deleted != 0 { failures.withLock { $0.append("deleted \(deleted) while a node started") } }
+                trimmed.store(true, ordering: .relaxed)
+            } catch { failures.withLock { $0.append("trim: \(error)") } }
+        }
+        usleep(500_000)
+        let trimmedEarly = trimmed.load(ordering: .relaxed)
+        #expect(!trimmedEarly, "trimmed during a trim")
+        try holder.query("SELECT pg_advisory_unlock($1)", [String(ClusterSchema.LockKey.trim)])
+        group.wait()
+        let trimDone = trimmed.load(ordering: .relaxed)
+        #expect(trimDone && failures.withLock { $0 } == [])
+        #expect(try Self.scalarCount(db, "SELECT count(*) FROM roomcast_log") >= 20)
+        // The lock is free again once the trim is over: registering does not wait.
+        _ = try ClusterNodes.register(holder, id: "another", urls: [], origin: { "a/\($0)" }, endPrevious: endSessions)
+    }
+
+    static func scalarCount(_ db: PGConnection, _ sql: String) throws -> Int { Int(try db.query(sql).scalar ?? "") ?? -1 }
+
     // CL-4, CL-6: a restarted node is not taken for its dead predecessor while it starts. Its
     // registration forgets the previous run's connection (endGone waits for the new run's first
     // beat), and its starting beats keep it listed past the node timeout until its membership
