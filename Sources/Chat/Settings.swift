@@ -540,6 +540,8 @@ public enum Limits {
     /// 4 MiB by default).
     public static let outboundSoftFraction = 16
     public static let defaultOutboundSoftBytes = (4 << 20) / outboundSoftFraction
+    /// QS-3: low and transient messages are dropped past this fraction of the soft mark.
+    public static let lowMarkFraction = 4
     /// QS-2: how far behind a node's I/O loops may be before rooms of at least
     /// `overloadMinAudience` members refuse all but high-priority messages (the high-priority
     /// target is 150 ms at the 99th percentile).

@@ -486,7 +486,7 @@ struct DropMarks: Sendable {
     func limit(_ lane: Lane) -> Int {
         switch lane {
         case .normal: return soft
-        case .low, .transient: return soft / 4
+        case .low, .transient: return soft / Limits.lowMarkFraction
         case .system, .high: return .max
         }
     }

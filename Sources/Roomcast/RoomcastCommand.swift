@@ -267,6 +267,10 @@ struct RoomcastCommand: ParsableCommand {
         guard Limits.writeDelayMilliseconds.contains(writeDelay) else {
             throw ValidationError("--write-delay must be \(Limits.writeDelayMilliseconds.lowerBound) to \(Limits.writeDelayMilliseconds.upperBound) milliseconds")
         }
+        // Held output makes no progress: a held connection must not reach the send timeout.
+        guard writeDelay * 2 <= sendTimeout * 1000 else {
+            throw ValidationError("--write-delay must be at most half of --send-timeout (\(sendTimeout) s)")
+        }
         guard (10...60_000).contains(fanoutLatencyBudget) else { throw ValidationError("--fanout-latency-budget must be 10 to 60000 milliseconds") }
         guard Store.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be normal or full") }
         _ = try parsedApps()
@@ -390,6 +394,8 @@ struct RoomcastCommand: ParsableCommand {
         c.maxOutboundBytes = maxOutboundBytes
         c.sendTimeout = .seconds(sendTimeout)
         c.writeDelay = .milliseconds(writeDelay)
+        // Half the lowest QS-3 mark, where low and transient messages start to drop.
+        c.maxHeldBytes = effectiveOutboundSoftBytes / Limits.lowMarkFraction / 2
         c.webSocketSendBufferBytes = wsSendBuffer
         c.maxTotalOutboundBytes = maxTotalOutboundBytes
         c.webSocket.allowedOrigins = allowedOrigins.isEmpty ? nil : allowedOrigins

@@ -39,14 +39,18 @@ public struct ServerConfiguration: Sendable {
     public var webSocketSendBufferBytes = 128 << 10
     /// How long a WebSocket's events may wait to be written with the events after them (Centrifugo
     /// PRO's `client.write_delay`). Zero (the default) writes them before the loop next sleeps.
-    /// Past zero, a connection given an event (`Connection.sendEvent`) with nothing else due is
-    /// written when the loop's window, opened by the first such event, closes: at most this long
-    /// after any event, and every event of the window in one write. A paced room then costs one
-    /// write for several events instead of one each, the syscalls and TCP segments that are most
-    /// of a delivery's CPU (BENCHMARKS.md), for at most this much latency. Answers, control frames
-    /// and HTTP responses are never held, and one sent to a held connection takes the held events
-    /// with it in order.
-    public var writeDelay: Duration = .zero
+    /// Past zero, a loop that has just written events (`Connection.sendEvent`) holds the next ones
+    /// for this long and then writes each connection's held events in one `writev`; a window that
+    /// held nothing ends it, so the first event after a quiet window goes at once
+    /// (`LoopContext.holds`). A busy room then costs one write for several events instead of one
+    /// each, the syscalls and TCP segments that are most of a delivery's CPU (BENCHMARKS.md), for
+    /// at most this much latency. Answers, control frames and HTTP responses are never held, and
+    /// one sent to a held connection takes the held events with it in order.
+        public var writeDelay: Duration = .zero
+    /// What a connection's queue may hold for the write-delay window: past it the connection is
+    /// written at once. The gateway sets half its lowest QS-3 mark, so held events alone never
+    /// make a reader that keeps up look slow (a dropped event, a `room.gap`, a 4008 close).
+    public var maxHeldBytes = 32 << 10
     /// How long a shutdown waits for responses and WebSocket close handshakes before it cuts.
     public var drainTimeout: Duration = .seconds(10)
 

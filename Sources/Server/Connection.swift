@@ -643,14 +643,23 @@ public final class Connection: EventHandler {
     }
 
     /// As `sendFrame`, for an event that may wait up to `ServerConfiguration.writeDelay` to be
-    /// written with the events after it (`LoopContext.holds`). It is never reordered: whatever is queued later, an
-    /// answer included, goes out after it, and an answer written sooner takes it along.
+    /// written with the events after it (`LoopContext.holds`). It is never reordered: whatever is
+    /// queued later, an answer included, goes out after it, and an answer written sooner takes it
+    /// along.
     public func sendEvent(_ frame: ByteBlock) {
         guard acceptsFrames else { return }
         if output.isEmpty { lastProgress = context.now }
         output.append(frame)
-        if !isDirty && !isHeld {
-            if context.holds(self) { isHeld = true } else { markDirty() }
+        if !isDirty {
+            // Held only while the queue stays small (`ServerConfiguration.maxHeldBytes`).
+            let small = output.heldBytes <= context.configuration.maxHeldBytes
+            if isHeld {
+                if !small { markDirty() }
+            } else if small && context.holds(self) {
+                isHeld = true
+            } else {
+                markDirty()
+            }
         }
         if output.heldBytes > maxOutboundBytes {
             closeSlowConsumer()

@@ -69,6 +69,8 @@ final class LoopContext {
     /// Connections whose events wait for the write-delay window (`ServerConfiguration.writeDelay`);
     /// each at most once (`Connection.isHeld`), so the list is bounded by the connections.
     @exclusivity(unchecked) private var held: [Connection] = []
+    /// The closing window's list, kept between windows for its storage.
+    @exclusivity(unchecked) private var releasing: [Connection] = []
     /// The write-delay window: `.quiet` (events are written before the loop sleeps, as without a
     /// delay), `.writing` (this iteration wrote events: the window opens when the loop sleeps) or
     /// `.open` (events wait for it to close).
@@ -164,11 +166,11 @@ final class LoopContext {
     }
 
     private func closeWindow() {
-        var released: [Connection] = []
-        swap(&released, &held)
-        for connection in released { connection.windowClosed() }
+        swap(&releasing, &held)
+        for connection in releasing { connection.windowClosed() }
         // What was held is written now (before the loop sleeps): the next events wait for another window.
-        window = released.isEmpty ? .quiet : .writing
+        window = releasing.isEmpty ? .quiet : .writing
+        releasing.removeAll(keepingCapacity: releasing.count <= Self.flushBudget * 64)
     }
 
     /// Writes queued output, one writev per connection: every HTTP answer, then at most

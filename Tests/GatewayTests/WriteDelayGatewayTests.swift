@@ -45,9 +45,14 @@ extension HardeningTests {
         }
     }
 
-    @Test("TR-5: a --write-delay outside its bound is refused, naming the flag")
+    @Test("TR-5: a --write-delay outside its bound, or more than half the send timeout, is refused, naming the flag")
     func writeDelayOutOfBoundsIsRefused() async throws {
         try await offPool { () throws in
+            // Held output makes no progress: the delay must stay within half the send timeout.
+            let p = try RunningProcess(path: try productPath("roomcast"),
+                                       arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-wd"), "--write-delay", "600", "--send-timeout", "1"])
+            let (status, log) = p.finish(timeout: 20)
+            #expect(status != nil && status != 0 && log.contains("--write-delay must be at most half of --send-timeout (1 s)"), "\(log)")
             for bad in ["-1", "\(Limits.writeDelayMilliseconds.upperBound + 1)"] {
                 let p = try RunningProcess(path: try productPath("roomcast"),
                                            arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-wd"), "--write-delay=\(bad)"])

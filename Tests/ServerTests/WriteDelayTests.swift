@@ -17,10 +17,10 @@ struct WriteDelayTests {
 
     /// One WebSocket on a one-loop server with `delay`; `post` runs a body on the loop with the
     /// server side of the connection.
-    func withConnection(delay: Duration, _ check: (_ client: WSClient, _ post: @escaping @Sendable (@escaping @Sendable (Connection) -> Void) -> Void) throws -> Void) async throws {
+    func withConnection(delay: Duration, maxHeld: Int = ServerConfiguration().maxHeldBytes, _ check: (_ client: WSClient, _ post: @escaping @Sendable (@escaping @Sendable (Connection) -> Void) -> Void) throws -> Void) async throws {
         try await offPool { () throws in
             let list = ConnectionList()
-            try withServer(upgradeHandler: { _, _, _ in .accept(list) }, configure: { $0.writeDelay = delay }) { server in
+            try withServer(upgradeHandler: { _, _, _ in .accept(list) }, configure: { $0.writeDelay = delay; $0.maxHeldBytes = maxHeld }) { server in
                 let client = try WSClient(port: server.port, path: "/ws")
                 #expect(eventually(10) { list.opened.load(ordering: .relaxed) == 1 })
                 let loop = try #require(list.loop.withLock { $0 })
@@ -65,6 +65,30 @@ struct WriteDelayTests {
             post { $0.sendEvent(Self.text("event 6")) }
             #expect(try client.readText(timeout: 5) == "event 6")
             #expect(Instant.now() - sent < .milliseconds(1000), "a quiet loop held event 6")
+        }
+    }
+
+    @Test("TR-5, QS-3: a held queue past maxHeldBytes is written at once, so held events never make a reader that keeps up look slow")
+    func aQueuePastTheHoldBoundIsNotHeld() async throws {
+        let event = Self.text(String(repeating: "x", count: 100))
+        try await withConnection(delay: .seconds(3), maxHeld: 3 * (event.count + 64)) { (client, post) throws in
+            let opened = Instant.now()
+            post { $0.sendEvent(Self.text("first")) }
+            #expect(try client.readText(timeout: 5) == "first")
+            // Two held events stay under the bound: held.
+            post { c in
+                c.sendEvent(event)
+                c.sendEvent(event)
+            }
+            #expect(throws: (any Error).self) { try client.readText(timeout: 0.4) }
+            // The fourth passes it: all four go now, long before the window closes.
+            post { c in
+                c.sendEvent(event)
+                c.sendEvent(event)
+            }
+            for _ in 0..<4 { #expect(try client.readText(timeout: 5).count == 100) }
+            let at = Instant.now() - opened
+            #expect(at < .milliseconds(2500), "held past its bound until \(at)")
         }
     }
 
