@@ -92,6 +92,25 @@ struct WriteDelayTests {
         }
     }
 
+    @Test("TR-5: a held connection that is closed writes its held events before the close frame, without waiting for the window")
+    func aCloseTakesTheHeldEvents() async throws {
+        try await withConnection(delay: .seconds(3)) { (client, post) throws in
+            post { $0.sendEvent(Self.text("first")) }
+            #expect(try client.readText(timeout: 5) == "first")
+            post { $0.sendEvent(Self.text("held")) }
+            #expect(throws: (any Error).self) { try client.readText(timeout: 0.3) }
+            let closing = Instant.now()
+            post { $0.close(code: .goingAway, reason: "bye") }
+            #expect(try client.readText(timeout: 5) == "held")
+            guard case .close(let code, _) = try client.readFrame(timeout: 5) else {
+                Issue.record("no close frame after the held event")
+                return
+            }
+            #expect(code == WebSocketCloseCode.goingAway.rawValue)
+            #expect(Instant.now() - closing < .milliseconds(2000), "the close waited for the window")
+        }
+    }
+
     @Test("TR-5: without a write delay (the default) an event is written before the loop sleeps")
     func noDelayWritesAtOnce() async throws {
         #expect(ServerConfiguration().writeDelay == .zero)
