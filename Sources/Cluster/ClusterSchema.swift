@@ -10,10 +10,10 @@ public enum ClusterSchema {
         public static let append: Int64 = 0x526F_6F6D_6361_0002
         /// Held (per session) by the node that appends time and failure entries.
         public static let leader: Int64 = 0x526F_6F6D_6361_0003
-        /// Held while the log is trimmed (per session, from reading the nodes' applied positions to
-        /// the last delete) and while a node registers (per transaction): a node that registers
-        /// during a trim waits for it, and a trim after it sees its `applied` of 0 and keeps
-        /// everything, so the start position the node then reads stays in the log.
+        /// Held (per transaction) by each chunk of a trim, from reading the nodes' applied
+        /// positions to its delete, and by a node's registration: a node that registers during a
+        /// trim waits for the chunk in progress, and the next chunk sees its `applied` of 0 and
+        /// keeps everything, so the start position the node then reads stays in the log.
         public static let trim: Int64 = 0x526F_6F6D_6361_0004
     }
 

@@ -256,19 +256,22 @@ public enum ClusterSnapshots {
     /// how many entries were deleted.
     @discardableResult
     public static func trim(_ db: PGConnection, below position: Int64) throws(PGError) -> Int64 {
-        // A node that registered and has not applied anything yet reports 0: nothing is deleted
-        // while it starts. A node registering meanwhile waits for the trim to end (the lock), so
-        // the applied positions read here hold until the last delete.
-        try db.query("SELECT pg_advisory_lock($1)", [String(ClusterSchema.LockKey.trim)])
-        defer { _ = try? db.query("SELECT pg_advisory_unlock($1)", [String(ClusterSchema.LockKey.trim)]) }
-        let applied = Int64(try db.query("SELECT coalesce(min(applied), $1) FROM roomcast_nodes", [String(position)]).scalar ?? "0") ?? 0
-        let bound = min(position, applied)
         var deleted: Int64 = 0
-        while bound > 1 {
-            let r = try db.query("""
-                DELETE FROM roomcast_log WHERE position < least($1::bigint, (SELECT min(position) FROM roomcast_log) + $2::bigint)
-                """, [String(bound), String(trimChunk)])
-            let n = Int64(r.command.split(separator: " ").last ?? "0") ?? 0
+        while true {
+            // One chunk per transaction, under the trim lock (ClusterSchema.LockKey.trim) with the
+            // nodes' applied positions read afresh: a node that registers waits for at most one
+            // chunk, and the next chunk sees its 0 (a node that registered and has not applied
+            // anything yet keeps the whole log while it starts).
+            let n = try db.transaction { () throws(PGError) -> Int64 in
+                try db.query("SELECT pg_advisory_xact_lock($1)", [String(ClusterSchema.LockKey.trim)])
+                let applied = Int64(try db.query("SELECT coalesce(min(applied), $1) FROM roomcast_nodes", [String(position)]).scalar ?? "0") ?? 0
+                let bound = min(position, applied)
+                guard bound > 1 else { return 0 }
+                let r = try db.query("""
+                    DELETE FROM roomcast_log WHERE position < least($1::bigint, (SELECT min(position) FROM roomcast_log) + $2::bigint)
+                    """, [String(bound), String(trimChunk)])
+                return Int64(r.command.split(separator: " ").last ?? "0") ?? 0
+            }
             deleted += n
             if n == 0 { break }
         }

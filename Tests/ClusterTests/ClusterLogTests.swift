@@ -196,8 +196,8 @@ struct ClusterLogTests {
     // CL-9: a trim and a node's registration exclude each other (ClusterSchema.LockKey.trim). A
     // trim reads the nodes' applied positions and then deletes: a node that registered in
     // between (applied 0) and read its start position could find it deleted. Here a session
-    // holds the trim lock as a trim does: a registration and another trim both wait for it; once
-    // the registration is in, a trim keeps every entry (its applied is 0).
+    // holds the trim lock as a trim's chunk does: a registration and a trim both wait for it;
+    // once the registration is in, a trim keeps every entry (its applied is 0).
     @Test func aTrimAndARegistrationExcludeEachOther() throws {
         let pg = try PostgresServer()
         let url = try Self.database(pg, "trimlock")
