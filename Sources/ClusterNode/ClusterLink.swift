@@ -178,51 +178,58 @@ public final class ClusterLink: ReplicatedLog, @unchecked Sendable {
         // Beats while the node starts (a snapshot's download, the replica's check, the domain),
         // until the membership thread's first round (CL-4).
         let url = configuration.url
-        starting = StartingBeats(id: node, incarnation: run, connect: { try ClusterLink.connect(url) })
-        headAtStart = try ClusterLog.head(db)
-        // Read after registering: this node's row (applied 0) keeps the log from being trimmed
-        // past what it needs while it starts.
-        // CL-9: this node's own replica, where its last run stopped cleanly, when the log still
-        // holds that entry (entries are trimmed from the start only, so it holds all after it).
-        if let replica, let checkpointFile, let own = LocalCheckpoint.take(checkpointFile, logger: logger) {
-            let entry = try ClusterLog.entryKey(db, at: own.position)
-            if own.cluster == settings.id, own.node == configuration.nodeID, FileManager.default.fileExists(atPath: replica),
-               let entry, entry.origin == own.origin, entry.seq == own.seq {
-                lastSnapshot.store(try ClusterSnapshots.latestPosition(db), ordering: .relaxed)
-                startSnapshot = nil
-                startReplicaFile = nil
-                startState = own.state
-                start = .ownReplica(position: own.position)
-                traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
-                logger.notice("cluster: catching up from this node's own replica", metadata: [
-                    "position": "\(own.position)", "head": "\(headAtStart)",
-                ])
-                return
+        let beats = StartingBeats(id: node, incarnation: run, connect: { try ClusterLink.connect(url) })
+        starting = beats
+        do {
+            headAtStart = try ClusterLog.head(db)
+            // Read after registering: this node's row (applied 0) keeps the log from being trimmed
+            // past what it needs while it starts.
+            // CL-9: this node's own replica, where its last run stopped cleanly, when the log still
+            // holds that entry (entries are trimmed from the start only, so it holds all after it).
+            if let replica, let checkpointFile, let own = LocalCheckpoint.take(checkpointFile, logger: logger) {
+                let entry = try ClusterLog.entryKey(db, at: own.position)
+                if own.cluster == settings.id, own.node == configuration.nodeID, FileManager.default.fileExists(atPath: replica),
+                   let entry, entry.origin == own.origin, entry.seq == own.seq {
+                    lastSnapshot.store(try ClusterSnapshots.latestPosition(db), ordering: .relaxed)
+                    startSnapshot = nil
+                    startReplicaFile = nil
+                    startState = own.state
+                    start = .ownReplica(position: own.position)
+                    traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
+                    logger.notice("cluster: catching up from this node's own replica", metadata: [
+                        "position": "\(own.position)", "head": "\(headAtStart)",
+                    ])
+                    return
+                }
+                logger.notice("cluster: the log no longer holds this node's own position; starting from the cluster's snapshot",
+                            metadata: ["position": "\(own.position)"])
             }
-            logger.notice("cluster: the log no longer holds this node's own position; starting from the cluster's snapshot",
-                        metadata: ["position": "\(own.position)"])
-        }
-        // A large snapshot takes longer than the usual statement limit to download.
-        try db.query("SET statement_timeout = 0")
-        let latest = try ClusterSnapshots.latest(db, replicaFile: replicaDownload, pieceBytes: Limits.snapshotPieceBytes)
-        try db.query("SET statement_timeout = '15s'")
-        let first = try ClusterSnapshots.firstPosition(db)
-        if first > 1 {
-            guard let latest, latest.position >= first - 1 else {
-                throw GatewayError(.unavailable, "the cluster's log starts at position \(first) and no snapshot reaches it: this node cannot start")
+            // A large snapshot takes longer than the usual statement limit to download.
+            try db.query("SET statement_timeout = 0")
+            let latest = try ClusterSnapshots.latest(db, replicaFile: replicaDownload, pieceBytes: Limits.snapshotPieceBytes)
+            try db.query("SET statement_timeout = '15s'")
+            let first = try ClusterSnapshots.firstPosition(db)
+            if first > 1 {
+                guard let latest, latest.position >= first - 1 else {
+                    throw GatewayError(.unavailable, "the cluster's log starts at position \(first) and no snapshot reaches it: this node cannot start")
+                }
             }
-        }
-        if let latest {
-            guard (1...Int(SnapshotState.version)).contains(Int(latest.format)) else {
-                throw GatewayError(.unavailable, "the cluster's newest snapshot has format \(latest.format); this roomcast reads formats 1 to \(SnapshotState.version): upgrade it")
+            if let latest {
+                guard (1...Int(SnapshotState.version)).contains(Int(latest.format)) else {
+                    throw GatewayError(.unavailable, "the cluster's newest snapshot has format \(latest.format); this roomcast reads formats 1 to \(SnapshotState.version): upgrade it")
+                }
+                lastSnapshot.store(latest.position, ordering: .relaxed)
             }
-            lastSnapshot.store(latest.position, ordering: .relaxed)
+            startSnapshot = latest
+            startReplicaFile = latest == nil ? nil : replicaDownload
+            startState = try latest.map { try SnapshotState.decode($0.state) }
+            start = latest.map { .snapshot(position: $0.position) } ?? .log
+            traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
+        } catch {
+            // The run ends here: its starting beats stop with it.
+            beats.stop()
+            throw error
         }
-        startSnapshot = latest
-        startReplicaFile = latest == nil ? nil : replicaDownload
-        startState = try latest.map { try SnapshotState.decode($0.state) }
-        start = latest.map { .snapshot(position: $0.position) } ?? .log
-        traits = LogTraits(keepsResumeEvents: false, replicaLoss: .rebuildFromLog, ids: EntryIDs())
     }
 
 
