@@ -46,7 +46,7 @@ public struct ServerConfiguration: Sendable {
     /// each, the syscalls and TCP segments that are most of a delivery's CPU (BENCHMARKS.md), for
     /// at most this much latency. Answers, control frames and HTTP responses are never held, and
     /// one sent to a held connection takes the held events with it in order.
-        public var writeDelay: Duration = .zero
+    public var writeDelay: Duration = .zero
     /// What a connection's queue may hold for the write-delay window: past it the connection is
     /// written at once. The gateway sets half its lowest QS-3 mark, so held events alone never
     /// make a reader that keeps up look slow (a dropped event, a `room.gap`, a 4008 close).

@@ -648,8 +648,7 @@ public final class Connection: EventHandler {
     /// along.
     public func sendEvent(_ frame: ByteBlock) {
         guard acceptsFrames else { return }
-        if output.isEmpty { lastProgress = context.now }
-        output.append(frame)
+        append(frame)
         if !isDirty {
             // Held only while the queue stays small (`ServerConfiguration.maxHeldBytes`).
             let small = output.heldBytes <= context.configuration.maxHeldBytes
@@ -693,10 +692,14 @@ public final class Connection: EventHandler {
     // MARK: Output and closing
 
     func enqueue(_ block: ByteBlock) {
+        append(block)
+        markDirty()
+    }
+
+    private func append(_ block: ByteBlock) {
         // QS-3: the send timeout counts from when there is something to send.
         if output.isEmpty { lastProgress = context.now }
         output.append(block)
-        markDirty()
     }
 
     private func markDirty() {
