@@ -14,7 +14,7 @@ extension HardeningTests {
         }
     }
 
-    @Test("TR-5: with --write-delay a quiet room's event goes at once, the next waits for the window; an answer is not held and comes after the held event")
+    @Test("TR-5: with --write-delay the hub's room events wait for the window; a command's answer takes the held event first")
     func writeDelayHoldsEventsNotAnswers() async throws {
         try await offPool { () throws in
             let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
@@ -28,7 +28,6 @@ extension HardeningTests {
             #expect(first.contains("first-1") && first.contains(#""ev":"room.message""#), "\(first)")
             // The window (1 s) is open: the next event waits.
             #expect(try g.rest().call("POST", "/v1/rooms/wd/messages", ["content": "held-2", "fromUserId": "host"]).status == 201)
-            let posted = Date()
             // Not before the window closes, a second after it opened (which was after `windowOpens`).
             if let early = try? text(ws, timeout: 0.3) {
                 // Only a machine stalled past the whole window may see it here.
@@ -37,11 +36,11 @@ extension HardeningTests {
                 return
             }
             try ws.tcp.send(try frame(["id": 3, "op": "room.members", "args": ["roomId": "wd"]]))
+            // The held event comes first, then the answer (that answers are never held is the
+            // server's WriteDelayTests, with a window long enough to tell on a loaded machine).
             let second = try text(ws, timeout: 5)
-            #expect(second.contains("held-2"), "\(second)")
+            #expect(second.contains("held-2") && second.contains(#""ev":"room.message""#), "\(second)")
             #expect(try answer(ws, id: 3)["ok"] != nil)
-            let answered = Date().timeIntervalSince(posted)
-            #expect(answered < 0.9, "the answer waited for the window: \(answered) s")
         }
     }
 
