@@ -44,6 +44,30 @@ extension HardeningTests {
         }
     }
 
+    @Test("TR-5, QS-3: with --write-delay and the smallest marks, a reader that keeps up loses no low-priority message to holding and gets no room.gap")
+    func writeDelayNeverDropsForAReaderThatKeepsUp() async throws {
+        try await offPool { () throws in
+            // The low mark is 256 bytes: three held messages would pass it, were the held bytes
+            // not bounded (half that mark, by the gateway).
+            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--outbound-soft-bytes", "1024",
+                                               "--event-loops", "1"])
+            defer { g.stop() }
+            #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "wl"]).status == 201)
+            let ws = try joined(g, offer: nil, user: "reader", room: "wl")
+            // The first message opens the window; the next ones come while it is open.
+            for i in 0..<8 {
+                #expect(try g.rest().call("POST", "/v1/rooms/wl/messages", ["content": "low-\(i)", "fromUserId": "host", "priority": "low"]).status == 201)
+            }
+            var got: [String] = []
+            while got.count < 8 {
+                let t = try text(ws, timeout: 5)
+                #expect(!t.contains("room.gap"), "\(t)")
+                if t.contains(#""ev":"room.message""#), let r = t.range(of: #"low-[0-9]"#, options: .regularExpression) { got.append(String(t[r])) }
+            }
+            #expect(got == (0..<8).map { "low-\($0)" })
+        }
+    }
+
     @Test("TR-5: a --write-delay outside its bound, or more than half the send timeout, is refused, naming the flag")
     func writeDelayOutOfBoundsIsRefused() async throws {
         try await offPool { () throws in
