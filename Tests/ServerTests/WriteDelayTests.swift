@@ -44,14 +44,21 @@ struct WriteDelayTests {
         return false
     }
 
+    /// Sends `first` on a quiet loop: it goes at once (not held), and the window opens. Returns
+    /// when it was sent.
+    static func openWindow(_ client: WSClient, _ post: (@escaping @Sendable (Connection) -> Void) -> Void, first: String) throws -> Instant {
+        let opened = Instant.now()
+        post { $0.sendEvent(text(first)) }
+        #expect(try client.readText(timeout: 10) == first)
+        #expect(Instant.now() - opened < window / 2, "the first event of a quiet loop was held")
+        return opened
+    }
+
     @Test("TR-5: with a write delay the first event of a quiet loop goes at once, later ones wait for the window (at most the delay), an answer is not held and takes the held events first, and the loop is quiet again after a window that held nothing")
     func eventsWaitForTheWindowAndAnswersDoNot() async throws {
         try await withConnection(delay: Self.window) { (client, post) throws in
             // Quiet loop: written before it sleeps, and the window opens.
-            let opened = Instant.now()
-            post { $0.sendEvent(Self.text("event 1")) }
-            #expect(try client.readText(timeout: 10) == "event 1")
-            #expect(Instant.now() - opened < Self.window / 2, "the first event of a quiet loop was held")
+            let opened = try Self.openWindow(client, post, first: "event 1")
             // Inside the window: held.
             post { $0.sendEvent(Self.text("event 2")) }
             guard Self.held(client, for: 0.4, opened: opened) else { return }
@@ -87,9 +94,7 @@ struct WriteDelayTests {
     func aQueuePastTheHoldBoundIsNotHeld() async throws {
         let event = Self.text(String(repeating: "x", count: 100))
         try await withConnection(delay: Self.window, maxHeld: 3 * (event.count + 64)) { (client, post) throws in
-            let opened = Instant.now()
-            post { $0.sendEvent(Self.text("first")) }
-            #expect(try client.readText(timeout: 10) == "first")
+            let opened = try Self.openWindow(client, post, first: "first")
             // Two held events stay under the bound: held.
             post { c in
                 c.sendEvent(event)
@@ -111,9 +116,7 @@ struct WriteDelayTests {
     @Test("TR-5: a held connection that is closed writes its held events before the close frame, without waiting for the window")
     func aCloseTakesTheHeldEvents() async throws {
         try await withConnection(delay: Self.window) { (client, post) throws in
-            let opened = Instant.now()
-            post { $0.sendEvent(Self.text("first")) }
-            #expect(try client.readText(timeout: 10) == "first")
+            let opened = try Self.openWindow(client, post, first: "first")
             post { $0.sendEvent(Self.text("held")) }
             guard Self.held(client, for: 0.3, opened: opened) else { return }
             let closing = Instant.now()
