@@ -302,42 +302,47 @@ struct RecentHistory {
 
 /// A user's sessions, in a room (`Member.sessions`) or online in an app: nearly always one, held
 /// inline, so the common case allocates no array (about 56 bytes of heap each); a second and later
-/// ones go to the array. Its representation is canonical (the first session inline, the others in
-/// order), so equal lists compare equal field by field.
-public struct SessionList: RandomAccessCollection, Equatable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
-    private var head: SessionID?
-    private var rest: [SessionID] = []
+/// ones go to the array.
+public typealias SessionList = SmallList<SessionID>
+
+/// A list that is nearly always of one element: the first held inline, so the common case
+/// allocates no array; a second and later ones go to the array. Its representation is canonical
+/// (the first inline, the others in order), so equal lists compare equal field by field.
+public struct SmallList<Element: Equatable & Sendable>: RandomAccessCollection, Equatable, Sendable, ExpressibleByArrayLiteral,
+    CustomStringConvertible {
+    private var head: Element?
+    private var rest: [Element] = []
 
     public init() {}
-    public init(arrayLiteral elements: SessionID...) { self.init(elements) }
-    public init<S: Sequence>(_ sessions: S) where S.Element == SessionID {
-        for s in sessions { append(s) }
+    public init(arrayLiteral elements: Element...) { self.init(elements) }
+    public init<S: Sequence>(_ elements: S) where S.Element == Element {
+        for e in elements { append(e) }
     }
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { head == nil ? 0 : 1 + rest.count }
     public var isEmpty: Bool { head == nil }
-    public subscript(position: Int) -> SessionID {
-        precondition(position >= 0 && position < endIndex, "SessionList index out of range")
+    public subscript(position: Int) -> Element {
+        precondition(position >= 0 && position < endIndex, "SmallList index out of range")
         return position == 0 ? head! : rest[position - 1]
     }
 
-    public mutating func append(_ s: SessionID) {
-        if head == nil { head = s } else { rest.append(s) }
+    public mutating func append(_ e: Element) {
+        if head == nil { head = e } else { rest.append(e) }
     }
 
     @discardableResult
-    public mutating func remove(at position: Int) -> SessionID {
-        precondition(position >= 0 && position < endIndex, "SessionList index out of range")
+    public mutating func remove(at position: Int) -> Element {
+        precondition(position >= 0 && position < endIndex, "SmallList index out of range")
         if position > 0 { return rest.remove(at: position - 1) }
         let removed = head!
         head = rest.isEmpty ? nil : rest.removeFirst()
         return removed
     }
 
-    public mutating func removeAll(where shouldRemove: (SessionID) -> Bool) {
+    public mutating func removeAll(where shouldRemove: (Element) -> Bool) {
         guard contains(where: shouldRemove) else { return }
-        self = SessionList(filter { !shouldRemove($0) })
+        self = SmallList(filter { !shouldRemove($0) })
     }
 
     public var description: String { Array(self).description }

@@ -206,7 +206,7 @@ extension ChatDomain {
         image.deadlines = deadlines.entries.map { DeadlineImage(at: $0.deadline, deadline: $0.key) }
         image.sessions = sessions.values.sorted { $0.id < $1.id }.map {
             SessionImage(id: $0.id.raw, app: $0.app, userId: $0.userId, deviceId: $0.deviceId, anonymous: $0.anonymous, nickname: $0.nickname,
-                         avatar: $0.avatar, connectedAt: $0.connectedAt, rooms: $0.rooms)
+                         avatar: $0.avatar, connectedAt: $0.connectedAt, rooms: Array($0.rooms))
         }
         image.apps = sortedPairs(apps).map { Self.image(of: $0.1) }
         return image
@@ -287,7 +287,7 @@ extension ChatDomain {
             guard sessions[id] == nil else { throw .inconsistent("session \(id) twice") }
             var session = Session(id: id, app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
                                   avatar: s.avatar, connectedAt: s.connectedAt)
-            session.rooms = s.rooms
+            session.rooms = SmallList(s.rooms)
             sessions[id] = session
         }
         for a in image.apps {

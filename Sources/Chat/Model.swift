@@ -457,8 +457,8 @@ struct Session {
     let deviceId: String
     /// When the connect was applied (PX-5 connection listings in a cluster: the entry's time).
     let connectedAt: Int64
-    /// Rooms this session is in, in join order.
-    var rooms: [String] = []
+    /// Rooms this session is in, in join order (nearly always one: inline, no array).
+    var rooms = SmallList<String>()
     private let profile: Profile?
     let anonymous: Bool
 

@@ -297,7 +297,7 @@ extension ChatDomain {
         for roomId in left {
             if let room = app.rooms[roomId] { removeSession(room, app, sid, cause: .voluntary, now: now, &out) }
         }
-        return .roomIds(left)
+        return .roomIds(Array(left))
     }
 
     /// ZIM-5 switchRoom, with the seed's event sequence.

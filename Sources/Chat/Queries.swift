@@ -151,7 +151,7 @@ extension ChatDomain {
             return .members(infos(room, page, now: now), total: tagged.count)
 
         case .roomsOfSession(let sid):
-            return .roomIds(try session(sid).rooms)
+            return .roomIds(Array(try session(sid).rooms))
 
         case .roomIds(let appKey):
             return .roomIds(try app(appKey).rooms.keys.sorted())

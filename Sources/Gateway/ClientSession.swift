@@ -54,9 +54,8 @@ final class ClientSession: WebSocketHandler {
     private(set) var userId = ""
     /// The device the session connected as (PX-5 connection listings).
     private(set) var device = ""
-    /// PX-1: this connection's messages per second, and how many were refused in a row.
+    /// PX-1: this connection's messages per second.
     private var bucket: TokenBucket?
-    private var refusedInARow = 0
     let openedAt: Int64
     /// Token expiry (ms); nil for anonymous sessions.
     private var tokenExpiry: Int64?
@@ -69,31 +68,75 @@ final class ClientSession: WebSocketHandler {
     private var observerToken = false
     /// Position in each room's member list on this loop (kept by the hub).
     var roomSlots = RoomSlots()
+
+    /// What most sessions never use (watching, tags, counts-only rooms, gaps, messages sent
+    /// before the connect answer, refused messages), in one box made at its first use: an idle
+    /// session carries one reference instead of ten fields.
+    private final class Rare {
+        /// BX-3: the rooms this session watches (kept by the hub).
+        var observing: Set<String> = []
+        /// The newest `room.observe` of each room whose existence check is still under way.
+        var latestObserve: [String: UInt64] = [:]
+        var observeSequence: UInt64 = 0
+        /// AU-1: the member's tags in each room that gave it some (kept by the hub from the
+        /// engine's stream).
+        var roomTags: [RoomKey: [String]] = [:]
+        /// AU-4: rooms this connection joined for member counts only.
+        var memberCountsRooms: Set<RoomKey> = []
+        /// QS-3: what this session lost per room since the last `room.gap` it was sent.
+        var gaps: [RoomKey: Gap] = [:]
+        /// Messages that arrived while `connect` was being answered, processed in order after it.
+        var early: [[UInt8]] = []
+        var earlyBytes = 0
+        /// PX-1: how many messages were refused in a row.
+        var refusedInARow = 0
+        /// CS-3: where the conversation-status sync on connect starts.
+        var syncCursor: Int64 = 0
+    }
+    @exclusivity(unchecked) private var rareBox: Rare?
+    /// The box, made now if the session had none.
+    private var rare: Rare {
+        if let b = rareBox { return b }
+        let b = Rare()
+        rareBox = b
+        return b
+    }
+
     /// BX-3: the rooms this session watches (kept by the hub).
-    var observing: Set<String> = []
-    /// The newest `room.observe` of each room whose existence check is still under way.
-    private var latestObserve: [String: UInt64] = [:]
-    private var observeSequence: UInt64 = 0
+    var observing: Set<String> {
+        get { rareBox?.observing ?? [] }
+        _modify { yield &rare.observing }
+    }
     /// Resume positions to honour when the session's join takes effect.
     var pendingResume: [String: ResumeRequest] = [:]
     /// TR-4: joins that asked for the room's last messages first, until they take effect (counted
     /// with the pending resumes: at most `maxPendingResumes` together).
     var pendingRewind: [String: Int] = [:]
-    /// AU-1: the member's tags in each room that gave it some (kept by the hub from the engine's
-    /// stream; empty for most sessions).
-    private var roomTags: [RoomKey: [String]] = [:]
-
-    func tags(in room: RoomKey) -> [String] { roomTags.isEmpty ? [] : roomTags[room] ?? [] }
+    /// AU-1: the member's tags in the room (empty for most sessions).
+    func tags(in room: RoomKey) -> [String] {
+        guard let b = rareBox, !b.roomTags.isEmpty else { return [] }
+        return b.roomTags[room] ?? []
+    }
     /// AU-4: rooms this connection joined for member counts only.
-    private(set) var memberCountsRooms: Set<RoomKey> = []
-    func memberCountsOnly(in room: RoomKey) -> Bool { !memberCountsRooms.isEmpty && memberCountsRooms.contains(room) }
+    var memberCountsRooms: Set<RoomKey> { rareBox?.memberCountsRooms ?? [] }
+    func memberCountsOnly(in room: RoomKey) -> Bool {
+        guard let b = rareBox, !b.memberCountsRooms.isEmpty else { return false }
+        return b.memberCountsRooms.contains(room)
+    }
     /// The session left the room (the hub): its choice there goes with it.
-    func forgetMemberCounts(in room: RoomKey) { if !memberCountsRooms.isEmpty { memberCountsRooms.remove(room) } }
-    func setTags(_ tags: [String], in room: RoomKey) { roomTags[room] = tags.isEmpty ? nil : tags }
+    func forgetMemberCounts(in room: RoomKey) {
+        if let b = rareBox, !b.memberCountsRooms.isEmpty { b.memberCountsRooms.remove(room) }
+    }
+    func setTags(_ tags: [String], in room: RoomKey) {
+        if tags.isEmpty {
+            rareBox?.roomTags[room] = nil
+        } else {
+            rare.roomTags[room] = tags
+        }
+    }
 
-    /// QS-3: what this session lost per room since the last `room.gap` it was sent, and whether
-    /// there is any (read per delivery).
-    private var gaps: [RoomKey: Gap] = [:]
+    /// QS-3: whether this session lost anything it was not told yet (read per delivery; the
+    /// counts are in `Rare.gaps`).
     @exclusivity(unchecked) private(set) var hasGaps = false
     /// QS-3: some pending gap has waited a tick (a second) while the connection stayed behind:
     /// such a gap goes out before its room's next event even so, so a reader that never catches
@@ -240,7 +283,8 @@ final class ClientSession: WebSocketHandler {
 
     /// QS-3: counts a dropped block for the room's next `room.gap`.
     func recordDrop(_ room: RoomKey, _ drop: Hub.Drop) {
-        var g = gaps[room].flatMap { $0.epoch == drop.epoch ? $0 : nil } ?? Gap(epoch: drop.epoch)
+        let box = rare
+        var g = box.gaps[room].flatMap { $0.epoch == drop.epoch ? $0 : nil } ?? Gap(epoch: drop.epoch)
         if drop.first > 0 {
             if g.first == 0 { g.first = drop.first }
             g.last = drop.last
@@ -251,26 +295,27 @@ final class ClientSession: WebSocketHandler {
         case .transient: g.transient += drop.count
         case .system, .high: break
         }
-        gaps[room] = g
+        box.gaps[room] = g
         hasGaps = true
     }
 
     /// Sends the room's pending `room.gap`, if it has one (before anything else of that room).
     func flushGap(_ room: RoomKey) {
-        guard let g = gaps.removeValue(forKey: room) else { return }
-        hasGaps = !gaps.isEmpty
+        guard let box = rareBox, let g = box.gaps.removeValue(forKey: room) else { return }
+        hasGaps = !box.gaps.isEmpty
         if !hasGaps { gapsDue = false }
         sendJSON(Encode.gap(roomId: room.roomId, epoch: g.epoch, first: g.first, last: g.last, normal: g.normal, low: g.low, transient: g.transient))
     }
 
     /// Sends the room's pending `room.gap` if it has waited a tick.
     func flushGapIfDue(_ room: RoomKey) {
-        if gaps[room]?.due == true { flushGap(room) }
+        if rareBox?.gaps[room]?.due == true { flushGap(room) }
     }
 
     /// Sends every pending `room.gap` (the hub's tick, once the connection has room again).
     func flushGaps() {
-        for room in gaps.keys.sorted(by: { $0.roomId < $1.roomId }) { flushGap(room) }
+        guard let box = rareBox else { return }
+        for room in box.gaps.keys.sorted(by: { $0.roomId < $1.roomId }) { flushGap(room) }
     }
 
     func sendJSON(_ bytes: [UInt8]) { send(Frames.text(bytes)) }
@@ -302,9 +347,6 @@ final class ClientSession: WebSocketHandler {
     /// The caller this session's ops act as.
     private var caller: Caller { Caller(app: app, actor: .session(id), userId: userId) }
 
-    /// Messages that arrived while `connect` was being answered, processed in order after it.
-    private var early: [[UInt8]] = []
-    private var earlyBytes = 0
     /// At most this many bytes of messages are held while `connect` is answered.
     static let maxEarlyBytes = 64 * 1024
 
@@ -312,13 +354,14 @@ final class ClientSession: WebSocketHandler {
     func handle(_ bytes: [UInt8]) {
         if connecting {
             // A client may send commands right behind connect (even in the same TCP write).
-            guard earlyBytes + bytes.count <= Self.maxEarlyBytes else {
+            let box = rare
+            guard box.earlyBytes + bytes.count <= Self.maxEarlyBytes else {
                 reply(nil, error: GatewayError(.badRequest, "more than \(Self.maxEarlyBytes) bytes sent before the connect answer", field: "op"))
                 close(.badRequest, "too much sent before the connect answer")
                 return
             }
-            early.append(bytes)
-            earlyBytes += bytes.count
+            box.early.append(bytes)
+            box.earlyBytes += bytes.count
             return
         }
         guard let envelope = OpTable.envelope(bytes) else {
@@ -332,16 +375,17 @@ final class ClientSession: WebSocketHandler {
             let allowed = b.take(now: context.clock())
             bucket = b
             guard allowed else {
-                refusedInARow += 1
+                let box = rare
+                box.refusedInARow += 1
                 // Refused answers cost the server too: a client that keeps flooding is closed.
-                if refusedInARow > Int(b.rate) * Limits.floodSecondsBeforeClose {
+                if box.refusedInARow > Int(b.rate) * Limits.floodSecondsBeforeClose {
                     close(.rateLimited, "message rate limit exceeded")
                 } else {
                     reply(rid, .failure(ChatError(.rateLimited, "at most \(Int(b.rate)) messages a second per connection", field: "op")))
                 }
                 return
             }
-            refusedInARow = 0
+            if let box = rareBox, box.refusedInARow != 0 { box.refusedInARow = 0 }
         }
         if !authenticated {
             guard envelope.op == "connect" else {
@@ -372,7 +416,7 @@ final class ClientSession: WebSocketHandler {
                 reply(rid, .failure(ChatError(.invalidParameter, "conversationCursor must not be negative", field: "args.conversationCursor")))
                 return
             }
-            syncCursor = a.conversationCursor ?? 0
+            if let c = a.conversationCursor, c != 0 { rare.syncCursor = c } else { rareBox?.syncCursor = 0 }
             connect(rid, a)
         case .refreshToken(let token): refresh(rid, token)
         case .join(let roomId, let a): join(rid, roomId: roomId, a)
@@ -532,16 +576,16 @@ final class ClientSession: WebSocketHandler {
         }
     }
     private var profile: TokenProfile?
-    /// CS-3: where the conversation-status sync on connect starts.
-    private var syncCursor: Int64 = 0
 
     private func connected(_ rid: Int?, _ result: Result<Reply, ChatError>, stream: String, expiresAt: Int64?, anonymous: Bool) {
         connecting = false
         defer {
-            let held = early
-            early = []
-            earlyBytes = 0
-            for message in held where connection != nil { handle(message) }
+            if let box = rareBox, !box.early.isEmpty {
+                let held = box.early
+                box.early = []
+                box.earlyBytes = 0
+                for message in held where connection != nil { handle(message) }
+            }
         }
         guard connection != nil else {
             // Closed meanwhile: the engine still has the session; tell it.
@@ -559,7 +603,7 @@ final class ClientSession: WebSocketHandler {
             hub.register(self)
             sendJSON(Encode.connected(id: rid, sessionId: String(id.raw), userId: userId, anonymous: anonymous, stream: stream,
                                       expiresAt: expiresAt))
-            if !anonymous { syncConversations(after: syncCursor) }
+            if !anonymous { syncConversations(after: rareBox?.syncCursor ?? 0) }
         }
     }
 
@@ -670,12 +714,13 @@ final class ClientSession: WebSocketHandler {
             p.memberCountsOnly = true
             // Bounded: the rooms it is in plus joins on their way. A join that failed leaves its
             // room here, so past that the rooms it is not in go.
-            if memberCountsRooms.count >= roomSlots.count + Self.maxPendingResumes {
-                memberCountsRooms = memberCountsRooms.filter { roomSlots[$0] != nil }
+            let box = rare
+            if box.memberCountsRooms.count >= roomSlots.count + Self.maxPendingResumes {
+                box.memberCountsRooms = box.memberCountsRooms.filter { roomSlots[$0] != nil }
             }
-            memberCountsRooms.insert(key)
-        } else if !memberCountsRooms.isEmpty {
-            memberCountsRooms.remove(key)
+            box.memberCountsRooms.insert(key)
+        } else {
+            forgetMemberCounts(in: key)
         }
         command(rid, .join(id, roomId: roomId, p, mode))
     }
@@ -702,16 +747,17 @@ final class ClientSession: WebSocketHandler {
         let room = RoomKey(app: app, roomId: roomId)
         let wasObserving = observing.contains(roomId)
         hub.observe(self, room)
-        observeSequence += 1
-        let sequence = observeSequence
-        latestObserve[roomId] = sequence
+        let box = rare
+        box.observeSequence += 1
+        let sequence = box.observeSequence
+        box.latestObserve[roomId] = sequence
         let me = LoopBound(self, loop: hub.loop)
         context.engine.query(.room(app: app, roomId: roomId)) { result in
             me.loop.execute {
                 let s = me.value
                 // Only the newest observe of a room decides whether its watch stays.
-                let newest = s.latestObserve[roomId] == sequence
-                if newest { s.latestObserve[roomId] = nil }
+                let newest = s.rareBox?.latestObserve[roomId] == sequence
+                if newest { s.rareBox?.latestObserve[roomId] = nil }
                 switch result {
                 case .success(.room(let info)) where s.observing.contains(roomId):
                     // TR-5: the alias is told with the answer; the room's events use it after.
@@ -740,7 +786,7 @@ final class ClientSession: WebSocketHandler {
             if queuedBytes <= hub.marks.limit(.low) {
                 flushGaps()
             } else {
-                for room in gaps.keys { gaps[room]!.due = true }
+                if let box = rareBox { for room in box.gaps.keys { box.gaps[room]!.due = true } }
                 gapsDue = true
             }
         }

@@ -36,8 +36,9 @@ public final class Connection: EventHandler {
     }
 
     let context: LoopContext
-    let fd: Int32
     public let peer: Socket.Address
+    // After `peer` (a String and a UInt16): it fits in the padding before the next 8-byte field.
+    let fd: Int32
     private(set) var registration: RegistrationID?
     var phase: Phase = .http {
         didSet { updateAcceptsFrames() }
@@ -54,6 +55,15 @@ public final class Connection: EventHandler {
         @exclusivity(unchecked) var inFlight: InFlight?
         var dispatching = false
         var syncResponse: Response?
+        /// The state machine's actions, run from a queue, so a response completed while a request
+        /// is being dispatched continues the pipeline iteratively, not by recursion.
+        @exclusivity(unchecked) var actions: [HTTPConnectionAction] = []
+        var runningActions = false
+        // A streaming response (TR-1): its handler, whether its body is chunked, and whether the
+        // connection may take another request once it ends. (An HTTP phase's: kept here.)
+        var streamHandler: ResponseStreamHandler?
+        var streamChunked = false
+        var streamKeepAlive = false
         init(_ machine: HTTPConnectionStateMachine) { self.machine = machine }
     }
     @exclusivity(unchecked) private var httpState: HTTPState?
@@ -61,7 +71,7 @@ public final class Connection: EventHandler {
     var index = -1 // position in context.connections
     @exclusivity(unchecked) private var output = OutboundQueue()
     /// ServerConfiguration.maxOutboundBytes: past it, input is not read (see `readAvailable`).
-    private let maxOutboundBytes: Int
+    private var maxOutboundBytes: Int { context.configuration.maxOutboundBytes }
     /// Input may be waiting that was not read (reading paused while a response is pending, or
     /// while the output queue is over its bound). Edge-triggered registration reports it only
     /// once, so it is read when the pause ends.
@@ -78,10 +88,6 @@ public final class Connection: EventHandler {
     private var closeWhenFlushed = false
     private var peerSentEOF = false
 
-    // HTTP request in progress. Actions are run from a queue, so a response completed while a
-    // request is being dispatched continues the pipeline iteratively, not by recursion.
-    @exclusivity(unchecked) private var httpActions: [HTTPConnectionAction] = []
-    private var runningHTTPActions = false
     /// What answering the request in flight needs to know about it (not the whole head).
     private struct InFlight {
         var keepAlive: Bool
@@ -89,11 +95,8 @@ public final class Connection: EventHandler {
         var headRequest: Bool
     }
 
-    // A streaming response (TR-1): its handler, whether its body is chunked, and whether the
-    // connection may take another request once it ends.
-    private var streamHandler: ResponseStreamHandler?
-    private var streamChunked = false
-    private var streamKeepAlive = false
+    /// The streaming response's handler (TR-1), while one is open.
+    private var streamHandler: ResponseStreamHandler? { httpState?.streamHandler }
 
     // WebSocket.
     private var wsHandler: WebSocketHandler?
@@ -120,7 +123,6 @@ public final class Connection: EventHandler {
         self.context = context
         self.fd = fd
         self.peer = peer
-        self.maxOutboundBytes = context.configuration.maxOutboundBytes
         self.httpState = HTTPState(HTTPConnectionStateMachine(
             configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now))
     }
@@ -211,7 +213,8 @@ public final class Connection: EventHandler {
         let now = context.now
         switch phase {
         case .http:
-            httpState!.machine.read(UnsafeRawBufferPointer(bytes), now: now, into: &httpActions)
+            let state = httpState!
+            state.machine.read(UnsafeRawBufferPointer(bytes), now: now, into: &state.actions)
             runHTTPActions()
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
@@ -230,7 +233,8 @@ public final class Connection: EventHandler {
             // A streaming response's reader went away: nothing more can reach it.
             closeNow()
         case .http:
-            httpState!.machine.peerClosed(into: &httpActions)
+            let state = httpState!
+            state.machine.peerClosed(into: &state.actions)
             // A request still being answered keeps the connection until its response is written.
             runHTTPActions()
         case .webSocket:
@@ -271,8 +275,9 @@ public final class Connection: EventHandler {
         }
         switch phase {
         case .http:
-            httpState!.machine.tick(now: now, into: &httpActions)
-            if !httpActions.isEmpty { runHTTPActions() }
+            let state = httpState!
+            state.machine.tick(now: now, into: &state.actions)
+            if !state.actions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
             // QS-3: while a pong is awaited, the kernel's unacknowledged bytes say whether the
@@ -291,16 +296,18 @@ public final class Connection: EventHandler {
     // MARK: HTTP
 
     private func runHTTPActions() {
-        guard !runningHTTPActions else { return }
-        runningHTTPActions = true
+        // The state is held here: an action may end the HTTP phase (an upgrade empties the queue
+        // first; a close leaves the rest to find no state).
+        guard let state = httpState, !state.runningActions else { return }
+        state.runningActions = true
         var i = 0
-        while i < httpActions.count {
-            let action = httpActions[i]
+        while i < state.actions.count {
+            let action = state.actions[i]
             i += 1
             run(action)
         }
-        httpActions.removeAll(keepingCapacity: !isWebSocket)
-        runningHTTPActions = false
+        state.actions.removeAll(keepingCapacity: !isWebSocket)
+        state.runningActions = false
     }
 
     private func run(_ action: HTTPConnectionAction) {
@@ -389,22 +396,22 @@ public final class Connection: EventHandler {
         // The stream may last for hours: what the request's head grew is given back.
         state.machine.releaseIdleBuffers()
         // HTTP/1.0 has no chunked coding: its body ends with the connection.
-        streamChunked = !request.http10
-        streamKeepAlive = request.keepAlive && streamChunked
-        streamHandler = handler
+        state.streamChunked = !request.http10
+        state.streamKeepAlive = request.keepAlive && state.streamChunked
+        state.streamHandler = handler
         // As for a WebSocket (QS-3): a slow reader's backlog stays in the queue, where the
         // handler's drop marks see it, not in an autotuned kernel buffer.
         if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
         enqueue(ByteBlock.from(HTTPResponseEncoder.streamHead(HTTPResponseHead(status: status, headers: headers), date: context.date,
-                                                              chunked: streamChunked)))
+                                                              chunked: state.streamChunked)))
         handler.streamDidOpen(self)
     }
 
     /// Writes `bytes` as the next piece of the streaming response's body (one chunk). Ignored
     /// when no stream is open. Bounding what is queued is the handler's part (`isOverOutboundBound`).
     public func writeStream(_ bytes: UnsafeRawBufferPointer) {
-        guard streamHandler != nil, bytes.count > 0 else { return }
-        guard streamChunked else {
+        guard let state = httpState, state.streamHandler != nil, bytes.count > 0 else { return }
+        guard state.streamChunked else {
             enqueue(ByteBlock.copying(bytes))
             return
         }
@@ -432,15 +439,15 @@ public final class Connection: EventHandler {
     /// Ends the streaming response: the last chunk, then the connection takes its next request
     /// (or closes, as any response would). The handler is not told (it ended it).
     public func finishStream() {
-        guard streamHandler != nil else { return }
-        streamHandler = nil
-        guard streamChunked, let state = httpState else {
+        guard let state = httpState, state.streamHandler != nil else { return }
+        state.streamHandler = nil
+        guard state.streamChunked else {
             beginClose()
             return
         }
         enqueue(ByteBlock.from(HTTPResponseEncoder.lastChunk))
-        let keepAlive = streamKeepAlive && state.machine.mayKeepAlive && !context.draining && !peerSentEOF
-        state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes, now: context.now, into: &httpActions)
+        let keepAlive = state.streamKeepAlive && state.machine.mayKeepAlive && !context.draining && !peerSentEOF
+        state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes, now: context.now, into: &state.actions)
         runHTTPActions()
         if readPending && !inReadLoop { readAvailable() }
     }
@@ -458,7 +465,7 @@ public final class Connection: EventHandler {
         // The response is queued whatever its size; past the bound, the next pipelined request
         // waits until the peer has read enough (`flush` → `outputDrained`).
         state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,
-                                   now: context.now, into: &httpActions)
+                                   now: context.now, into: &state.actions)
         runHTTPActions()
         // Input paused for this response may be waiting (no new edge will announce it).
         if readPending && !inReadLoop { readAvailable() }
@@ -547,9 +554,10 @@ public final class Connection: EventHandler {
         // its droppable events are shed and told as a gap, not in a kernel buffer autotuned to
         // megabytes where nothing can be shed.
         if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
+        // The actions behind the upgrade are not run (`runHTTPActions` holds the state).
+        httpState?.actions.removeAll()
         httpState = nil
-        httpActions = []
-        self.ws = WebSocketConnectionStateMachine(configuration: ws, inflater: inflater, now: context.now)
+        self.ws = WebSocketConnectionStateMachine(settings: context.webSocketSettings, inflater: inflater, now: context.now)
         wsHandler = handler
         context.metrics.webSocketsOpened.add(1, ordering: .relaxed)
         context.metrics.webSocketsOpen.add(1, ordering: .relaxed)
@@ -738,8 +746,8 @@ public final class Connection: EventHandler {
 
     /// The output queue is within its bound again: input paused for it continues.
     private func resumeInput() {
-        if phase == .http, httpState!.machine.isOutputBlocked {
-            httpState!.machine.outputDrained(now: context.now, into: &httpActions)
+        if phase == .http, let state = httpState, state.machine.isOutputBlocked {
+            state.machine.outputDrained(now: context.now, into: &state.actions)
             runHTTPActions()
         }
         // Input that arrived while paused raised no new edge. (Inside a read loop this is a no-op:
@@ -785,8 +793,8 @@ public final class Connection: EventHandler {
     }
 
     private func notifyClosed() {
-        if let handler = streamHandler {
-            streamHandler = nil
+        if let state = httpState, let handler = state.streamHandler {
+            state.streamHandler = nil
             handler.streamDidClose(self)
         }
         if let handler = wsHandler {

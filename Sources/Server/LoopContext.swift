@@ -52,6 +52,8 @@ final class LoopContext {
     let index: Int
     let loop: EventLoop
     let configuration: ServerConfiguration
+    /// The WebSocket timers and bound every connection of this loop shares.
+    let webSocketSettings: WebSocketConnectionStateMachine.Settings
     let router: Router
     let upgradeHandler: UpgradeHandler
     let errorRenderer: ErrorRenderer
@@ -87,6 +89,7 @@ final class LoopContext {
         self.index = index
         self.loop = loop
         self.configuration = configuration
+        self.webSocketSettings = WebSocketConnectionStateMachine.Settings(configuration.webSocket)
         self.router = router
         self.upgradeHandler = upgradeHandler
         self.errorRenderer = errorRenderer

@@ -39,11 +39,33 @@ public struct WebSocketConnectionStateMachine {
         case closed
     }
 
-    // The three timers it needs, not the whole configuration (kept once per open connection), in
-    // nanoseconds: 24 bytes where three `Duration`s take 48.
-    private let pingInterval: UInt64
-    private let pongTimeout: UInt64
-    private let closeTimeout: UInt64
+    /// What it reads of the configuration: the three timers in nanoseconds and the message bound.
+    /// Every connection of a loop shares one (`LoopContext.webSocketSettings`): an open connection
+    /// keeps one reference, not 32 bytes of copies.
+    public final class Settings: Sendable {
+        let pingInterval: UInt64
+        let pongTimeout: UInt64
+        let closeTimeout: UInt64
+        let maxMessageBytes: Int
+
+        public init(_ configuration: WebSocketConfiguration) {
+            pingInterval = Settings.nanoseconds(configuration.pingInterval)
+            pongTimeout = Settings.nanoseconds(configuration.pongTimeout)
+            closeTimeout = Settings.nanoseconds(configuration.closeTimeout)
+            maxMessageBytes = configuration.maxMessageBytes
+        }
+
+        private static func nanoseconds(_ d: Duration) -> UInt64 {
+            let (s, atto) = d.components
+            guard s >= 0 else { return 0 }
+            let ns = s.multipliedReportingOverflow(by: 1_000_000_000)
+            return ns.overflow ? UInt64.max : UInt64(ns.partialValue) &+ UInt64(max(0, atto / 1_000_000_000))
+        }
+    }
+    private let settings: Settings
+    private var pingInterval: UInt64 { settings.pingInterval }
+    private var pongTimeout: UInt64 { settings.pongTimeout }
+    private var closeTimeout: UInt64 { settings.closeTimeout }
     private(set) var state: State = .open
     /// Between frames an assembler holds nothing a new one would not (`isIdle`), so an idle
     /// connection keeps none (about 190 bytes each): a read starts one on the stack, and only a
@@ -53,7 +75,7 @@ public struct WebSocketConnectionStateMachine {
         init(_ assembler: WebSocketMessageAssembler) { self.assembler = assembler }
     }
     private var partlyRead: PartlyRead?
-    private let maxMessageBytes: Int
+    private var maxMessageBytes: Int { settings.maxMessageBytes }
     private let inflater: MessageInflater?
     private var lastInbound: Instant
     private var pingSentAt: Instant?
@@ -61,19 +83,13 @@ public struct WebSocketConnectionStateMachine {
     public var awaitingPong: Bool { pingSentAt != nil }
 
     public init(configuration: WebSocketConfiguration, inflater: MessageInflater?, now: Instant) {
-        self.pingInterval = Self.nanoseconds(configuration.pingInterval)
-        self.pongTimeout = Self.nanoseconds(configuration.pongTimeout)
-        self.closeTimeout = Self.nanoseconds(configuration.closeTimeout)
-        self.maxMessageBytes = configuration.maxMessageBytes
-        self.inflater = inflater
-        self.lastInbound = now
+        self.init(settings: Settings(configuration), inflater: inflater, now: now)
     }
 
-    private static func nanoseconds(_ d: Duration) -> UInt64 {
-        let (s, atto) = d.components
-        guard s >= 0 else { return 0 }
-        let ns = s.multipliedReportingOverflow(by: 1_000_000_000)
-        return ns.overflow ? UInt64.max : UInt64(ns.partialValue) &+ UInt64(max(0, atto / 1_000_000_000))
+    public init(settings: Settings, inflater: MessageInflater?, now: Instant) {
+        self.settings = settings
+        self.inflater = inflater
+        self.lastInbound = now
     }
 
     /// Nanoseconds from `start` to `now` (zero if `now` is earlier).
