@@ -43,7 +43,9 @@ extension Connection: SessionTransport {
 final class ClientSession: WebSocketHandler {
     let context: GatewayContext
     let hub: Hub
-    let origin: String?
+    /// The handshake's `Origin`, checked against the app's allowed origins at connect; not kept
+    /// once connected.
+    var origin: String? { rareBox?.origin }
     /// Strong: `closed()` clears it, and the connection calls that when it is gone (its handler
     /// reference, the other half of the cycle, is cleared then too). A weak reference cost a
     /// side-table load and slow reference counting on every delivery. Confined to the loop, so
@@ -69,10 +71,17 @@ final class ClientSession: WebSocketHandler {
     /// Position in each room's member list on this loop (kept by the hub).
     var roomSlots = RoomSlots()
 
-    /// What most sessions never use (watching, tags, counts-only rooms, gaps, messages sent
-    /// before the connect answer, refused messages), in one box made at its first use: an idle
-    /// session carries one reference instead of ten fields.
+    /// What most sessions never use, or use only for a while (the origin until connected, joins
+    /// waiting to resume or rewind, watching, tags, counts-only rooms, gaps, messages sent before
+    /// the connect answer, refused messages), in one box made at its first use and given back
+    /// when nothing in it is in use: an idle session carries one reference instead of 14 fields.
     private final class Rare {
+        var origin: String?
+        /// Resume positions to honour when the session's join takes effect.
+        var pendingResume: [String: ResumeRequest] = [:]
+        /// TR-4: joins that asked for the room's last messages first, until they take effect
+        /// (counted with the pending resumes: at most `maxPendingResumes` together).
+        var pendingRewind: [String: Int] = [:]
         /// BX-3: the rooms this session watches (kept by the hub).
         var observing: Set<String> = []
         /// The newest `room.observe` of each room whose existence check is still under way.
@@ -92,6 +101,14 @@ final class ClientSession: WebSocketHandler {
         var refusedInARow = 0
         /// CS-3: where the conversation-status sync on connect starts.
         var syncCursor: Int64 = 0
+
+        /// Nothing in it is in use. (A session that ever observed keeps its box: the observe
+        /// sequence tells a late answer from the newest.)
+        var isUnused: Bool {
+            origin == nil && pendingResume.isEmpty && pendingRewind.isEmpty && observing.isEmpty && latestObserve.isEmpty
+                && observeSequence == 0 && roomTags.isEmpty && memberCountsRooms.isEmpty && gaps.isEmpty && early.isEmpty
+                && earlyBytes == 0 && refusedInARow == 0 && syncCursor == 0
+        }
     }
     @exclusivity(unchecked) private var rareBox: Rare?
     /// The box, made now if the session had none.
@@ -102,16 +119,29 @@ final class ClientSession: WebSocketHandler {
         return b
     }
 
+    /// Gives the box back when nothing in it is in use.
+    private func releaseRareIfUnused() {
+        if let b = rareBox, b.isUnused { rareBox = nil }
+    }
+
     /// BX-3: the rooms this session watches (kept by the hub).
     var observing: Set<String> {
         get { rareBox?.observing ?? [] }
         _modify { yield &rare.observing }
     }
-    /// Resume positions to honour when the session's join takes effect.
-    var pendingResume: [String: ResumeRequest] = [:]
-    /// TR-4: joins that asked for the room's last messages first, until they take effect (counted
-    /// with the pending resumes: at most `maxPendingResumes` together).
-    var pendingRewind: [String: Int] = [:]
+    /// The resume position to honour now that the session's join of the room took effect, if its
+    /// join asked for one (the hub).
+    func takePendingResume(_ roomId: String) -> ResumeRequest? {
+        guard let b = rareBox, let r = b.pendingResume.removeValue(forKey: roomId) else { return nil }
+        releaseRareIfUnused()
+        return r
+    }
+    /// TR-4: how many of the room's last messages the join that took effect asked for, if any.
+    func takePendingRewind(_ roomId: String) -> Int? {
+        guard let b = rareBox, let n = b.pendingRewind.removeValue(forKey: roomId) else { return nil }
+        releaseRareIfUnused()
+        return n
+    }
     /// AU-1: the member's tags in the room (empty for most sessions).
     func tags(in room: RoomKey) -> [String] {
         guard let b = rareBox, !b.roomTags.isEmpty else { return [] }
@@ -172,10 +202,10 @@ final class ClientSession: WebSocketHandler {
     init(context: GatewayContext, hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json, roomAliases: Bool = false) {
         self.context = context
         self.hub = hub
-        self.origin = origin
         self.openedAt = now
         compact = encoding == .compact
         self.roomAliases = roomAliases && compact
+        if let origin { rare.origin = origin }
     }
 
     // MARK: WebSocketHandler
@@ -303,7 +333,10 @@ final class ClientSession: WebSocketHandler {
     func flushGap(_ room: RoomKey) {
         guard let box = rareBox, let g = box.gaps.removeValue(forKey: room) else { return }
         hasGaps = !box.gaps.isEmpty
-        if !hasGaps { gapsDue = false }
+        if !hasGaps {
+            gapsDue = false
+            releaseRareIfUnused()
+        }
         sendJSON(Encode.gap(roomId: room.roomId, epoch: g.epoch, first: g.first, last: g.last, normal: g.normal, low: g.low, transient: g.transient))
     }
 
@@ -586,6 +619,7 @@ final class ClientSession: WebSocketHandler {
                 box.earlyBytes = 0
                 for message in held where connection != nil { handle(message) }
             }
+            releaseRareIfUnused()
         }
         guard connection != nil else {
             // Closed meanwhile: the engine still has the session; tell it.
@@ -604,6 +638,12 @@ final class ClientSession: WebSocketHandler {
             sendJSON(Encode.connected(id: rid, sessionId: String(id.raw), userId: userId, anonymous: anonymous, stream: stream,
                                       expiresAt: expiresAt))
             if !anonymous { syncConversations(after: rareBox?.syncCursor ?? 0) }
+            // Connected: the origin was checked, the cursor used. (A refused connect keeps the
+            // origin: the next connect is checked against it too.)
+            if let b = rareBox {
+                b.origin = nil
+                b.syncCursor = 0
+            }
         }
     }
 
@@ -686,15 +726,16 @@ final class ClientSession: WebSocketHandler {
         if a.resume != nil || rewind != nil {
             // A resume (or rewind) waits for its join to take effect; a join that fails leaves it
             // behind, so a session holds at most this many.
-            let waiting = pendingResume.count + pendingRewind.count
-            guard pendingResume[roomId] != nil || pendingRewind[roomId] != nil || waiting < Self.maxPendingResumes else {
+            let box = rare
+            let waiting = box.pendingResume.count + box.pendingRewind.count
+            guard box.pendingResume[roomId] != nil || box.pendingRewind[roomId] != nil || waiting < Self.maxPendingResumes else {
                 reply(rid, .failure(ChatError(.limitExceeded, "at most \(Self.maxPendingResumes) joins with resume or rewind may wait at once",
                                               field: a.resume != nil ? "args.resume" : "args.rewind")))
                 return
             }
         }
-        if let r = a.resume { pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset) }
-        if let rewind { pendingRewind[roomId] = rewind }
+        if let r = a.resume { rare.pendingResume[roomId] = ResumeRequest(epoch: r.epoch, stream: r.stream, offset: r.offset) }
+        if let rewind { rare.pendingRewind[roomId] = rewind }
         var p: EnterProfile
         do {
             p = try a.fields.profile()

@@ -184,14 +184,14 @@ final class Hub {
             case .joined(let sid, let room, let epoch, let offset):
                 guard let s = sessions[sid] else { continue }
                 addToRoom(s, room)
-                if let request = s.pendingResume.removeValue(forKey: room.roomId) {
+                if let request = s.takePendingResume(room.roomId) {
                     let outcome = resume(s, room, epoch: epoch, offset: offset, from: request)
                     // TR-1: an HTTP stream's cursor holds the room from here on, replayed or not.
                     s.connection?.joinedRoom(room.roomId, epoch: epoch, offset: offset)
                     s.sendResumeResult(roomId: room.roomId, resumed: outcome.resumed, replayed: outcome.replayed, reason: outcome.reason)
                 } else {
                     s.connection?.joinedRoom(room.roomId, epoch: epoch, offset: offset)
-                    if let n = s.pendingRewind.removeValue(forKey: room.roomId) { rewind(s, room, epoch: epoch, count: n) }
+                    if let n = s.takePendingRewind(room.roomId) { rewind(s, room, epoch: epoch, count: n) }
                 }
             case .redact(let room, let epoch, let offset, let frame):
                 rings[room]?.redact(epoch: epoch, offset: offset, frame: frame)

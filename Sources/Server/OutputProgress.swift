@@ -9,16 +9,25 @@ import Reactor
 /// window opens only every few tens of seconds shows neither for that long: while the kernel still
 /// holds bytes for it, it is taken as reading for up to `patience` (the send timeout) after it last
 /// visibly took any. A peer that stopped reading altogether is closed once that has passed.
+///
+/// Every open connection keeps one: 16 bytes, its two optional values held with a sentinel
+/// (`UInt64.max` nanoseconds, an instant no monotonic clock reaches; a negative byte count).
 public struct OutputProgress: Sendable {
+    private var taken = UInt64.max
+    private var unsentAtLastTick = -1
+
     /// When the peer last visibly took output.
-    public private(set) var lastTaken: Instant?
+    public var lastTaken: Instant? { taken == .max ? nil : Instant(nanoseconds: taken) }
     /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
-    private var lastUnsent: Int?
+    private var lastUnsent: Int? {
+        get { unsentAtLastTick < 0 ? nil : unsentAtLastTick }
+        set { unsentAtLastTick = newValue.map { max(0, $0) } ?? -1 }
+    }
 
     public init() {}
 
     /// The kernel accepted some of the queue.
-    public mutating func wrote(at now: Instant) { lastTaken = now }
+    public mutating func wrote(at now: Instant) { taken = min(now.nanoseconds, .max - 1) }
 
     /// A tick: the kernel's unacknowledged bytes while a pong is awaited (nil otherwise, or when
     /// they cannot be read). Returns when the pong timeout should count from.
@@ -27,7 +36,7 @@ public struct OutputProgress: Sendable {
             lastUnsent = nil
             return lastTaken
         }
-        if let last = lastUnsent, unsent < last { lastTaken = now }
+        if let last = lastUnsent, unsent < last { wrote(at: now) }
         lastUnsent = unsent
         if unsent > 0, let taken = lastTaken, now - taken < patience { return now }
         return lastTaken
