@@ -204,9 +204,9 @@ extension ChatDomain {
         image.presenceGraceMilliseconds = presenceGraceMilliseconds
         image.lastPrune = sortedPairs(lastPrune).map { KeyedValue(key: $0.0, value: $0.1) }
         image.deadlines = deadlines.entries.map { DeadlineImage(at: $0.deadline, deadline: $0.key) }
-        image.sessions = sessions.values.sorted { $0.id < $1.id }.map {
-            SessionImage(id: $0.id.raw, app: $0.app, userId: $0.userId, deviceId: $0.deviceId, anonymous: $0.anonymous, nickname: $0.nickname,
-                         avatar: $0.avatar, connectedAt: $0.connectedAt, rooms: Array($0.rooms))
+        image.sessions = sessions.sorted { $0.key < $1.key }.map { id, s in
+            SessionImage(id: id.raw, app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
+                         avatar: s.avatar, connectedAt: s.connectedAt, rooms: Array(s.rooms))
         }
         image.apps = sortedPairs(apps).map { Self.image(of: $0.1) }
         return image
@@ -285,7 +285,7 @@ extension ChatDomain {
         for s in image.sessions {
             let id = SessionID(s.id)
             guard sessions[id] == nil else { throw .inconsistent("session \(id) twice") }
-            var session = Session(id: id, app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
+            var session = Session(app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
                                   avatar: s.avatar, connectedAt: s.connectedAt)
             session.rooms = SmallList(s.rooms)
             sessions[id] = session

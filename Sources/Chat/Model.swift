@@ -448,10 +448,10 @@ final class Room {
     var memberCount: Int { present.count }
 }
 
-/// Per-session state kept by the domain (one per connection, inline in the sessions dictionary:
-/// the profile, which most connections do not give, is a reference, nil when empty).
+/// Per-session state kept by the domain (one per connection, inline in the sessions dictionary,
+/// whose key is its id: 88 bytes). The profile and the anonymous flag, which most connections do
+/// not have, are a reference, nil when the profile is empty and the session is not anonymous.
 struct Session {
-    let id: SessionID
     let app: String
     let userId: String
     let deviceId: String
@@ -460,29 +460,29 @@ struct Session {
     /// Rooms this session is in, in join order (nearly always one: inline, no array).
     var rooms = SmallList<String>()
     private let profile: Profile?
-    let anonymous: Bool
 
     private final class Profile {
         let nickname: String
         let avatar: String
-        init(nickname: String, avatar: String) {
+        let anonymous: Bool
+        init(nickname: String, avatar: String, anonymous: Bool) {
             self.nickname = nickname
             self.avatar = avatar
+            self.anonymous = anonymous
         }
     }
 
-    init(id: SessionID, app: String, userId: String, deviceId: String, anonymous: Bool, nickname: String, avatar: String, connectedAt: Int64) {
-        self.id = id
+    init(app: String, userId: String, deviceId: String, anonymous: Bool, nickname: String, avatar: String, connectedAt: Int64) {
         self.app = app
         self.userId = userId
         self.deviceId = deviceId
-        self.anonymous = anonymous
         self.connectedAt = connectedAt
-        profile = nickname.isEmpty && avatar.isEmpty ? nil : Profile(nickname: nickname, avatar: avatar)
+        profile = nickname.isEmpty && avatar.isEmpty && !anonymous ? nil : Profile(nickname: nickname, avatar: avatar, anonymous: anonymous)
     }
 
     var nickname: String { profile?.nickname ?? "" }
     var avatar: String { profile?.avatar ?? "" }
+    var anonymous: Bool { profile?.anonymous ?? false }
 }
 
 /// One app's state.
