@@ -119,6 +119,9 @@ final class ClientSession: WebSocketHandler {
         return b
     }
 
+    /// Whether the session holds its box of rare state (the idle-memory tests).
+    var holdsRareState: Bool { rareBox != nil }
+
     /// Gives the box back when nothing in it is in use.
     private func releaseRareIfUnused() {
         if let b = rareBox, b.isUnused { rareBox = nil }
@@ -155,11 +158,11 @@ final class ClientSession: WebSocketHandler {
     }
     /// The session left the room (the hub): its choice there goes with it.
     func forgetMemberCounts(in room: RoomKey) {
-        if let b = rareBox, !b.memberCountsRooms.isEmpty { b.memberCountsRooms.remove(room) }
+        if let b = rareBox, !b.memberCountsRooms.isEmpty, b.memberCountsRooms.remove(room) != nil { releaseRareIfUnused() }
     }
     func setTags(_ tags: [String], in room: RoomKey) {
         if tags.isEmpty {
-            rareBox?.roomTags[room] = nil
+            if let b = rareBox, b.roomTags.removeValue(forKey: room) != nil { releaseRareIfUnused() }
         } else {
             rare.roomTags[room] = tags
         }
@@ -418,7 +421,10 @@ final class ClientSession: WebSocketHandler {
                 }
                 return
             }
-            if let box = rareBox, box.refusedInARow != 0 { box.refusedInARow = 0 }
+            if let box = rareBox, box.refusedInARow != 0 {
+                box.refusedInARow = 0
+                releaseRareIfUnused()
+            }
         }
         if !authenticated {
             guard envelope.op == "connect" else {

@@ -362,7 +362,8 @@ final class Hub {
     }
 
     func unobserve(_ s: ClientSession, _ room: RoomKey) {
-        guard s.observing.remove(room.roomId) != nil else { return }
+        // (Checked first: a session that never observed is given no box by the removal.)
+        guard s.observing.contains(room.roomId), s.observing.remove(room.roomId) != nil else { return }
         s.forgetAlias(of: room)
         observers[room]?.removeAll { $0 === s }
         if observers[room]?.isEmpty == true { observers[room] = nil }

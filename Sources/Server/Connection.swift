@@ -296,8 +296,8 @@ public final class Connection: EventHandler {
     // MARK: HTTP
 
     private func runHTTPActions() {
-        // The state is held here: an action may end the HTTP phase (an upgrade empties the queue
-        // first; a close leaves the rest to find no state).
+        // The state is held here: an action may end the HTTP phase. An upgrade empties the queue
+        // first, so nothing behind it runs; after a close the rest still runs from this state.
         guard let state = httpState, !state.runningActions else { return }
         state.runningActions = true
         var i = 0

@@ -11,17 +11,17 @@ import Reactor
 /// visibly took any. A peer that stopped reading altogether is closed once that has passed.
 ///
 /// Every open connection keeps one: 16 bytes, its two optional values held with a sentinel
-/// (`UInt64.max` nanoseconds, an instant no monotonic clock reaches; a negative byte count).
+/// (`UInt64.max` nanoseconds, an instant no monotonic clock reaches; `Int.min` bytes).
 public struct OutputProgress: Sendable {
     private var taken = UInt64.max
-    private var unsentAtLastTick = -1
+    private var unsentAtLastTick = Int.min
 
     /// When the peer last visibly took output.
     public var lastTaken: Instant? { taken == .max ? nil : Instant(nanoseconds: taken) }
     /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
     private var lastUnsent: Int? {
-        get { unsentAtLastTick < 0 ? nil : unsentAtLastTick }
-        set { unsentAtLastTick = newValue.map { max(0, $0) } ?? -1 }
+        get { unsentAtLastTick == .min ? nil : unsentAtLastTick }
+        set { unsentAtLastTick = newValue ?? .min }
     }
 
     public init() {}
