@@ -23,6 +23,10 @@
 #    (cluster.lag = head - applied in entries, as the node reports it) and, on one psql session,
 #    the log's real head in PostgreSQL (max(position) of roomcast_log); p50/p99/max of both. The
 #    same query counts the sessions waiting for an advisory lock (the nodes' append lock).
+# 4. CPU per write at equal load: with the cluster stopped, a fresh single node takes writes
+#    paced at the rate the cluster reached (roomcast-bench --rate), so that the cluster's server
+#    CPU per acknowledged write (issue 31: <= 2.0x the single node's) is compared both with the
+#    single node at its own, higher rate and at the same rate.
 #
 # Evidence printed with the figures: CPU seconds by thread kind during each write run (the
 # nodes' threads by name, PostgreSQL's processes) and the load generator's own, and log entries
@@ -34,7 +38,7 @@
 # The single node gets two event loops, each cluster node one (BENCH_NODE_LOOPS) so that the
 # three nodes' loops do not outnumber the two cores three to one. PostgreSQL, the nodes and the
 # load generator (roomcast-bench, two client loops) share the machine; 127.0.0.1 only. Every
-# phase runs under `timeout` and the whole script under an 8-minute one; the exit trap stops
+# phase runs under `timeout` and the whole script under a 10-minute one; the exit trap stops
 # exactly the processes it started (by pid) and its PostgreSQL (pg_ctl stop). Logs stay in the
 # printed work directory.
 #
@@ -46,7 +50,7 @@
 set -euo pipefail
 export ROOMCAST_FANOUT_LATENCY_BUDGET=${ROOMCAST_FANOUT_LATENCY_BUDGET:-60000}
 if [ -z "${BENCH_CLUSTER_BOUNDED:-}" ]; then
-  BENCH_CLUSTER_BOUNDED=1 exec timeout -k 30 480 "$0" "$@"
+  BENCH_CLUSTER_BOUNDED=1 exec timeout -k 30 600 "$0" "$@"
 fi
 cd "$(dirname "$0")/.."
 n=${1:-10000}
@@ -320,6 +324,34 @@ echo "entries $(sql "SELECT count(*) FROM roomcast_log")" >>"$results"
 
 echo "bench-cluster: the nodes' logs (warning level), first lines:"
 for i in 1 2 3; do { grep -v -e '^\s*$' -e 'listening on' "$work/n$i.log" || true; } | head -5 | sed "s/^/[n$i] /"; done
+
+# --- 4. The single node again, paced at the cluster's write rate ---------------------------------
+# A node's CPU per write falls as its rate rises (larger commit batches, fuller I/O wake-ups), and
+# the single node runs two to three times the cluster's rate when both go as fast as they can. So
+# it is measured once more at the rate the cluster reached, on a fresh node with the cluster
+# stopped: the cost of a write at equal load.
+for p in "${nodes[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${nodes[@]}"; do wait "$p" 2>/dev/null || true; done
+cluster_rate=$(sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-cluster-writes.out")
+if [ -n "$cluster_rate" ] && [ "$cluster_rate" -gt 0 ]; then
+  sp=$(freeport)
+  mkdir -p "$work/data-single-paced"
+  "$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single-paced" \
+    --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/single-paced.log" 2>&1 &
+  single=$!
+  pids+=("$single")
+  wait_ready "$sp" single-paced
+  bench "$sp" "single-paced-warmup" --subscribers 3 --rate 0 --messages 3000 --publishers "$publishers" --pipeline "$pipeline" --room bench
+  cpu "$work/cpu-single-paced-0.json" "$single"
+  t0=$(now)
+  bench "$sp" "single-paced-writes" --subscribers 3 --rate "$cluster_rate" --duration "$target_seconds" --publishers "$publishers" \
+    --pipeline "$pipeline" --room bench
+  t1=$(now)
+  cpu "$work/cpu-single-paced-1.json" "$single"
+  echo "window single-paced-writes $t0 $t1" >>"$results"
+  kill "$single"
+  wait "$single" 2>/dev/null || true
+fi
 echo "bench-cluster: PostgreSQL statements over 100 ms and lock waits: $(grep -cE 'duration:|still waiting' "$work/pg/log" || true)"
 { grep -E 'duration:|still waiting' "$work/pg/log" || true; } | head -5 | sed 's/^/[pg] /'
 
@@ -379,7 +411,9 @@ cost("  server CPU s per million deliveries", a["cpu"], b["cpu"])
 print()
 print("CPU during the write runs (the servers by thread kind; then the load generator, on the same two cores):")
 names = {"roomcast-logrea": "roomcast-logread", "roomcast-member": "roomcast-members"}
-for label, r in (("single", s), ("single-full", rows.get("single-full-writes", blank)), ("cluster", c)):
+cost_per_write = {}
+for label, r in (("single", s), ("single-full", rows.get("single-full-writes", blank)), ("cluster", c),
+                 ("single-paced", rows.get("single-paced-writes", blank))):
     try:
         a = json.load(open(f"{work}/cpu-{label}-0.json"))
         b = json.load(open(f"{work}/cpu-{label}-1.json"))
@@ -394,12 +428,19 @@ for label, r in (("single", s), ("single-full", rows.get("single-full-writes", b
     d = {k: b[k] - a.get(k, 0) for k in b if not k.startswith("_") and b[k] - a.get(k, 0) > 0.005}
     used = sum(d.values())
     per = lambda x: x * 1e6 / writes if writes else 0
-    print(f"  {label}: {used:.1f} CPU s in {wall:.1f} s = {used / wall:.2f} cores, {per(used):.0f} us per acknowledged write; by thread kind (us per write):")
+    cost_per_write[label] = per(used)
+    at = f" (paced at the cluster's {r['pub']:,} writes/s)" if label == "single-paced" else ""
+    print(f"  {label}{at}: {used:.1f} CPU s in {wall:.1f} s = {used / wall:.2f} cores, {per(used):.0f} us per acknowledged write; by thread kind (us per write):")
     print("    " + ", ".join(f"{names.get(k, k)} {per(v):.0f}" for k, v in sorted(d.items(), key=lambda kv: -kv[1])))
     load = r["load"]
     if load == load and writes:
         print(f"    load generator (roomcast-bench, its whole run): {load:.1f} CPU s = {per(load):.0f} us per write;"
               f" servers and load generator {(used + load) / wall:.2f} cores; the machine idle {idle / wall:.2f} of 2 cores")
+if cost_per_write.get("cluster"):
+    cl = cost_per_write["cluster"]
+    parts = [f"{cl / cost_per_write[k]:.2f}x the single node {what}" for k, what in
+             (("single", "at its own rate"), ("single-paced", "at the cluster's rate")) if cost_per_write.get(k)]
+    print(f"  server CPU per acknowledged write, cluster (three nodes and PostgreSQL): " + "; ".join(parts) + " (target <= 2.0x)")
 if "batches" in extra:
     rows_, txs, singles = (int(x) for x in extra["batches"])
     print(f"  cluster log: {rows_:,} entries in {txs:,} append transactions = {rows_ / txs if txs else 0:.1f} entries per append"
