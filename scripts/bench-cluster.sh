@@ -351,6 +351,9 @@ if [ "$paced_rate" -gt 0 ]; then
   catch_up >/dev/null
   paced_writes "$all" cluster-paced "$paced_rate" "${nodes[@]}" "$postmaster"
 fi
+# Deliveries the nodes dropped for subscribers behind their rooms (QS-3, told in room.gap; the
+# load generator counts room.message events only), over every run so far.
+echo "dropped $(for p in "${nports[@]}"; do curl -s "http://127.0.0.1:$p/metrics" | awk '/^roomcast_events_dropped_total/ {n += $2} END {print n + 0}'; done | paste -sd, -)" >>"$results"
 for p in "${nodes[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${nodes[@]}"; do wait "$p" 2>/dev/null || true; done
 if [ "$paced_rate" -gt 0 ]; then
@@ -455,6 +458,8 @@ parts = [f"{cost_per_write[a] / cost_per_write[b]:.2f}x {what}" for a, b, what i
          if cost_per_write.get(a) and cost_per_write.get(b)]
 if parts:
     print("  server CPU per acknowledged write, cluster (three nodes and PostgreSQL) / single node: " + "; ".join(parts) + " (target <= 2.0x)")
+if "dropped" in extra:
+    print(f"  cluster: deliveries dropped for subscribers behind their rooms (QS-3, room.gap), per node, all runs: {extra['dropped'][0]}")
 if "batches" in extra:
     rows_, txs, singles = (int(x) for x in extra["batches"])
     print(f"  cluster log: {rows_:,} entries in {txs:,} append transactions = {rows_ / txs if txs else 0:.1f} entries per append"
