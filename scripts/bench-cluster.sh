@@ -325,6 +325,15 @@ h1=$(loghead)
 echo "batches $(sql "SELECT count(*), count(DISTINCT xmin::text) FROM roomcast_log WHERE position > $h0 AND position <= $h1")" \
   "$(sql "SELECT count(*) FROM (SELECT 1 FROM roomcast_log WHERE position > $h0 AND position <= $h1 GROUP BY xmin::text HAVING count(*) = 1) x")" \
   >>"$results"
+# Part 4's paced run on the cluster, here: after the write run's figures are taken (the lag
+# sampler stopped) and before the fan-out runs, whose sessions' end (their
+# users going offline after the presence grace) would land in its window.
+cluster_rate=$(sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-cluster-writes.out")
+paced_rate=$(( ${cluster_rate:-0} * 8 / 10 ))
+if [ "$paced_rate" -gt 0 ]; then
+  catch_up >/dev/null
+  paced_writes "$all" cluster-paced "$paced_rate" "${nodes[@]}" "$postmaster"
+fi
 # The cluster's fan-out CPU: the three nodes and every PostgreSQL process (the postmaster's
 # children: the nodes' backends, the WAL writer, ...).
 server_pids=$(IFS=,; echo "${nodes[*]},$(pgrep -d, -P "$postmaster")")
@@ -344,13 +353,7 @@ for i in 1 2 3; do { grep -v -e '^\s*$' -e 'listening on' "$work/n$i.log" || tru
 # A node's CPU per write falls as its rate rises (larger commit batches, fuller I/O wake-ups), and
 # as fast as they can go the single node runs two to three times the cluster's rate. So both are
 # measured once more with writes paced at the same rate, 80% of what the cluster reached: the
-# cluster first, then (the cluster stopped) a fresh single node.
-cluster_rate=$(sed -n 's/.*published_per_s=\([0-9]*\).*/\1/p' "$work/bench-cluster-writes.out")
-paced_rate=$(( ${cluster_rate:-0} * 8 / 10 ))
-if [ "$paced_rate" -gt 0 ]; then
-  catch_up >/dev/null
-  paced_writes "$all" cluster-paced "$paced_rate" "${nodes[@]}" "$postmaster"
-fi
+# cluster's run follows its write run (above), then (the cluster stopped) a fresh single node's.
 # Deliveries the nodes dropped for subscribers behind their rooms (QS-3, told in room.gap; the
 # load generator counts room.message events only), over every run so far.
 echo "dropped $(for p in "${nports[@]}"; do curl -s "http://127.0.0.1:$p/metrics" | awk '/^roomcast_events_dropped_total/ {n += $2} END {print n + 0}'; done | paste -sd, -)" >>"$results"
