@@ -310,8 +310,10 @@ public typealias SessionList = SmallList<SessionID>
 /// (the first inline, the others in order), so equal lists compare equal field by field.
 public struct SmallList<Element: Equatable & Sendable>: RandomAccessCollection, Equatable, Sendable, ExpressibleByArrayLiteral,
     CustomStringConvertible {
-    private var head: Element?
+    // The array first: the optional's tag byte ends the struct, so a record that holds one can
+    // put its small fields (a flag, a role) in the padding after it.
     private var rest: [Element] = []
+    private var head: Element?
 
     public init() {}
     public init(arrayLiteral elements: Element...) { self.init(elements) }

@@ -58,6 +58,21 @@ final class ClientSession: WebSocketHandler {
     private(set) var device = ""
     /// PX-1: this connection's messages per second.
     private var bucket: TokenBucket?
+    // Four flags here, in the padding the bucket's optional leaves before the next 8-byte field
+    // (the session's other four follow the token expiry, for the same reason).
+    /// QS-3: whether this session lost anything it was not told yet (read per delivery; the
+    /// counts are in `Rare.gaps`).
+    @exclusivity(unchecked) private(set) var hasGaps = false
+    /// QS-3: some pending gap has waited a tick (a second) while the connection stayed behind:
+    /// such a gap goes out before its room's next event even so, so a reader that never catches
+    /// up is still told what it lost, about once a second per room instead of before every event.
+    @exclusivity(unchecked) private(set) var gapsDue = false
+    /// TR-5: the event encoding negotiated in the handshake.
+    let compact: Bool
+    /// TR-5: a compact WebSocket connection: its join, switch and observe answers carry the
+    /// room's alias, and the room's events carry the alias once the answer was sent. HTTP event
+    /// streams and long-poll sessions keep room ids (their answers have no alias).
+    let roomAliases: Bool
     let openedAt: Int64
     /// Token expiry (ms); nil for anonymous sessions.
     private var tokenExpiry: Int64?
@@ -168,14 +183,6 @@ final class ClientSession: WebSocketHandler {
         }
     }
 
-    /// QS-3: whether this session lost anything it was not told yet (read per delivery; the
-    /// counts are in `Rare.gaps`).
-    @exclusivity(unchecked) private(set) var hasGaps = false
-    /// QS-3: some pending gap has waited a tick (a second) while the connection stayed behind:
-    /// such a gap goes out before its room's next event even so, so a reader that never catches
-    /// up is still told what it lost, about once a second per room instead of before every event.
-    @exclusivity(unchecked) private(set) var gapsDue = false
-
     /// Events of one room a slow connection lost: the stream offsets they span and how many of
     /// each lane (transient messages have no offsets).
     struct Gap {
@@ -190,12 +197,6 @@ final class ClientSession: WebSocketHandler {
     }
     static let maxPendingResumes = 64
 
-    /// TR-5: the event encoding negotiated in the handshake.
-    let compact: Bool
-    /// TR-5: a compact WebSocket connection: its join, switch and observe answers carry the
-    /// room's alias, and the room's events carry the alias once the answer was sent. HTTP event
-    /// streams and long-poll sessions keep room ids (their answers have no alias).
-    let roomAliases: Bool
     /// TR-5: the aliases this connection was told (in answers already sent) of the rooms it is in
     /// or observes; a room's events use the alias only then, so a client never reads an alias
     /// before the answer that names it (a resume's replay and the join's own events come first).

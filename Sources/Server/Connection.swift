@@ -39,10 +39,36 @@ public final class Connection: EventHandler {
     public let peer: Socket.Address
     // After `peer` (a String and a UInt16): it fits in the padding before the next 8-byte field.
     let fd: Int32
+    // The small fields sit in the padding after `registration` and `phase` (each 9 bytes before
+    // an 8-byte field): a class's fields are laid out in order, each aligned.
     private(set) var registration: RegistrationID?
+    /// Input may be waiting that was not read (reading paused while a response is pending, or
+    /// while the output queue is over its bound). Edge-triggered registration reports it only
+    /// once, so it is read when the pause ends.
+    private var readPending = false
+    /// A continuation of a read loop that used its budget is scheduled.
+    private var resumeScheduled = false
+    /// Full read buffers taken from one connection per turn of the loop.
+    static let readBudget = 8
+    private var inReadLoop = false
+    @exclusivity(unchecked) var isDirty = false
+    /// Events wait in the queue for the loop's write-delay window to close (`LoopContext.holds`).
+    @exclusivity(unchecked) var isHeld = false
+    /// Close (gracefully) once the output queue is empty.
+    private var closeWhenFlushed = false
+    private var peerSentEOF = false
     var phase: Phase = .http {
         didSet { updateAcceptsFrames() }
     }
+    private var closeCode: WebSocketCloseCode?
+    /// Set when our close frame is queued: nothing may be sent after it. (Not the state
+    /// machine's state: messages received before a protocol error are still delivered, and the
+    /// application's replies to them must go out before the close frame.)
+    private var closeFrameQueued = false {
+        didSet { updateAcceptsFrames() }
+    }
+    /// `phase == .webSocket && !closeFrameQueued`, kept as one flag for the per-delivery check.
+    @exclusivity(unchecked) private var acceptsFrames = false
     // The state machines are stored apart from `phase` and mutated in place: keeping them in
     // an enum payload meant copying them out and back on every read, which also copied their
     // buffers. A connection is confined to its loop, so these skip dynamic exclusivity checks.
@@ -72,21 +98,6 @@ public final class Connection: EventHandler {
     @exclusivity(unchecked) private var output = OutboundQueue()
     /// ServerConfiguration.maxOutboundBytes: past it, input is not read (see `readAvailable`).
     private var maxOutboundBytes: Int { context.configuration.maxOutboundBytes }
-    /// Input may be waiting that was not read (reading paused while a response is pending, or
-    /// while the output queue is over its bound). Edge-triggered registration reports it only
-    /// once, so it is read when the pause ends.
-    private var readPending = false
-    /// A continuation of a read loop that used its budget is scheduled.
-    private var resumeScheduled = false
-    /// Full read buffers taken from one connection per turn of the loop.
-    static let readBudget = 8
-    private var inReadLoop = false
-    @exclusivity(unchecked) var isDirty = false
-    /// Events wait in the queue for the loop's write-delay window to close (`LoopContext.holds`).
-    @exclusivity(unchecked) var isHeld = false
-    /// Close (gracefully) once the output queue is empty.
-    private var closeWhenFlushed = false
-    private var peerSentEOF = false
 
     /// What answering the request in flight needs to know about it (not the whole head).
     private struct InFlight {
@@ -108,15 +119,6 @@ public final class Connection: EventHandler {
         init(_ parameters: PerMessageDeflateParameters) { self.parameters = parameters }
     }
     private var deflate: Deflate?
-    private var closeCode: WebSocketCloseCode?
-    /// Set when our close frame is queued: nothing may be sent after it. (Not the state
-    /// machine's state: messages received before a protocol error are still delivered, and the
-    /// application's replies to them must go out before the close frame.)
-    private var closeFrameQueued = false {
-        didSet { updateAcceptsFrames() }
-    }
-    /// `phase == .webSocket && !closeFrameQueued`, kept as one flag for the per-delivery check.
-    @exclusivity(unchecked) private var acceptsFrames = false
     private func updateAcceptsFrames() { acceptsFrames = phase == .webSocket && !closeFrameQueued }
 
     init(context: LoopContext, fd: Int32, peer: Socket.Address, now: Instant) {

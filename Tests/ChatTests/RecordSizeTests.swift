@@ -1,0 +1,17 @@
+import Testing
+@testable import Chat
+
+/// Issue 32's idle session: the per-session and per-member records the domain keeps inline in its
+/// dictionaries, whose sizes an idle joined session pays (times the dictionaries' free slots).
+/// A field added in the wrong place (a flag between two 8-byte fields) fails here.
+@Suite struct RecordSizeTests {
+    @Test func theDomainsSessionAndMemberRecordsStaySmall() {
+        // Session: app, user and device ids (16 each), connectedAt, its rooms (one inline), the
+        // profile box (with the anonymous flag).
+        #expect(MemoryLayout<Session>.stride == 88)
+        // Member: user id, its sessions (one inline), role and anonymous in the padding after them,
+        // enter time, the details box.
+        #expect(MemoryLayout<Member>.stride == 56)
+        #expect(MemoryLayout<SessionList>.size == 17)
+    }
+}
