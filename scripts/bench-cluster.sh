@@ -188,14 +188,20 @@ paced_writes() { # ports label rate pid...
   echo "window $label-writes $t0 $t1" >>"$results"
 }
 
+# A fresh single node (two event loops, its own data directory): sets $sp and $single.
+start_single() { # label [roomcast args...]
+  local label=$1; shift
+  sp=$(freeport)
+  mkdir -p "$work/data-$label"
+  "$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-$label" "$@" \
+    --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/$label.log" 2>&1 &
+  single=$!
+  pids+=("$single")
+  wait_ready "$sp" "$label"
+}
+
 # --- 1. One node on SQLite --------------------------------------------------------------------
-sp=$(freeport)
-mkdir -p "$work/data-single"
-"$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single" \
-  --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/single.log" 2>&1 &
-single=$!
-pids+=("$single")
-wait_ready "$sp" single
+start_single single
 writes "$sp" single "$single"
 server_pids=$single
 for p in 4 16; do
@@ -207,13 +213,7 @@ kill "$single"
 wait "$single" 2>/dev/null || true
 # The same node with --durability full (SQLite fsyncs every commit batch, as PostgreSQL does
 # every append here): writes only, for a like-for-like durable comparison.
-sp=$(freeport)
-mkdir -p "$work/data-single-full"
-"$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single-full" --durability full \
-  --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/single-full.log" 2>&1 &
-single=$!
-pids+=("$single")
-wait_ready "$sp" single-full
+start_single single-full --durability full
 writes "$sp" single-full "$single"
 kill "$single"
 wait "$single" 2>/dev/null || true
@@ -354,19 +354,14 @@ for i in 1 2 3; do { grep -v -e '^\s*$' -e 'listening on' "$work/n$i.log" || tru
 # as fast as they can go the single node runs two to three times the cluster's rate. So both are
 # measured once more with writes paced at the same rate, 80% of what the cluster reached: the
 # cluster's run follows its write run (above), then (the cluster stopped) a fresh single node's.
+
 # Deliveries the nodes dropped for subscribers behind their rooms (QS-3, told in room.gap; the
 # load generator counts room.message events only), over every run so far.
 echo "dropped $(for p in "${nports[@]}"; do curl -s "http://127.0.0.1:$p/metrics" | awk '/^roomcast_events_dropped_total/ {n += $2} END {print n + 0}'; done | paste -sd, -)" >>"$results"
 for p in "${nodes[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${nodes[@]}"; do wait "$p" 2>/dev/null || true; done
 if [ "$paced_rate" -gt 0 ]; then
-  sp=$(freeport)
-  mkdir -p "$work/data-single-paced"
-  "$bin/roomcast" --host 127.0.0.1 --port "$sp" --event-loops 2 --data-dir "$work/data-single-paced" \
-    --app "$app:$secret" --connects-per-ip 1000000 --log-level warning >"$work/single-paced.log" 2>&1 &
-  single=$!
-  pids+=("$single")
-  wait_ready "$sp" single-paced
+  start_single single-paced
   bench "$sp" "single-paced-warmup" --subscribers 3 --rate 0 --messages 3000 --publishers "$publishers" --pipeline "$pipeline" --room bench
   paced_writes "$sp" single-paced "$paced_rate" "$single"
   kill "$single"
