@@ -306,40 +306,73 @@ struct RecentHistory {
 public typealias SessionList = SmallList<SessionID>
 
 /// A list that is nearly always of one element: the first held inline, so the common case
-/// allocates no array; a second and later ones go to the array. Its representation is canonical
-/// (the first inline, the others in order), so equal lists compare equal field by field.
+/// allocates no array; two or more go to an array. Its representation is canonical (none, one
+/// inline, or an array of two or more in order), so equal lists compare equal case by case.
+/// One enum, not an optional and an array: 9 bytes for an 8-byte element (a session id), so a
+/// record that holds one can put its small fields in the padding after it.
 public struct SmallList<Element: Equatable & Sendable>: RandomAccessCollection, Equatable, Sendable, ExpressibleByArrayLiteral,
     CustomStringConvertible {
-    // The array first: the optional's tag byte ends the struct, so a record that holds one can
-    // put its small fields (a flag, a role) in the padding after it.
-    private var rest: [Element] = []
-    private var head: Element?
+    private enum Storage: Equatable, Sendable {
+        case none
+        case one(Element)
+        /// Two or more.
+        case many([Element])
+    }
+    private var storage: Storage = .none
 
     public init() {}
     public init(arrayLiteral elements: Element...) { self.init(elements) }
     public init<S: Sequence>(_ elements: S) where S.Element == Element {
-        for e in elements { append(e) }
+        var all = Array(elements)
+        switch all.count {
+        case 0: storage = .none
+        case 1: storage = .one(all.removeLast())
+        default: storage = .many(all)
+        }
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { head == nil ? 0 : 1 + rest.count }
-    public var isEmpty: Bool { head == nil }
+    public var endIndex: Int {
+        switch storage {
+        case .none: 0
+        case .one: 1
+        case .many(let all): all.count
+        }
+    }
+    public var isEmpty: Bool { if case .none = storage { true } else { false } }
     public subscript(position: Int) -> Element {
-        precondition(position >= 0 && position < endIndex, "SmallList index out of range")
-        return position == 0 ? head! : rest[position - 1]
+        switch storage {
+        case .one(let e) where position == 0: return e
+        case .many(let all) where position >= 0 && position < all.count: return all[position]
+        default: preconditionFailure("SmallList index out of range")
+        }
     }
 
     public mutating func append(_ e: Element) {
-        if head == nil { head = e } else { rest.append(e) }
+        switch storage {
+        case .none: storage = .one(e)
+        case .one(let first): storage = .many([first, e])
+        case .many(var all):
+            storage = .none  // the array's only reference is now `all`: appended in place
+            all.append(e)
+            storage = .many(all)
+        }
     }
 
     @discardableResult
     public mutating func remove(at position: Int) -> Element {
         precondition(position >= 0 && position < endIndex, "SmallList index out of range")
-        if position > 0 { return rest.remove(at: position - 1) }
-        let removed = head!
-        head = rest.isEmpty ? nil : rest.removeFirst()
-        return removed
+        switch storage {
+        case .none: preconditionFailure("SmallList index out of range")
+        case .one(let e):
+            storage = .none
+            return e
+        case .many(var all):
+            storage = .none
+            let removed = all.remove(at: position)
+            storage = all.count == 1 ? .one(all[0]) : .many(all)
+            return removed
+        }
     }
 
     public mutating func removeAll(where shouldRemove: (Element) -> Bool) {

@@ -63,7 +63,7 @@ public struct Member: Equatable, Sendable {
     public var userId: String
     /// Sessions of this user in the room (usually one; several with multi-device rooms).
     public var sessions = SessionList()
-    // After `sessions`, in the padding its optional's tag leaves (56 bytes a member, not 64).
+    // After `sessions` (9 bytes: one inline), in the padding it leaves (48 bytes a member, not 56).
     public var role: GrantedRole = .none
     public var anonymous = false
     /// When the user last entered (ms).

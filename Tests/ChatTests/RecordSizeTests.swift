@@ -11,7 +11,7 @@ import Testing
         #expect(MemoryLayout<Session>.stride == 88)
         // Member: user id, its sessions (one inline), role and anonymous in the padding after them,
         // enter time, the details box.
-        #expect(MemoryLayout<Member>.stride == 56)
-        #expect(MemoryLayout<SessionList>.size == 17)
+        #expect(MemoryLayout<Member>.stride == 48)
+        #expect(MemoryLayout<SessionList>.size == 9)
     }
 }
