@@ -56,6 +56,32 @@ import Wire
         #expect(c.closeCode == CloseCode.originNotAllowed.rawValue)
     }
 
+    /// A user's sessions on a loop (one word: none, one inline, or an array of two or more) against
+    /// an array doing the same random appends and removals, in registration order after every step.
+    @Test func aUsersSessionsOnALoopBehaveAsAnArray() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let pool = (0..<4).map { _ in g.session().session! }
+        #expect(MemoryLayout<UserSessions>.size == 8)
+        var rng = SplitMix64(seed: 32)
+        for _ in 0..<100 {
+            var list = UserSessions(pool[0])
+            var model = [pool[0]]
+            for _ in 0..<30 {
+                let s = pool[Int(rng.next() % UInt64(pool.count))]
+                if rng.next() % 2 == 0 && !model.contains(where: { $0 === s }) {
+                    list.append(s)
+                    model.append(s)
+                } else {
+                    list.remove(s)
+                    model.removeAll { $0 === s }
+                }
+                #expect(list.all.map(ObjectIdentifier.init) == model.map(ObjectIdentifier.init))
+                #expect(list.isEmpty == model.isEmpty)
+            }
+        }
+    }
+
     static func contents(_ events: [[String: Any]]) -> [String] {
         events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
     }
