@@ -4,10 +4,16 @@ import Synchronization
 import Glibc
 #endif
 
-/// Something registered with an event loop for readiness events.
-public protocol EventHandler: AnyObject {
+/// Something registered with an event loop for readiness events: a subclass overrides
+/// `handleEvent`. A class rather than a protocol so the loop's registration table holds one word
+/// per handler, not an existential's two (8 bytes less for every connection).
+open class EventHandler {
+    public init() {}
+
     /// Called on the loop thread with the epoll event mask (`EventLoop.readable`, ...).
-    func handleEvent(_ events: UInt32)
+    open func handleEvent(_ events: UInt32) {
+        preconditionFailure("\(type(of: self)) must override handleEvent")
+    }
 }
 
 /// Identity of a registration. A slot is reused after deregistration, but with a new generation,

@@ -652,7 +652,7 @@ final class PublisherConnection: EventHandler {
         }
     }
 
-    func handleEvent(_ events: UInt32) {
+    override func handleEvent(_ events: UInt32) {
         if !connected {
             let err = Socket.pendingError(fd)
             guard err == 0 else { return fail("publisher connect: errno \(err)") }
@@ -756,7 +756,7 @@ struct BlockingHTTP {
             }
         }
 
-        func handleEvent(_ events: UInt32) {
+        override func handleEvent(_ events: UInt32) {
             if !sent, events & EventLoop.writable != 0 {
                 guard Socket.pendingError(fd) == 0 else { return finish() }
                 _ = request.withUnsafeBytes { try? Socket.write(fd, $0) }

@@ -60,7 +60,7 @@ final class WSClientConnection: EventHandler {
         }
     }
 
-    func handleEvent(_ events: UInt32) {
+    override func handleEvent(_ events: UInt32) {
         if state == .connecting {
             let err = Socket.pendingError(fd)
             if err != 0 {

@@ -302,7 +302,7 @@ final class WriterConnection: EventHandler {
         }
     }
 
-    func handleEvent(_ events: UInt32) {
+    override func handleEvent(_ events: UInt32) {
         if !connected {
             let err = Socket.pendingError(fd)
             guard err == 0 else { return fail("connect: errno \(err)") }

@@ -140,7 +140,7 @@ public final class Connection: EventHandler {
 
     // MARK: Events
 
-    public func handleEvent(_ events: UInt32) {
+    public override func handleEvent(_ events: UInt32) {
         if events & EventLoop.writable != 0 && !output.isEmpty { flush() }
         if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
             if phase == .closed { return }

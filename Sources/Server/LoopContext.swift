@@ -310,7 +310,7 @@ final class Listener: EventHandler {
         self.context = context
     }
 
-    func handleEvent(_ events: UInt32) {
+    override func handleEvent(_ events: UInt32) {
         // Bounded, so one busy listener cannot starve the loop's other connections.
         for _ in 0..<256 {
             do {

@@ -40,7 +40,7 @@ final class ReadCounter: EventHandler {
         self.recorder = recorder
         self.name = name
     }
-    func handleEvent(_ events: UInt32) {
+    override func handleEvent(_ events: UInt32) {
         var buf = [UInt8](repeating: 0, count: 64)
         let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 64) }
         recorder.add("\(name):\(n)")
