@@ -16,6 +16,10 @@ int cshims_set_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
 
+int cshims_set_arena_max(int n) {
+    return mallopt(M_ARENA_MAX, n);
+}
+
 int cshims_trim_heap(void) {
     return malloc_trim(0);
 }
