@@ -3,12 +3,7 @@
 /// entering or leaving a room never costs more in a larger room.
 struct OrderedIndex<Key: Hashable> {
     private var slots: [Key: Int32] = [:]
-    private var keys: [Key?] = []
-    private var prev: [Int32] = []
-    private var next: [Int32] = []
-    private var free: [Int32] = []
-    private var head: Int32 = -1
-    private var tail: Int32 = -1
+    private var list = SlotList<Key>()
 
     var count: Int { slots.count }
     var isEmpty: Bool { slots.isEmpty }
@@ -19,15 +14,70 @@ struct OrderedIndex<Key: Hashable> {
     @discardableResult
     mutating func append(_ key: Key) -> Bool {
         // One hash for the common case (a new key): claim the slot, undo if the key was there.
-        let slot = free.last ?? Int32(keys.count)
+        let slot = list.nextSlot
         if let existing = slots.updateValue(slot, forKey: key) {
             slots[key] = existing
             return false
         }
-        if free.last != nil {
-            free.removeLast()
+        list.append(key)
+        return true
+    }
+
+    @discardableResult
+    mutating func remove(_ key: Key) -> Bool {
+        guard let slot = slots.removeValue(forKey: key) else { return false }
+        list.remove(slot: slot)
+        return true
+    }
+
+    var first: Key? { list.first }
+    var last: Key? { list.last }
+
+    /// Up to `limit` keys after `anchor` (exclusive; from the start when nil), oldest first,
+    /// that pass `filter`.
+    func forward(after anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+        guard let anchor else { return list.forward(afterSlot: nil, limit: limit, where: filter) }
+        guard let a = slots[anchor] else { return [] }
+        return list.forward(afterSlot: a, limit: limit, where: filter)
+    }
+
+    /// Up to `limit` keys before `anchor` (exclusive; from the end when nil), newest first.
+    func backward(before anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+        guard let anchor else { return list.backward(beforeSlot: nil, limit: limit, where: filter) }
+        guard let a = slots[anchor] else { return [] }
+        return list.backward(beforeSlot: a, limit: limit, where: filter)
+    }
+
+    /// All keys, oldest first.
+    var all: [Key] { list.all }
+}
+
+/// Keys in insertion order, each in a slot that stays its own until it is removed: a doubly
+/// linked list in arrays, with no index of its own from key to slot. `OrderedIndex` keeps that
+/// index in a dictionary; a room's present users keep their slot in their member records.
+struct SlotList<Key> {
+    private var keys: [Key?] = []
+    private var prev: [Int32] = []
+    private var next: [Int32] = []
+    private var free: [Int32] = []
+    private var head: Int32 = -1
+    private var tail: Int32 = -1
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The slot the next `append` takes.
+    var nextSlot: Int32 { free.last ?? Int32(keys.count) }
+
+    /// Appends `key` at the end; returns its slot.
+    @discardableResult
+    mutating func append(_ key: Key) -> Int32 {
+        let slot: Int32
+        if let reused = free.popLast() {
+            slot = reused
             keys[Int(slot)] = key
         } else {
+            slot = Int32(keys.count)
             keys.append(key)
             prev.append(-1)
             next.append(-1)
@@ -36,44 +86,34 @@ struct OrderedIndex<Key: Hashable> {
         next[Int(slot)] = -1
         if tail >= 0 { next[Int(tail)] = slot } else { head = slot }
         tail = slot
-        return true
+        count += 1
+        return slot
     }
 
-    @discardableResult
-    mutating func remove(_ key: Key) -> Bool {
-        guard let slot = slots.removeValue(forKey: key) else { return false }
+    /// Removes the key in `slot` (a slot `append` returned and not removed since).
+    mutating func remove(slot: Int32) {
+        precondition(slot >= 0 && Int(slot) < keys.count && keys[Int(slot)] != nil, "SlotList: no key in slot \(slot)")
         let p = prev[Int(slot)], n = next[Int(slot)]
         if p >= 0 { next[Int(p)] = n } else { head = n }
         if n >= 0 { prev[Int(n)] = p } else { tail = p }
         keys[Int(slot)] = nil
-        if slots.isEmpty {
-            // Release the storage of an emptied index.
-            keys = []
-            prev = []
-            next = []
-            free = []
-            head = -1
-            tail = -1
+        count -= 1
+        if count == 0 {
+            // Release the storage of an emptied list.
+            self = SlotList()
         } else {
             free.append(slot)
         }
-        return true
     }
 
     var first: Key? { head >= 0 ? keys[Int(head)] : nil }
     var last: Key? { tail >= 0 ? keys[Int(tail)] : nil }
 
-    /// Up to `limit` keys after `anchor` (exclusive; from the start when nil), oldest first,
-    /// that pass `filter`.
-    func forward(after anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+    /// Up to `limit` keys after the one in `anchor` (from the start when nil), oldest first, that
+    /// pass `filter`.
+    func forward(afterSlot anchor: Int32?, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
         var out: [Key] = []
-        var s: Int32
-        if let anchor {
-            guard let a = slots[anchor] else { return [] }
-            s = next[Int(a)]
-        } else {
-            s = head
-        }
+        var s = anchor.map { next[Int($0)] } ?? head
         while s >= 0 && out.count < limit {
             let k = keys[Int(s)]!
             if filter(k) { out.append(k) }
@@ -82,16 +122,10 @@ struct OrderedIndex<Key: Hashable> {
         return out
     }
 
-    /// Up to `limit` keys before `anchor` (exclusive; from the end when nil), newest first.
-    func backward(before anchor: Key? = nil, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
+    /// Up to `limit` keys before the one in `anchor` (from the end when nil), newest first.
+    func backward(beforeSlot anchor: Int32?, limit: Int, where filter: (Key) -> Bool = { _ in true }) -> [Key] {
         var out: [Key] = []
-        var s: Int32
-        if let anchor {
-            guard let a = slots[anchor] else { return [] }
-            s = prev[Int(a)]
-        } else {
-            s = tail
-        }
+        var s = anchor.map { prev[Int($0)] } ?? tail
         while s >= 0 && out.count < limit {
             let k = keys[Int(s)]!
             if filter(k) { out.append(k) }
@@ -101,7 +135,7 @@ struct OrderedIndex<Key: Hashable> {
     }
 
     /// All keys, oldest first.
-    var all: [Key] { forward(limit: Int.max) }
+    var all: [Key] { forward(afterSlot: nil, limit: Int.max) }
 }
 
 extension Dictionary {

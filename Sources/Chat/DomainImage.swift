@@ -246,7 +246,7 @@ extension ChatDomain {
                                    sessions: m.sessions.map(\.raw), enterTime: m.enterTime, tags: m.tags.isEmpty ? nil : m.tags,
                                    notifyTargetTags: m.notifyTargetTags)
             },
-            present: r.present.all, fixed: r.fixed.all,
+            present: r.presentOrder.all, fixed: r.fixed.all,
             blocks: sortedPairs(r.blocks).map { KeyedValue(key: $0.0, value: $0.1) },
             permanentMutes: r.permanentMutes.sorted(),
             tempMutes: sortedPairs(r.tempMutes).map { KeyedValue(key: $0.0, value: $0.1) },
@@ -327,7 +327,7 @@ extension ChatDomain {
                 // AU-1: the tag index is the present members' tags.
                 if !m.sessions.isEmpty { for t in m.tags ?? [] { room.tagCounts[t, default: 0] += 1 } }
             }
-            for u in r.present { room.present.append(u) }
+            for u in r.present { room.addPresent(u) }
             for u in r.fixed { room.fixed.append(u) }
             for b in r.blocks { room.blocks[b.key] = b.value }
             room.permanentMutes = Set(r.permanentMutes)

@@ -116,7 +116,7 @@ extension ChatDomain {
         case .session(let sid): userId = sessions[sid]?.userId ?? ""
         case .server(let u, _, _): userId = u
         }
-        return (Self.priority(of: userId, options, app: app.settings, room: room), options.transient, room.present.count)
+        return (Self.priority(of: userId, options, app: app.settings, room: room), options.transient, room.presentOrder.count)
     }
 
     /// QS-2: what of a room's budget a class may not use. The budget holds a fifth of a second's

@@ -66,6 +66,10 @@ public struct Member: Equatable, Sendable {
     // After `sessions` (9 bytes: one inline), in the padding it leaves (48 bytes a member, not 56).
     public var role: GrantedRole = .none
     public var anonymous = false
+    /// Its slot in the room's join order of present users (`Room.presentOrder`), -1 while not
+    /// present: kept here so the order needs no dictionary of its own. Not part of equality (a
+    /// slot depends on the order's history, not on the member).
+    var presentSlot: Int32 = -1
     /// When the user last entered (ms).
     public var enterTime: Int64 = 0
     private var details: DetailsBox?
@@ -132,6 +136,11 @@ public struct Member: Equatable, Sendable {
     }
 
     public var isOnline: Bool { !sessions.isEmpty }
+
+    public static func == (a: Member, b: Member) -> Bool {
+        a.userId == b.userId && a.sessions == b.sessions && a.role == b.role && a.anonymous == b.anonymous
+            && a.enterTime == b.enterTime && a.details == b.details
+    }
 
     /// Removes a session; returns the updated member, or nil if the session was not there.
     mutating func removeSession(_ sid: SessionID) -> Member? {
@@ -357,8 +366,9 @@ final class Room {
     @exclusivity(unchecked) var emptySince: Int64?
 
     @exclusivity(unchecked) var members: [String: Member] = [:]
-    /// Users present (with at least one session), in join order.
-    @exclusivity(unchecked) var present = OrderedIndex<String>()
+    /// Users present (with at least one session), in join order; each one's slot is in its member
+    /// record (`Member.presentSlot`). Changed by `addPresent` and `removePresent` only.
+    @exclusivity(unchecked) var presentOrder = SlotList<String>()
     /// Fixed members (creator, managers, common, limited), in the order they became fixed.
     @exclusivity(unchecked) var fixed = OrderedIndex<String>()
     /// Blocked users and until when (ms; Int64.max = no expiry).
@@ -446,7 +456,54 @@ final class Room {
 
     func isFixed(_ user: String, now: Int64) -> Bool { type(of: user, now: now).isFixed }
 
-    var memberCount: Int { present.count }
+    var memberCount: Int { presentOrder.count }
+
+    /// The users present, in join order (a view: read it, change it with `addPresent` and
+    /// `removePresent`).
+    var present: PresentUsers { PresentUsers(order: presentOrder, members: members) }
+
+    /// Whether `user` is present (has a session in the room).
+    func isPresent(_ user: String) -> Bool { (members[user]?.presentSlot ?? -1) >= 0 }
+
+    /// Puts a member at the end of the join order (nothing if it has no record or is there).
+    func addPresent(_ user: String) {
+        guard let slot = members[user]?.presentSlot, slot < 0 else { return }
+        members[user]!.presentSlot = presentOrder.append(user)
+    }
+
+    /// Takes a user out of the join order (before its member record goes).
+    func removePresent(_ user: String) {
+        guard let slot = members[user]?.presentSlot, slot >= 0 else { return }
+        presentOrder.remove(slot: slot)
+        members[user]!.presentSlot = -1
+    }
+}
+
+/// A room's present users in join order: the order's slots, found through the member records.
+struct PresentUsers {
+    let order: SlotList<String>
+    let members: [String: Member]
+
+    var count: Int { order.count }
+    var isEmpty: Bool { order.isEmpty }
+    var all: [String] { order.all }
+
+    func contains(_ user: String) -> Bool { (members[user]?.presentSlot ?? -1) >= 0 }
+
+    /// Up to `limit` users after `anchor` (exclusive; from the start when nil; none when `anchor`
+    /// is not present), oldest first, that pass `filter`.
+    func forward(after anchor: String? = nil, limit: Int, where filter: (String) -> Bool = { _ in true }) -> [String] {
+        guard let anchor else { return order.forward(afterSlot: nil, limit: limit, where: filter) }
+        guard let s = members[anchor]?.presentSlot, s >= 0 else { return [] }
+        return order.forward(afterSlot: s, limit: limit, where: filter)
+    }
+
+    /// Up to `limit` users before `anchor` (exclusive; from the end when nil), newest first.
+    func backward(before anchor: String? = nil, limit: Int, where filter: (String) -> Bool = { _ in true }) -> [String] {
+        guard let anchor else { return order.backward(beforeSlot: nil, limit: limit, where: filter) }
+        guard let s = members[anchor]?.presentSlot, s >= 0 else { return [] }
+        return order.backward(beforeSlot: s, limit: limit, where: filter)
+    }
 }
 
 /// Per-session state kept by the domain (one per connection, inline in the sessions dictionary,

@@ -96,7 +96,7 @@ extension ChatDomain {
         let id = makeID()
         var rooms = 0
         for roomId in app.rooms.keys.sorted() {
-            guard let room = app.rooms[roomId], !room.present.isEmpty else { continue }
+            guard let room = app.rooms[roomId], !room.presentOrder.isEmpty else { continue }
             let m = room.members[userId]
             let subject = SendSubject(app: appKey, roomId: roomId, userId: userId, nickname: nickname.isEmpty ? (m?.nickname ?? "") : nickname,
                                       avatar: avatar.isEmpty ? (m?.avatar ?? "") : avatar, ext: m?.ext ?? "", deviceId: "", kind: kind,

@@ -75,7 +75,7 @@ extension ChatDomain {
         var failed: [String] = []
         for e in items {
             let existing = room.queue[e.key]
-            if (existing == nil && room.queue.count >= room.queueLimit) || (e.transient && !room.present.contains(e.owner)) {
+            if (existing == nil && room.queue.count >= room.queueLimit) || (e.transient && !room.isPresent(e.owner)) {
                 failed.append(e.key)
                 continue
             }
@@ -102,7 +102,7 @@ extension ChatDomain {
         if let ext { try Validate.maxBytes(ext, Limits.maxExtBytes, field: "ext") }
         let notify = try validateNotify(nil, notify).nim
         guard nickname != nil || avatar != nil || ext != nil else { throw .invalid("nickname", "nothing to update") }
-        guard room.present.contains(userId), room.members[userId] != nil else {
+        guard room.isPresent(userId) else {
             throw ChatError(.notInRoom, "\(userId) is not in room \(roomId)", field: "userId")
         }
         if let nickname { room.members[userId]!.nickname = nickname }

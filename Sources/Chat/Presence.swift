@@ -218,10 +218,13 @@ extension ChatDomain {
                 if profile.notifyTargetTags != nil || newly { d.notifyTargetTags = profile.notifyTargetTags }
             }
             m.sessions.append(sid)
-            if newly { m.enterTime = now }
+            if newly {
+                m.enterTime = now
+                // Its place in the join order (no second look-up).
+                if m.presentSlot < 0 { m.presentSlot = room.presentOrder.append(user) }
+            }
             return (newly, old, m)
         }
-        if newlyPresent { room.present.append(user) }
         // AU-1: the room's tag index, and the hubs: this session matches by the member's tags, and
         // its other sessions by the new ones if they changed.
         if oldTags != member.tags { reindexTags(room, from: oldTags, to: member.tags) }
@@ -366,7 +369,7 @@ extension ChatDomain {
         if fullyLeft { reindexTags(room, from: member.tags, to: []) }
         if fullyLeft && cause != .roomGone {
             let batched = summarizesMembers(room, app, count: room.memberCount)
-            room.present.remove(user)
+            room.removePresent(user)
             noteMemberChange(room, app, user, joined: false, batched: batched, now: now)
             if app.settings.memberChangeEvents && !batched {
                 let change = MemberChange(userId: user, action: .quit, nickname: member.nickname, avatar: member.avatar)
@@ -390,10 +393,10 @@ extension ChatDomain {
             }
             out.webhooks.append(WebhookRecord(app: app.key, type: type, roomId: room.key.roomId, userIds: [user], time: now, cause: status))
             refresh(room, user, now: now, &out)
-            if room.present.isEmpty { roomBecameEmpty(room, app, now: now, &out) }
+            if room.presentOrder.isEmpty { roomBecameEmpty(room, app, now: now, &out) }
         } else if fullyLeft {
             // The room itself is going: no per-user changes are recorded.
-            room.present.remove(user)
+            room.removePresent(user)
             if !room.fixed.contains(user) { room.members[user] = nil }
         }
         // RC-3: the user's other devices learn about a departure on this one.

@@ -43,7 +43,7 @@ extension ChatDomain {
             switch filter {
             case .present:
                 ids = order == .ascending ? room.present.forward(after: after, limit: limit) : room.present.backward(before: after, limit: limit)
-                total = room.present.count
+                total = room.presentOrder.count
             case .regular:
                 ids = order == .ascending ? room.fixed.forward(after: after, limit: limit) : room.fixed.backward(before: after, limit: limit)
                 total = room.fixed.count
@@ -81,7 +81,7 @@ extension ChatDomain {
         case .isInRoom(let appKey, let roomId, let ids):
             let room = try room(try app(appKey), roomId)
             try Validate.userIds(ids, max: Limits.maxIsInRoomIds)
-            return .presence(ids.map { (userId: $0, inRoom: room.present.contains($0)) })
+            return .presence(ids.map { (userId: $0, inRoom: room.isPresent($0)) })
 
         case .blocks(let appKey, let roomId):
             let room = try room(try app(appKey), roomId)
@@ -145,7 +145,7 @@ extension ChatDomain {
             let room = try room(try app(appKey), roomId)
             try Validate.tag(tag, field: "tag")
             guard (1...Limits.maxMemberListCount).contains(limit) else { throw .invalid("limit", "limit must be 1 to \(Limits.maxMemberListCount)") }
-            let tagged = room.present.all.filter { room.members[$0]?.tags.contains(tag) == true }
+            let tagged = room.presentOrder.all.filter { room.members[$0]?.tags.contains(tag) == true }
             let start = after.flatMap { a in tagged.firstIndex(of: a).map { $0 + 1 } } ?? 0
             let page = Array(tagged.dropFirst(start).prefix(limit))
             return .members(infos(room, page, now: now), total: tagged.count)

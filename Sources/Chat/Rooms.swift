@@ -102,7 +102,7 @@ extension ChatDomain {
     func destroyRoom(_ room: Room, _ app: AppState, type: DestroyType, now: Int64, _ out: inout Outcome) {
         out.deliver(.roomStatus(RoomStatusEvent(roomId: room.key.roomId, status: .destroyed(type), zimState: .disconnected,
                                                 zimEvent: .roomNotExist, time: now)), to: .room(room.key))
-        let present = room.present.all
+        let present = room.presentOrder.all
         for user in present {
             for sid in room.members[user]?.sessions ?? [] {
                 removeSession(room, app, sid, cause: .roomGone, now: now, &out)
@@ -143,7 +143,7 @@ extension ChatDomain {
             reschedule = true
         }
         if reschedule {
-            if room.present.isEmpty && room.emptySince == nil { room.emptySince = now }
+            if room.presentOrder.isEmpty && room.emptySince == nil { room.emptySince = now }
             scheduleRoomDeadline(room, now: now)
         }
         out.mutations.append(.putRoom(record(room)))
@@ -174,7 +174,7 @@ extension ChatDomain {
             out.deliver(.notification(NotificationEvent(roomId: roomId, type: .closed, source: user.map { memberInfo(room, $0, now: now) },
                                                         targets: [], notifyExt: nim?.notifyExt ?? "", ext: .none, time: now)), to: .room(room.key))
             out.deliver(.kicked(KickedEvent(roomId: roomId, reason: .roomClosed, ext: nim?.notifyExt ?? "", time: now)), to: .room(room.key))
-            let present = room.present.all
+            let present = room.presentOrder.all
             for u in present {
                 for sid in room.members[u]?.sessions ?? [] { removeSession(room, app, sid, cause: .roomGone, now: now, &out) }
             }

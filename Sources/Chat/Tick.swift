@@ -47,7 +47,7 @@ extension ChatDomain {
                 switch room.destroyPolicy {
                 case .inactive(let m): deadline = room.lastActivity + Int64(m) * 60_000
                 case .fixed(let m): deadline = room.createdAt + Int64(m) * 60_000
-                case .whenEmpty(let s): deadline = (room.present.isEmpty ? room.emptySince : nil).map { $0 + Int64(s) * 1000 }
+                case .whenEmpty(let s): deadline = (room.presentOrder.isEmpty ? room.emptySince : nil).map { $0 + Int64(s) * 1000 }
                 }
                 guard let deadline else { continue }
                 if deadline <= now {

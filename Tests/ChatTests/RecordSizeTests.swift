@@ -9,8 +9,8 @@ import Testing
         // Session: app, user and device ids (16 each), connectedAt, its rooms (one inline), the
         // profile box (with the anonymous flag).
         #expect(MemoryLayout<Session>.stride == 88)
-        // Member: user id, its sessions (one inline), role and anonymous in the padding after them,
-        // enter time, the details box.
+        // Member: user id, its sessions (one inline), role, anonymous and its join-order slot in the
+        // padding after them, enter time, the details box.
         #expect(MemoryLayout<Member>.stride == 48)
         #expect(MemoryLayout<SessionList>.size == 9)
     }
