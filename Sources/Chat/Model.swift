@@ -58,7 +58,7 @@ public enum GrantedRole: String, Sendable, Equatable, Codable {
 ///
 /// Every member of every room is one of these, inline in its room's dictionary; the profile and
 /// the tags, which most members never set, are kept apart in one immutable box (nil while all are
-/// empty), so a member costs 56 bytes there rather than 112.
+/// empty), so a member costs 48 bytes there rather than 112.
 public struct Member: Equatable, Sendable {
     public var userId: String
     /// Sessions of this user in the room (usually one; several with multi-device rooms).

@@ -56,8 +56,10 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Event-loop threads, each with its own SO_REUSEPORT listener [ROOMCAST_EVENT_LOOPS]. Default: one per core.")
     var eventLoops: Int = environment("ROOMCAST_EVENT_LOOPS").flatMap(Int.init) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
-    @Option(help: "glibc malloc arenas for all threads together (M_ARENA_MAX). 0 (the default): as many as --event-loops, or glibc's MALLOC_ARENA_MAX when that is set. A connection's records are made on its I/O loop and the domain's on the engine thread; with glibc's own choice (eight arenas per core) each thread's arena keeps its own free space, and 10,000 idle sessions hold about a fifth more memory [ROOMCAST_MALLOC_ARENAS].")
+    @Option(help: "glibc malloc arenas for all threads together (M_ARENA_MAX). 0 (the default): as many as --event-loops, or glibc's MALLOC_ARENA_MAX when that is set. A connection's records are made on its I/O loop and the domain's on the engine thread; with glibc's own choice (eight arenas per core) each thread's arena keeps its own free space, and each idle session added holds about a fifth more memory [ROOMCAST_MALLOC_ARENAS].")
     var mallocArenas: Int = environment("ROOMCAST_MALLOC_ARENAS").flatMap(Int.init) ?? 0
+
+    static let mallocArenasRange = 0...1024
 
     /// The arenas to ask glibc for (0: leave its choice, MALLOC_ARENA_MAX).
     var effectiveMallocArenas: Int {
@@ -244,7 +246,9 @@ struct RoomcastCommand: ParsableCommand {
             }
         }
         guard eventLoops >= 1 && eventLoops <= 256 else { throw ValidationError("--event-loops must be between 1 and 256") }
-        guard (0...1024).contains(mallocArenas) else { throw ValidationError("--malloc-arenas must be between 0 and 1024") }
+        guard Self.mallocArenasRange.contains(mallocArenas) else {
+            throw ValidationError("--malloc-arenas must be between \(Self.mallocArenasRange.lowerBound) and \(Self.mallocArenasRange.upperBound)")
+        }
         guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
         guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
         for (name, v) in [("--header-timeout", headerTimeout), ("--keep-alive-timeout", keepAliveTimeout),

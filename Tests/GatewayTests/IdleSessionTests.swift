@@ -82,6 +82,20 @@ import Wire
         }
     }
 
+    /// `--malloc-arenas` (the arenas every thread shares) outside 0 to 1024 is refused, naming the
+    /// flag, before anything starts.
+    @Test func mallocArenasOutsideTheirBoundAreRefused() async throws {
+        try await offPool { () throws in
+            for bad in ["-1", "1025"] {
+                let p = try RunningProcess(path: try productPath("roomcast"),
+                                           arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-arenas"), "--malloc-arenas=\(bad)"])
+                let (status, log) = p.finish(timeout: 20)
+                #expect(status != nil && status != 0, "\(bad): \(String(describing: status))")
+                #expect(log.contains("--malloc-arenas must be between 0 and 1024"), "\(bad): \(log)")
+            }
+        }
+    }
+
     static func contents(_ events: [[String: Any]]) -> [String] {
         events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
     }
