@@ -327,7 +327,13 @@ extension ChatDomain {
                 // AU-1: the tag index is the present members' tags.
                 if !m.sessions.isEmpty { for t in m.tags ?? [] { room.tagCounts[t, default: 0] += 1 } }
             }
-            for u in r.present { room.addPresent(u) }
+            for u in r.present {
+                // The join order holds members with a session in the room, each once.
+                guard room.members[u]?.isOnline == true, !room.isPresent(u) else {
+                    throw .inconsistent("present user \(u) of room \(r.roomId) has no session there, or is listed twice")
+                }
+                room.addPresent(u)
+            }
             for u in r.fixed { room.fixed.append(u) }
             for b in r.blocks { room.blocks[b.key] = b.value }
             room.permanentMutes = Set(r.permanentMutes)

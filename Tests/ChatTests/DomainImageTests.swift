@@ -223,5 +223,16 @@ struct DomainImageTests {
         image = d.image()
         image.apps.append(image.apps[0])
         #expect(throws: DomainImageError.self) { try ChatDomain(image: image, makeID: { "x" }) }
+
+        // A room's present users are members with a session there, each once (issue 32: their
+        // join-order slots live in the member records).
+        _ = d.apply(.createRoom(app: "app", RoomConfig(roomId: "r")), now: 3)
+        _ = d.apply(.join(Self.session(1), roomId: "r", EnterProfile(), .join), now: 4)
+        #expect(try ChatDomain(image: d.image(), makeID: { "x" }).image() == d.image())
+        for corrupt in [["u", "u"], ["u", "nobody"]] {
+            image = d.image()
+            image.apps[0].rooms[0].present = corrupt
+            #expect(throws: DomainImageError.self, "\(corrupt)") { try ChatDomain(image: image, makeID: { "x" }) }
+        }
     }
 }
