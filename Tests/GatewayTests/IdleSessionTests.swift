@@ -87,9 +87,7 @@ import Wire
     @Test func mallocArenasOutsideTheirBoundAreRefused() async throws {
         try await offPool { () throws in
             for bad in ["-1", "1025"] {
-                let p = try RunningProcess(path: try productPath("roomcast"),
-                                           arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-arenas"), "--malloc-arenas=\(bad)"])
-                let (status, log) = p.finish(timeout: 20)
+                let (status, log) = try roomcastRun(["--malloc-arenas=\(bad)"])
                 #expect(status != nil && status != 0, "\(bad): \(String(describing: status))")
                 #expect(log.contains("--malloc-arenas must be between 0 and 1024"), "\(bad): \(log)")
             }

@@ -72,14 +72,10 @@ extension HardeningTests {
     func writeDelayOutOfBoundsIsRefused() async throws {
         try await offPool { () throws in
             // Held output makes no progress: the delay must stay within half the send timeout.
-            let p = try RunningProcess(path: try productPath("roomcast"),
-                                       arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-wd"), "--write-delay", "600", "--send-timeout", "1"])
-            let (status, log) = p.finish(timeout: 20)
+            let (status, log) = try roomcastRun(["--write-delay", "600", "--send-timeout", "1"])
             #expect(status != nil && status != 0 && log.contains("--write-delay must be at most half of --send-timeout (1 s)"), "\(log)")
             for bad in ["-1", "\(Limits.writeDelayMilliseconds.upperBound + 1)"] {
-                let p = try RunningProcess(path: try productPath("roomcast"),
-                                           arguments: ["--port", "0", "--data-dir", temporaryDirectory("roomcast-wd"), "--write-delay=\(bad)"])
-                let (status, log) = p.finish(timeout: 20)
+                let (status, log) = try roomcastRun(["--write-delay=\(bad)"])
                 #expect(status != nil && status != 0, "\(bad): \(String(describing: status))")
                 #expect(log.contains("--write-delay must be 0 to \(Limits.writeDelayMilliseconds.upperBound) milliseconds"), "\(bad): \(log)")
             }
