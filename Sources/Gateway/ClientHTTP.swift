@@ -171,7 +171,7 @@ struct ClientHTTPRoutes: Sendable {
         }
         guard let hub = context.hubs.hub(route.loopIndex) else { return .respond(Self.refuse(.unavailable, "starting", field: nil)) }
         if r.method == .HEAD { return .respond(Response(status: .ok, headers: HTTPHeaders(EventStreamTransport.headers))) }
-        let session = ClientSession(context: context, hub: hub, origin: r.head.headers["origin"], now: context.clock(), encoding: o.encoding)
+        let session = ClientSession(hub: hub, origin: r.head.headers["origin"], now: context.clock(), encoding: o.encoding)
         let stream = EventStreamTransport(id: ClientStream.makeID(loop: route.loopIndex), session: session, hub: hub, claims: o.claims,
                                           resuming: o.resuming)
         stream.prepare(token: o.token, rooms: o.rooms, from: o.cursor)
@@ -216,7 +216,7 @@ struct ClientHTTPRoutes: Sendable {
         case .success(let opening): o = opening
         }
         guard let hub = context.hubs.hub(route.loopIndex) else { return .respond(Self.refuse(.unavailable, "starting", field: nil)) }
-        let session = ClientSession(context: context, hub: hub, origin: r.head.headers["origin"], now: context.clock(), encoding: o.encoding)
+        let session = ClientSession(hub: hub, origin: r.head.headers["origin"], now: context.clock(), encoding: o.encoding)
         let stream = PollTransport(id: ClientStream.makeID(loop: route.loopIndex), session: session, hub: hub, claims: o.claims,
                                    resuming: o.resuming, bound: pollBufferBytes)
         stream.start(token: o.token, rooms: o.rooms, from: o.cursor)

@@ -41,8 +41,9 @@ extension Connection: SessionTransport {
 /// `{"id", "op", "args"}` commands answered with `{"id", "ok"}` or `{"id", "error"}`, and pushed
 /// events `{"ev", "roomId", "epoch", "offset", "data"}`. Confined to its loop.
 final class ClientSession: WebSocketHandler {
-    let context: GatewayContext
     let hub: Hub
+    /// The gateway's shared state, through the hub (one reference a session fewer).
+    var context: GatewayContext { hub.context }
     /// The handshake's `Origin`, checked against the app's allowed origins at connect; not kept
     /// once connected.
     var origin: String? { rareBox?.origin }
@@ -83,8 +84,9 @@ final class ClientSession: WebSocketHandler {
     private var expiryNoticeSent = false
     /// BX-3: whether the token lets this session watch rooms.
     private var observerToken = false
-    /// Position in each room's member list on this loop (kept by the hub).
-    var roomSlots = RoomSlots()
+    /// Position in each room's member list on this loop (kept by the hub), by room id: every room
+    /// a session is in is of its own app (`roomSlot(_:)` checks the app), so no key carries it.
+    private var roomSlots = RoomSlots()
 
     /// What most sessions never use, or use only for a while (the origin until connected, joins
     /// waiting to resume or rewind, watching, tags, counts-only rooms, gaps, messages sent before
@@ -203,14 +205,31 @@ final class ClientSession: WebSocketHandler {
     /// A few entries: a linear scan beats hashing.
     @exclusivity(unchecked) private var toldAliases: [Int32] = []
 
-    init(context: GatewayContext, hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json, roomAliases: Bool = false) {
-        self.context = context
+    init(hub: Hub, origin: String?, now: Int64, encoding: WireEncoding = .json, roomAliases: Bool = false) {
         self.hub = hub
         self.openedAt = now
         compact = encoding == .compact
         self.roomAliases = roomAliases && compact
         if let origin { rare.origin = origin }
     }
+
+    // MARK: Room slots (kept by the hub)
+
+    /// This session's position in `room`'s member list on this loop, if it is a member.
+    func roomSlot(_ room: RoomKey) -> Int? { room.app == app ? roomSlots[room.roomId] : nil }
+
+    func setRoomSlot(_ slot: Int, in room: RoomKey) {
+        precondition(room.app == app, "a session joins rooms of its own app only")
+        roomSlots[room.roomId] = slot
+    }
+
+    func removeRoomSlot(_ room: RoomKey) -> Int? {
+        room.app == app ? roomSlots.removeValue(forKey: room.roomId) : nil
+    }
+
+    /// The rooms this session is a member of on this loop, in no particular order.
+    var joinedRoomIds: [String] { roomSlots.keys }
+    var joinedRooms: [RoomKey] { roomSlots.keys.map { RoomKey(app: app, roomId: $0) } }
 
     // MARK: WebSocketHandler
 
@@ -308,7 +327,7 @@ final class ClientSession: WebSocketHandler {
     /// The session is no longer in the room nor observing it: its events stop, and so does its
     /// alias here (a later join is told it again, after its replay).
     func forgetAlias(of room: RoomKey) {
-        guard !toldAliases.isEmpty, roomSlots[room] == nil, !observing.contains(room.roomId), let a = hub.aliases.alias(of: room) else { return }
+        guard !toldAliases.isEmpty, roomSlot(room) == nil, !observing.contains(room.roomId), let a = hub.aliases.alias(of: room) else { return }
         toldAliases.removeAll { $0 == a.number }
     }
 
@@ -507,7 +526,7 @@ final class ClientSession: WebSocketHandler {
 
     /// Queries a member may ask about a room it is in.
     private func memberQuery(_ rid: Int?, roomId: String, _ q: Query) {
-        guard roomSlots[RoomKey(app: app, roomId: roomId)] != nil else {
+        guard roomSlots[roomId] != nil else {
             do {
                 try Validate.identifier(roomId, field: "roomId", maxBytes: Limits.maxRoomIdBytes)
                 reply(rid, .failure(ChatError(.notInRoom, "you are not in room \(roomId)", field: "roomId")))
@@ -764,7 +783,7 @@ final class ClientSession: WebSocketHandler {
             // room here, so past that the rooms it is not in go.
             let box = rare
             if box.memberCountsRooms.count >= roomSlots.count + Self.maxPendingResumes {
-                box.memberCountsRooms = box.memberCountsRooms.filter { roomSlots[$0] != nil }
+                box.memberCountsRooms = box.memberCountsRooms.filter { roomSlot($0) != nil }
             }
             box.memberCountsRooms.insert(key)
         } else {

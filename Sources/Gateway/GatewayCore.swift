@@ -339,7 +339,7 @@ final class GatewayCore: Sendable {
     /// This loop's hub; call on the loop's thread before it serves.
     @discardableResult
     func startHub(loop: EventLoop, index: Int) -> Hub {
-        let hub = Hub(loopIndex: index, incarnation: engine.log.incarnation, loop: loop, resumeWindow: window, clock: context.clock,
+        let hub = Hub(loopIndex: index, incarnation: engine.log.incarnation, loop: loop, context: context, resumeWindow: window, clock: context.clock,
                       counters: metrics.fanout, marks: marks, aliases: context.roomAliases)
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
@@ -348,7 +348,7 @@ final class GatewayCore: Sendable {
 
     /// A new session on `hub`'s loop.
     func session(hub: Hub, origin: String?, encoding: WireEncoding = .json) -> ClientSession {
-        ClientSession(context: context, hub: hub, origin: origin, now: context.clock(), encoding: encoding, roomAliases: encoding == .compact)
+        ClientSession(hub: hub, origin: origin, now: context.clock(), encoding: encoding, roomAliases: encoding == .compact)
     }
 
     // MARK: Start and stop

@@ -14,6 +14,9 @@ final class Hub {
     /// The node run's incarnation (0 on a single node), in every session id it makes.
     let incarnation: UInt64
     let loop: EventLoop
+    /// The gateway's shared state, for this loop's sessions (each reaches it through its hub
+    /// rather than keeping a reference of its own).
+    let context: GatewayContext
     let resumeWindow: ResumeWindow
     /// TR-1, TR-2: this loop's HTTP event streams and long-poll sessions, by id.
     var clientStreams: [String: ClientStream] = [:]
@@ -56,8 +59,10 @@ final class Hub {
     /// TR-5: the node's room aliases (one table for every loop).
     let aliases: RoomAliases
 
-    init(loopIndex: Int, incarnation: UInt64 = 0, loop: EventLoop, resumeWindow: ResumeWindow, clock: @escaping @Sendable () -> Int64,
-         counters: FanoutCounters = FanoutCounters(), marks: DropMarks = DropMarks(), aliases: RoomAliases = RoomAliases()) {
+    init(loopIndex: Int, incarnation: UInt64 = 0, loop: EventLoop, context: GatewayContext, resumeWindow: ResumeWindow,
+         clock: @escaping @Sendable () -> Int64, counters: FanoutCounters = FanoutCounters(), marks: DropMarks = DropMarks(),
+         aliases: RoomAliases = RoomAliases()) {
+        self.context = context
         self.marks = marks
         self.aliases = aliases
         self.incarnation = incarnation
@@ -83,7 +88,7 @@ final class Hub {
     /// Forgets a closed session at once (the engine's `left` effects for it come later).
     func unregister(_ s: ClientSession) {
         guard sessions.removeValue(forKey: s.id) != nil else { return }
-        for room in s.roomSlots.keys { removeFromRoom(s, room) }
+        for room in s.joinedRooms { removeFromRoom(s, room) }
         for roomId in s.observing { unobserve(s, RoomKey(app: s.app, roomId: roomId)) }
         users[s.app]?[s.userId]?.remove(s)
         if users[s.app]?[s.userId]?.isEmpty == true {
@@ -112,7 +117,7 @@ final class Hub {
     /// A user's connections on this loop.
     func connections(app: String, user: String) -> [ConnectionInfo] {
         (userSessions(app, user)?.all ?? []).map {
-            ConnectionInfo(sessionId: String($0.id.raw), device: $0.device, since: $0.openedAt, rooms: $0.roomSlots.keys.map(\.roomId).sorted())
+            ConnectionInfo(sessionId: String($0.id.raw), device: $0.device, since: $0.openedAt, rooms: $0.joinedRoomIds.sorted())
         }
     }
 
@@ -177,7 +182,7 @@ final class Hub {
                 if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already
                     // had it by the member rules.
-                    for s in watching where s.roomSlots[room] == nil && offer(block, to: s, room: room, alias: alias, drop: drop) {
+                    for s in watching where s.roomSlot(room) == nil && offer(block, to: s, room: room, alias: alias, drop: drop) {
                         sent += merged
                     }
                 }
@@ -207,7 +212,7 @@ final class Hub {
             case .tagged(let list, let room, let tags):
                 for sid in list {
                     guard let s = sessions[sid] else { continue }
-                    if s.roomSlots[room] != nil, let members = rooms[room] {
+                    if s.roomSlot(room) != nil, let members = rooms[room] {
                         members.unindex(s, s.tags(in: room))
                         members.index(s, tags)
                     }
@@ -370,13 +375,13 @@ final class Hub {
     }
 
     private func addToRoom(_ s: ClientSession, _ room: RoomKey) {
-        guard s.roomSlots[room] == nil else { return }
+        guard s.roomSlot(room) == nil else { return }
         let members = rooms[room] ?? {
             let m = RoomMembers()
             rooms[room] = m
             return m
         }()
-        s.roomSlots[room] = members.list.count
+        s.setRoomSlot(members.list.count, in: room)
         members.list.append(s)
         members.index(s, s.tags(in: room))
     }
@@ -385,12 +390,12 @@ final class Hub {
         let tags = s.tags(in: room)
         s.setTags([], in: room)
         s.forgetMemberCounts(in: room)
-        guard let slot = s.roomSlots.removeValue(forKey: room), let members = rooms[room] else { return }
+        guard let slot = s.removeRoomSlot(room), let members = rooms[room] else { return }
         members.unindex(s, tags)
         let last = members.list.removeLast()
         if last !== s {
             members.list[slot] = last
-            last.roomSlots[room] = slot
+            last.setRoomSlot(slot, in: room)
         }
         if members.list.isEmpty { rooms[room] = nil }
     }

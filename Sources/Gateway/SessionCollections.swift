@@ -1,34 +1,35 @@
 import Chat
 
-/// A session's position in each of its rooms' member lists on its loop (kept by the hub). Nearly
+/// A session's position in each of its rooms' member lists on its loop (kept by the hub), by room id
+/// (a session's rooms are all of its own app: `ClientSession.roomSlot(_:)` checks it). Nearly
 /// every session is in one room: that one is held inline, so an idle joined session carries no
 /// dictionary (about 140 bytes of heap each); further rooms go to the dictionary.
 struct RoomSlots {
-    private var first: RoomKey?
+    private var first: String?
     private var firstSlot = 0
-    private var rest: [RoomKey: Int] = [:]
+    private var rest: [String: Int] = [:]
 
-    subscript(key: RoomKey) -> Int? {
+    subscript(roomId: String) -> Int? {
         get {
-            if let first, first == key { return firstSlot }
-            return rest.isEmpty ? nil : rest[key]
+            if let first, first == roomId { return firstSlot }
+            return rest.isEmpty ? nil : rest[roomId]
         }
         set {
-            if let first, first == key {
+            if let first, first == roomId {
                 if let newValue { firstSlot = newValue } else { self.first = nil }
-            } else if first == nil, let newValue, rest[key] == nil {
-                first = key
+            } else if first == nil, let newValue, rest[roomId] == nil {
+                first = roomId
                 firstSlot = newValue
             } else {
-                rest[key] = newValue
+                rest[roomId] = newValue
             }
         }
     }
 
     @discardableResult
-    mutating func removeValue(forKey key: RoomKey) -> Int? {
-        guard let slot = self[key] else { return nil }
-        self[key] = nil
+    mutating func removeValue(forKey roomId: String) -> Int? {
+        guard let slot = self[roomId] else { return nil }
+        self[roomId] = nil
         return slot
     }
 
@@ -36,7 +37,7 @@ struct RoomSlots {
     var count: Int { (first == nil ? 0 : 1) + rest.count }
 
     /// The rooms, in no particular order.
-    var keys: [RoomKey] {
+    var keys: [String] {
         var all = Array(rest.keys)
         if let first { all.append(first) }
         return all
