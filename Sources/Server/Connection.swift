@@ -92,9 +92,31 @@ public final class Connection: EventHandler {
         var streamKeepAlive = false
         init(_ machine: HTTPConnectionStateMachine) { self.machine = machine }
     }
-    @exclusivity(unchecked) private var httpState: HTTPState?
+    /// The HTTP phase's state, or a WebSocket's permessage-deflate: never both (the upgrade ends
+    /// the one before the other begins), so one reference holds either (`httpState`, `deflate`).
+    private enum PhaseState {
+        case none
+        case http(HTTPState)
+        case deflate(Deflate)
+    }
+    @exclusivity(unchecked) private var phaseState = PhaseState.none
+    private var httpState: HTTPState? {
+        get {
+            if case .http(let state) = phaseState { return state }
+            return nil
+        }
+        set {
+            if let newValue {
+                phaseState = .http(newValue)
+            } else if case .http = phaseState {
+                phaseState = .none
+            }
+        }
+    }
     @exclusivity(unchecked) private var ws: WebSocketConnectionStateMachine?
-    var index = -1 // position in context.connections
+    /// Position in `context.connections`, -1 when not in it. (32 bits: it sits in the padding
+    /// after `ws`.)
+    var index: Int32 = -1
     @exclusivity(unchecked) private var output = OutboundQueue()
     /// ServerConfiguration.maxOutboundBytes: past it, input is not read (see `readAvailable`).
     private var maxOutboundBytes: Int { context.configuration.maxOutboundBytes }
@@ -118,15 +140,29 @@ public final class Connection: EventHandler {
         var deflater: MessageDeflater?
         init(_ parameters: PerMessageDeflateParameters) { self.parameters = parameters }
     }
-    private var deflate: Deflate?
+    /// Set once the HTTP phase is over (`PhaseState`).
+    private var deflate: Deflate? {
+        get {
+            if case .deflate(let d) = phaseState { return d }
+            return nil
+        }
+        set {
+            if let newValue {
+                precondition(httpState == nil, "permessage-deflate begins after the HTTP phase ends")
+                phaseState = .deflate(newValue)
+            } else if case .deflate = phaseState {
+                phaseState = .none
+            }
+        }
+    }
     private func updateAcceptsFrames() { acceptsFrames = phase == .webSocket && !closeFrameQueued }
 
     init(context: LoopContext, fd: Int32, peer: Socket.Address, now: Instant) {
         self.context = context
         self.fd = fd
         self.peer = peer
-        self.httpState = HTTPState(HTTPConnectionStateMachine(
-            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now))
+        self.phaseState = .http(HTTPState(HTTPConnectionStateMachine(
+            configuration: context.configuration.http, upgradePath: context.configuration.webSocket.path, now: now)))
     }
 
     func start() throws(SyscallError) {
@@ -532,17 +568,18 @@ public final class Connection: EventHandler {
             return
         }
         var inflater: MessageInflater?
+        var negotiated: Deflate?
         if let p = acceptance.deflate {
             do {
                 inflater = try MessageInflater(windowBits: 15, noContextTakeover: p.clientNoContextTakeover,
                                                maxOutputBytes: min(ws.deflate.maxInflatedBytes, ws.maxMessageBytes))
-                deflate = Deflate(p)
+                negotiated = Deflate(p)
             } catch {
                 inflater = nil
             }
         }
         var responseHead = HTTPResponseHead(status: .switchingProtocols)
-        for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: deflate?.parameters).responseHeaders {
+        for h in WebSocketHandshake.Acceptance(acceptValue: acceptance.acceptValue, deflate: negotiated?.parameters).responseHeaders {
             responseHead.headers.add(h.name, h.value)
         }
         if let subprotocol { responseHead.headers.add("Sec-WebSocket-Protocol", subprotocol) }
@@ -559,6 +596,7 @@ public final class Connection: EventHandler {
         // The actions behind the upgrade are not run (`runHTTPActions` holds the state).
         httpState?.actions.removeAll()
         httpState = nil
+        deflate = negotiated
         self.ws = WebSocketConnectionStateMachine(settings: context.webSocketSettings, inflater: inflater, now: context.now)
         wsHandler = handler
         context.metrics.webSocketsOpened.add(1, ordering: .relaxed)

@@ -123,19 +123,19 @@ final class LoopContext {
             closeDescriptor(fd)
             return
         }
-        connection.index = connections.count
+        connection.index = Int32(connections.count)
         connections.append(connection)
         metrics.accepted.add(1, ordering: .relaxed)
         metrics.open.add(1, ordering: .relaxed)
     }
 
     func remove(_ connection: Connection) {
-        let i = connection.index
+        let i = Int(connection.index)
         guard i >= 0, i < connections.count, connections[i] === connection else { return }
         let last = connections.removeLast()
         if last !== connection {
             connections[i] = last
-            last.index = i
+            last.index = Int32(i)
         }
         connection.index = -1
         metrics.open.subtract(1, ordering: .relaxed)
