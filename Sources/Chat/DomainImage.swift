@@ -282,17 +282,19 @@ extension ChatDomain {
         presenceGraceMilliseconds = image.presenceGraceMilliseconds
         for p in image.lastPrune { lastPrune[p.key] = p.value }
         deadlines = DeadlineQueue(entries: image.deadlines.map { ($0.at, $0.deadline) })
-        for s in image.sessions {
-            let id = SessionID(s.id)
-            guard sessions[id] == nil else { throw .inconsistent("session \(id) twice") }
-            var session = Session(app: s.app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
-                                  avatar: s.avatar, connectedAt: s.connectedAt)
-            session.rooms = SmallList(s.rooms)
-            sessions[id] = session
-        }
         for a in image.apps {
             guard apps[a.key] == nil else { throw .inconsistent("app \(a.key) twice") }
             apps[a.key] = try Self.app(a)
+        }
+        // After the apps: a session refers to its app's state (the domain never removes an app).
+        for s in image.sessions {
+            let id = SessionID(s.id)
+            guard sessions[id] == nil else { throw .inconsistent("session \(id) twice") }
+            guard let app = apps[s.app] else { throw .inconsistent("session \(id) of unknown app \(s.app)") }
+            var session = Session(app: app, userId: s.userId, deviceId: s.deviceId, anonymous: s.anonymous, nickname: s.nickname,
+                                  avatar: s.avatar, connectedAt: s.connectedAt)
+            session.rooms = SmallList(s.rooms)
+            sessions[id] = session
         }
     }
 

@@ -510,14 +510,18 @@ struct PresentUsers {
 /// whose key is its id: 88 bytes). The profile and the anonymous flag, which most connections do
 /// not have, are a reference, nil when the profile is empty and the session is not anonymous.
 struct Session {
-    let app: String
+    /// The session's app: a reference, not a copy of its key (8 bytes, not 16; a record is 80 bytes,
+    /// not 88). An app deleted while sessions of it remain stays alive with them, key and all.
+    let appState: AppState
+    var app: String { appState.key }
     let userId: String
     let deviceId: String
     /// When the connect was applied (PX-5 connection listings in a cluster: the entry's time).
     let connectedAt: Int64
-    /// Rooms this session is in, in join order (nearly always one: inline, no array).
-    var rooms = SmallList<String>()
     private let profile: Profile?
+    /// Rooms this session is in, in join order (nearly always one: inline, no array). Last: its 17
+    /// bytes end the record, with no padding after them.
+    var rooms = SmallList<String>()
 
     private final class Profile {
         let nickname: String
@@ -530,8 +534,8 @@ struct Session {
         }
     }
 
-    init(app: String, userId: String, deviceId: String, anonymous: Bool, nickname: String, avatar: String, connectedAt: Int64) {
-        self.app = app
+    init(app: AppState, userId: String, deviceId: String, anonymous: Bool, nickname: String, avatar: String, connectedAt: Int64) {
+        appState = app
         self.userId = userId
         self.deviceId = deviceId
         self.connectedAt = connectedAt

@@ -42,7 +42,7 @@ extension ChatDomain {
             guard anonymous != nil else { throw .invalid("userId", "a userId or an anonymous profile is required") }
             user = "anon-" + makeID()
         }
-        sessions[id] = Session(app: appKey, userId: user, deviceId: deviceId, anonymous: userId == nil,
+        sessions[id] = Session(app: app, userId: user, deviceId: deviceId, anonymous: userId == nil,
                                nickname: nickname, avatar: avatar, connectedAt: now)
         // PX-3: the user's first connection makes it online, unless it comes back within the grace.
         if userId != nil && app.userSessions[user] == nil && app.goingOffline.removeValue(forKey: user) == nil {

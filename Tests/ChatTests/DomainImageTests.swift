@@ -223,6 +223,10 @@ struct DomainImageTests {
         image = d.image()
         image.apps.append(image.apps[0])
         #expect(throws: DomainImageError.self) { try ChatDomain(image: image, makeID: { "x" }) }
+        // A session refers to its app's state: one of an app the image lacks is refused.
+        image = d.image()
+        image.sessions[0].app = "other"
+        #expect(throws: DomainImageError.self) { try ChatDomain(image: image, makeID: { "x" }) }
 
         // A room's present users are members with a session there, each once (issue 32: their
         // join-order slots live in the member records).
