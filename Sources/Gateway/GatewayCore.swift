@@ -398,6 +398,8 @@ final class GatewayCore: Sendable {
         engine.stop()
         store.stop()
         if let checkpoint { role.saveCheckpoint(checkpoint) }
+        // Nothing delivers to the hubs any more: let them (and, through them, this context) go.
+        hubs.removeAll()
     }
 }
 

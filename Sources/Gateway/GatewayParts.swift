@@ -62,6 +62,10 @@ final class HubTable: PublishedSink, FanoutPressure {
 
     func set(_ index: Int, _ hub: LoopBound<Hub>) { table.withLock { $0[index] = Entry(hub) } }
 
+    /// Forgets every hub (the gateway has stopped: its loops are done). Each hub holds the
+    /// gateway's context, which holds this table: without this the two would keep each other.
+    func removeAll() { table.withLock { $0.removeAll() } }
+
     /// The hub of `index`; call on that loop's thread.
     func hub(_ index: Int) -> Hub? { table.withLock { $0[index] }?.hub.value }
 
