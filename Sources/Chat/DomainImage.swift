@@ -107,6 +107,8 @@ struct RoomImage: Codable, Equatable, Sendable {
     var protectedSenders: [String]?
     var distributionStopped: Bool?
     var budget: BucketImage?
+    /// QS-2's shared budget (absent in images made before it).
+    var sharedBudget: BucketImage?
     var tagMutes: [KeyedValue<Int64>]?
     /// AU-4 (absent in images made before it).
     var countsOnly: [UInt64]?
@@ -256,7 +258,7 @@ extension ChatDomain {
             queue: sortedPairs(r.queue).map { KeyedValue(key: $0.0, value: $0.1) },
             historyCapacity: r.history.capacity, history: r.history.messages, historyBytes: r.history.bytes,
             historyTruncated: r.history.truncated, protectedSenders: r.protectedSenders.isEmpty ? nil : r.protectedSenders,
-            distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image,
+            distributionStopped: r.distributionStopped ? true : nil, budget: r.budget?.image, sharedBudget: r.sharedBudget?.image,
             tagMutes: r.tagMutes.isEmpty ? nil : sortedPairs(r.tagMutes).map { KeyedValue(key: $0.0, value: $0.1) },
             countsOnly: r.countsOnly.isEmpty ? nil : r.countsOnly.map(\.raw).sorted(), memberSummary: r.memberSummary)
     }
@@ -348,6 +350,7 @@ extension ChatDomain {
             room.protectedSenders = r.protectedSenders ?? []
             room.distributionStopped = r.distributionStopped ?? false
             room.budget = r.budget.map(TokenBucket.init(image:))
+            room.sharedBudget = r.sharedBudget.map(TokenBucket.init(image:))
             for t in r.tagMutes ?? [] { room.tagMutes[t.key] = t.value }
             room.countsOnly = Set((r.countsOnly ?? []).map(SessionID.init))
             room.memberSummary = r.memberSummary

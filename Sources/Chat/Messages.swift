@@ -130,15 +130,39 @@ extension ChatDomain {
         return priority == .normal ? reserve : 0
     }
 
-    /// QS-2: the room's budget after taking one message of this class (low first, then normal;
-    /// high down to the last token), and whether it could; nothing is stored.
+    /// QS-2: the rate of the budget every class but high shares: the room's rate less the reserve.
+    static func sharedRate(_ settings: AppSettings) -> Int {
+        max(1, settings.roomMessagesPerSecond * (100 - settings.highPriorityReservePercent) / 100)
+    }
+
+    /// QS-2: the room's budgets after taking one message of this class, and whether it could;
+    /// nothing is stored. Every class takes from the room's budget down to its floor
+    /// (`budgetFloor`): at any instant the reserve is left to high priority. Normal, low and
+    /// transient messages also take from the shared budget, which refills at the room's rate less
+    /// the reserve (`sharedRate`; low and transient down to half of it): over time they get at
+    /// most that share of the rate, whatever high priority leaves unused. `shared` is nil for a
+    /// high-priority message (it does not touch the shared budget).
     static func takeBudget(_ room: Room, _ priority: MessagePriority, transient: Bool, _ settings: AppSettings,
-                           now: Int64) -> (budget: TokenBucket, taken: Bool) {
+                           now: Int64) -> (budget: TokenBucket, shared: TokenBucket?, taken: Bool) {
         let rate = settings.roomMessagesPerSecond
         var budget = room.budget.flatMap { $0.rate == Double(rate) ? $0 : nil } ?? TokenBucket(rate: rate, burst: max(1, rate / 5), now: now)
         let floor = budgetFloor(priority, transient: transient, burst: budget.burst, reservePercent: settings.highPriorityReservePercent)
-        let taken = budget.take(now: now, keeping: floor)
-        return (budget, taken)
+        guard transient || priority != .high else {
+            let taken = budget.take(now: now, keeping: floor)
+            return (budget, nil, taken)
+        }
+        let sharedRate = sharedRate(settings)
+        let shared = room.sharedBudget.flatMap { $0.rate == Double(sharedRate) ? $0 : nil }
+            ?? TokenBucket(rate: sharedRate, burst: max(1, sharedRate / 5), now: now)
+        var taken = shared
+        guard taken.take(now: now, keeping: transient || priority == .low ? (shared.burst / 2).rounded(.down) : 0) else {
+            _ = budget.hasToken(now: now)
+            return (budget, taken, false)
+        }
+        if budget.take(now: now, keeping: floor) { return (budget, taken, true) }
+        var refilled = shared
+        _ = refilled.hasToken(now: now)
+        return (budget, refilled, false)
     }
 
     /// QS-2: the refusal of a message its room's budget did not take.
@@ -163,8 +187,9 @@ extension ChatDomain {
             }
             userBucket = bucket
         }
-        let (budget, taken) = Self.takeBudget(room, priority, transient: options.transient, settings, now: now)
+        let (budget, shared, taken) = Self.takeBudget(room, priority, transient: options.transient, settings, now: now)
         room.budget = budget
+        if let shared { room.sharedBudget = shared }
         guard taken else { throw Self.roomBusy(roomId, priority, transient: options.transient, settings, field: "roomId") }
         if var bucket = userBucket {
             _ = bucket.take(now: now)

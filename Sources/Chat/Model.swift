@@ -386,8 +386,10 @@ final class Room {
     var protectedSenders: [String] = []
     /// QS-6: messages are accepted, stored and sent to webhooks, but not fanned out.
     var distributionStopped = false
-    /// QS-2: the room's message budget (nil until its first message).
+    /// QS-2: the room's message budget (nil until its first message), and the share of it every
+    /// class but high takes from too (`ChatDomain.takeBudget`; nil until its first such message).
     @exclusivity(unchecked) var budget: TokenBucket?
+    @exclusivity(unchecked) var sharedBudget: TokenBucket?
     /// AU-1: how many present members carry each tag (at most `Limits.maxTagsPerRoom` tags).
     @exclusivity(unchecked) var tagCounts: [String: Int] = [:]
     /// AU-1: tags whose members may not send, and until when (ms).

@@ -52,17 +52,19 @@ extension ChatDomain {
         // Everything is checked before anything changes: every room exists and takes the message,
         // and every room's budget has room for it (taken on copies, kept only if all do).
         let app = try app(appKey)
-        var checked: [(room: Room, subject: SendSubject, audience: Audience, priority: MessagePriority, budget: TokenBucket)] = []
+        var checked: [(room: Room, subject: SendSubject, audience: Audience, priority: MessagePriority, budget: TokenBucket,
+                       shared: TokenBucket?)] = []
         for (room, subject, audience) in try checkEachRoom(appKey, roomIds, sender, kind, content, options, now) {
             let priority = Self.priority(of: subject.userId, options, app: app.settings, room: room)
-            let (budget, taken) = Self.takeBudget(room, priority, transient: options.transient, app.settings, now: now)
+            let (budget, shared, taken) = Self.takeBudget(room, priority, transient: options.transient, app.settings, now: now)
             guard taken else { throw Self.roomBusy(room.key.roomId, priority, transient: options.transient, app.settings, field: "roomIds") }
-            checked.append((room, subject, audience, priority, budget))
+            checked.append((room, subject, audience, priority, budget, shared))
         }
         var messages: [ChatMessage] = []
         messages.reserveCapacity(checked.count)
         for c in checked {
             c.room.budget = c.budget
+            if let shared = c.shared { c.room.sharedBudget = shared }
             messages.append(emit(app, c.room, c.subject, kind, options, priority: c.priority, audience: c.audience, sender: sender, now, &out))
         }
         return .messages(messages)
