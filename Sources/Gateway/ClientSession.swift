@@ -422,7 +422,8 @@ final class ClientSession: WebSocketHandler {
         }
         guard let envelope = OpTable.envelope(bytes) else {
             // Without an id the answer cannot be matched: the error, then close 4000 (as documented).
-            reply(nil, error: GatewayError(.badRequest, "a message is {\"id\": number, \"op\": string, \"args\": object}", field: "op"))
+            reply(nil, error: GatewayError(.badRequest, "a message is {\"id\": number, \"op\": string, \"args\": object}",
+                                           field: OpTable.envelopeField(bytes)))
             close(.badRequest, "not a protocol message")
             return
         }

@@ -142,10 +142,44 @@ public func decodeBody<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws
     do {
         return try JSONDecoder().decode(T.self, from: data)
     } catch let error as DecodingError {
-        throw describe(error)
+        throw describe(error, in: data)
     } catch {
         throw ChatError(.invalidParameter, "the body is not valid JSON", field: "body")
     }
+}
+
+/// As `describe(_:)`, for a failure decoding `data`: Foundation's decoder reports a number that
+/// does not fit its integer field (`1.5`, `1e30`, `9223372036854775808`) as corrupted data with no
+/// field, so a body that is JSON after all names the first number that is not a 64-bit integer.
+func describe(_ error: DecodingError, in data: Data) -> ChatError {
+    if case .dataCorrupted(let ctx) = error, ctx.codingPath.isEmpty, let field = firstNonIntegerNumber(in: data) {
+        return ChatError(.invalidParameter, "\(field) must be an integer (a whole number of at most 64 bits)", field: field)
+    }
+    return describe(error)
+}
+
+/// The path (as `describe` writes it) of the first number in `data` that is not a 64-bit integer,
+/// if `data` is JSON; keys are visited in sorted order.
+func firstNonIntegerNumber(in data: Data) -> String? {
+    guard let root = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return nil }
+    func walk(_ value: Any, _ path: String) -> String? {
+        switch value {
+        case let object as [String: Any]:
+            for key in object.keys.sorted() {
+                if let found = walk(object[key]!, path.isEmpty ? key : path + "." + key) { return found }
+            }
+        case let array as [Any]:
+            for (i, element) in array.enumerated() {
+                if let found = walk(element, path + "[\(i)]") { return found }
+            }
+        case let number as NSNumber:
+            if Int64(number.stringValue) == nil { return path.isEmpty ? "body" : path }
+        default:
+            break
+        }
+        return nil
+    }
+    return walk(root, "")
 }
 
 func describe(_ error: DecodingError) -> ChatError {

@@ -521,7 +521,7 @@ public enum OpenAPIDocument {
     public static var messageOptions: [String: [String: Any]] {
         [
             "priority": ["type": "string", "enum": MessagePriority.allCases.reversed().map(\.rawValue),
-                         "description": "QS-1: the message's class (default normal; the app's protected senders and types make it high whatever is asked, its low-priority types make it low when none is asked). Under overload low messages are refused and dropped first, then normal ones; high ones never are dropped. ZIM's levels map as low → low, medium → normal, high → high"],
+                         "description": "QS-1: the message's class (default normal; the app's protected senders and types make it high whatever is asked, its low-priority types make it low when none is asked). Under overload low messages are refused and dropped first, then normal ones; high ones never are dropped. only these three names are taken: for ZIM's levels low, medium, high send low, normal, high"],
             "messageType": ["type": "string", "minLength": 1, "maxLength": SettingsLimits.maxMessageTypeBytes,
                             "description": "QS-1: the message's type name (e.g. RongCloud's RC:TxtMsg or the app's own), matched against the app's lowPriorityMessageTypes and protectedMessageTypes"],
             "transient": bool("QS-5 (ZIM barrage): not stored, not in the room's stream (no offset, not replayed), sent to webhooks only when the app's transientWebhooks is on, dropped first"),

@@ -86,8 +86,9 @@ extension Op {
             do {
                 decoded = try JSONDecoder().decode(ArgsOf<T>.self, from: data).args
             } catch let e as DecodingError {
-                let err = describe(e)
-                let field = err.field.map { $0 == "body" ? "args" : "args." + $0.replacingOccurrences(of: "args.", with: "") }
+                let err = describe(e, in: data)
+                // The decoder's path starts at the message (`args.limit`); a failure of `args` as a whole is `args`.
+                let field = err.field.map { $0 == "body" || $0 == "args" ? "args" : "args." + $0.replacingOccurrences(of: "args.", with: "") }
                 throw ChatError(err.code, err.message, field: field)
             } catch {
                 throw ChatError(.invalidParameter, "args could not be read", field: "args")
@@ -120,6 +121,20 @@ public enum OpTable {
     /// The op `message` names, with its id; a refusal when it is not `{"id": number, "op": string}`.
     public static func envelope(_ message: [UInt8]) -> Envelope? {
         try? JSONDecoder().decode(Envelope.self, from: Data(message))
+    }
+
+    /// The envelope field a message that is not `{"id", "op", "args"}` got wrong: `id` when it is
+    /// there and not an integer, otherwise `op`.
+    public static func envelopeField(_ message: [UInt8]) -> String {
+        struct IdOnly: Decodable { var id: Int? }
+        let data = Data(message)
+        do {
+            _ = try JSONDecoder().decode(IdOnly.self, from: data)
+        } catch let e as DecodingError {
+            if case .typeMismatch(_, let ctx) = e, ctx.codingPath.first?.stringValue == "id" { return "id" }
+            if firstNonIntegerNumber(in: data) == "id" { return "id" }
+        } catch {}
+        return "op"
     }
 
     private typealias S = OpenAPIDocument
@@ -180,7 +195,7 @@ public enum OpTable {
             .with("room.switch", "Leave one room and enter another in one step", spec: ["ZIM-6"], args: SwitchRequest.self, schema: {
                 S.obj(with(["from": S.id, "to": S.ref("CreateRoom"), "createIfMissing": S.bool()], profile()), required: ["from", "to"])
             }, reply: "JoinReply") { a, c throws(ChatError) in .command(try a.command(c.session)) },
-            .with("room.send", "Send a message to the room (everyone else receives it). When the app has a before-send hook (PX-4) the message is sent only after the hook's verdict, with the hook's replacement content if it gave one: 40303 when the hook drops it, 50302 when the hook gave no verdict and the app fails closed; a connection's messages keep their order. priority (high, normal, low; ZIM's high, medium, low map to high, normal, low) and messageType decide the message's class, transient sends it outside the stream (QS-1, QS-5); past the room's budget low, then normal messages are refused with 42902 (QS-2)", spec: ["NIM-8", "RC-7", "NIM-3", "PX-4", "QS-1", "QS-2", "QS-5"],
+            .with("room.send", "Send a message to the room (everyone else receives it). When the app has a before-send hook (PX-4) the message is sent only after the hook's verdict, with the hook's replacement content if it gave one: 40303 when the hook drops it, 50302 when the hook gave no verdict and the app fails closed; a connection's messages keep their order. priority (high, normal or low; for ZIM's levels high, medium, low send high, normal, low) and messageType decide the message's class, transient sends it outside the stream (QS-1, QS-5); past the room's budget low, then normal messages are refused with 42902 (QS-2)", spec: ["NIM-8", "RC-7", "NIM-3", "PX-4", "QS-1", "QS-2", "QS-5"],
                   args: Addressed<RoomAddress, SendMessageRequest>.self, schema: {
                       S.obj(["roomId": S.id, "type": enumeration(["text", "custom"]), "content": ["type": "string", "minLength": 1, "maxLength": Limits.defaultMaxMessageBytes, "description": "At most the app's maxMessageBytes bytes (default \(Limits.defaultMaxMessageBytes))"]]
                                 .merging(S.messageOptions) { a, _ in a },

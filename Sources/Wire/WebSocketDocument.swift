@@ -344,6 +344,10 @@ public enum WebSocketDocument {
               connection with 4000). Its answer is
               `{"id": 7, "ok": {...}}` or `{"id": 7, "error": {"code": 23406, "message": "...", "field": "roomId"}}`
               with the codes of [errors.md](errors.md). Answers come in the order commands were sent.
+              An error's `field` is `args.<name>` when `args` could not be read as the op's arguments (one
+              missing, or of the wrong type: `args.roomId`), `args` when `args` is not an object, and the
+              argument's own name, as REST names it, when its value is refused (`roomId`, `priority`); a
+              message that is not a protocol message names `id` (not an integer) or `op`.
             - An event is `{"ev": "room.message", "roomId": "r1", "epoch": "...", "offset": 42, "data": {...}}`.
               Events of a room's stream carry `epoch` and `offset`: offsets rise by one per event of that
               room, so a gap shows a missed event. To resume after a reconnect, join with

@@ -72,6 +72,25 @@ struct HardeningTests {
             #expect(error?["id"] is NSNull)
             #expect(((error?["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue == ErrorCode.badRequest.rawValue)
             #expect(code == CloseCode.badRequest.rawValue)
+            // An id that is not an integer is named as the field at fault.
+            for id in ["4.5", "[1,2]", "\"7\""] {
+                let e = try g.client("eve")
+                try e.ws.sendText(#"{"id":\#(id),"op":"room.info","args":{"roomId":"x"}}"#)
+                var field: String?
+                var closed: UInt16?
+                read: while true {
+                    switch try e.ws.readFrame(timeout: 5) {
+                    case .text(let s):
+                        let m = (try JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+                        if let err = m["error"] as? [String: Any] { field = err["field"] as? String }
+                    case .close(let cc, _):
+                        closed = cc
+                        break read
+                    default: continue
+                    }
+                }
+                #expect(field == "id" && closed == CloseCode.badRequest.rawValue, "\(id): \(field ?? "-") \(closed ?? 0)")
+            }
             #expect(CloseCode.badRequest.reconnect == .never)
             // An unknown op with a valid envelope is only an error: the connection stays.
             let d = try g.client("dan")

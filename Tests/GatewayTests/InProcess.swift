@@ -471,16 +471,21 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
         if let args { msg["args"] = args }
         let text = String(decoding: try JSONSerialization.data(withJSONObject: msg), as: UTF8.self)
         FrameLog.record(logId, "out", text)
+        let m = try commandText(text, id: id, timeout: timeout)
+        if let error = m["error"] as? [String: Any] { try ErrorTableCheck.wsError(error) }
+        return m
+    }
+
+    /// Sends `text` as it is (a command however malformed) and waits for the answer with `id`
+    /// (events that arrive meanwhile are kept).
+    func commandText(_ text: String, id: Int, timeout: Double = 5) throws -> [String: Any] {
         send(text)
         let deadline = Date().addingTimeInterval(timeout)
         while let m = try next(until: deadline) {
-            if let rid = m["id"] as? Int, rid == id, m["ev"] == nil {
-                if let error = m["error"] as? [String: Any] { try ErrorTableCheck.wsError(error) }
-                return m
-            }
+            if let rid = m["id"] as? Int, rid == id, m["ev"] == nil { return m }
             if m["ev"] != nil { events.append(m) }
         }
-        throw TestKitError.timeout("no answer to \(op)")
+        throw TestKitError.timeout("no answer to \(text)")
     }
 
     @discardableResult

@@ -119,6 +119,15 @@ struct InProcessTests {
         #expect((noRoom["error"] as? [String: Any])?["field"] as? String == "args.roomId")
         let wrongType = try c.command("manage.mute", ["roomId": "r", "userIds": "bob"])
         #expect((wrongType["error"] as? [String: Any])?["field"] as? String == "args.userIds")
+        // `args` that is not an object is `args`; a number that is not an integer names its field
+        // (Foundation's decoder names none for it); neither closes the connection.
+        let arrayArgs = try c.commandText(#"{"id":900,"op":"room.info","args":[]}"#, id: 900)
+        #expect((arrayArgs["error"] as? [String: Any])?["field"] as? String == "args", "\(arrayArgs)")
+        for limit in ["1.5", "1e30", "9223372036854775808"] {
+            let fractional = try c.commandText(#"{"id":901,"op":"room.history","args":{"roomId":"r","limit":\#(limit)}}"#, id: 901)
+            #expect((fractional["error"] as? [String: Any])?["field"] as? String == "args.limit", "\(fractional)")
+            #expect((fractional["error"] as? [String: Any])?["code"] as? Int == ErrorCode.invalidParameter.rawValue)
+        }
         let already = try c.command("connect", ["token": "x"])
         #expect((already["error"] as? [String: Any])?["code"] as? Int == ErrorCode.badRequest.rawValue)
         // Every op of the table is known to the dispatcher (none answers "unknown op").

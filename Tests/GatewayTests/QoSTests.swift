@@ -79,6 +79,13 @@ struct QoSTests {
             let r = try Self.send(rest, "r", "bad", extra: extra)
             #expect(r.status == 400 && r.json.int("code") == 1002 && r.json.str("field") == field, "\(r.text)")
         }
+        // A budget that is not a whole number names its field, as one out of bounds does, and
+        // changes nothing.
+        for value in [1.5, 1e30] {
+            let r = try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": value])
+            #expect(r.status == 400 && r.json.int("code") == 1002 && r.json.str("field") == "roomMessagesPerSecond", "\(r.text)")
+        }
+        #expect(try rest.call("GET", "/v1/settings").json.int("roomMessagesPerSecond") == Limits.defaultRoomMessagesPerSecond)
         // A WebSocket client asks for a class the same way.
         let reply = try bob.command("room.send", ["roomId": "r", "content": "x", "priority": "sometimes"])
         #expect(reply.obj("error").int("code") == 1002 && reply.obj("error").str("field") == "priority")
