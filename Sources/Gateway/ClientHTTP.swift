@@ -184,10 +184,11 @@ struct ClientHTTPRoutes: Sendable {
         if r.method == .HEAD { return .respond(Response.json(.ok, [UInt8]())) }
         var wait = Limits.defaultPollWaitSeconds
         if let w = r.query("wait") {
-            guard let seconds = Int(w), seconds >= 0 else {
+            // Digits only (the request head bounds how many); more than the bound is taken as the bound.
+            guard !w.isEmpty, w.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
                 return .respond(Self.refuse(.invalidParameter, "wait is a whole number of seconds (at most \(Limits.maxPollWaitSeconds))", field: "wait"))
             }
-            wait = min(seconds, Limits.maxPollWaitSeconds)
+            wait = min(Int(w) ?? Limits.maxPollWaitSeconds, Limits.maxPollWaitSeconds)
         }
         if let id = r.query("stream") {
             let claims: TokenClaims
