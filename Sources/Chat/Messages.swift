@@ -264,8 +264,9 @@ extension ChatDomain {
                              _ out: inout Outcome) throws(ChatError) -> Reply {
         let app = try app(appKey)
         let room = try room(app, roomId)
-        guard !users.isEmpty, users.count <= Limits.maxUsersPerCall else {
-            throw .invalid("userIds", "give 1 to \(Limits.maxUsersPerCall) user ids")
+        // A call names no more users than a room may protect (the schema's bound: one list).
+        guard !users.isEmpty, users.count <= Limits.maxProtectedSendersPerRoom else {
+            throw .invalid("userIds", "give 1 to \(Limits.maxProtectedSendersPerRoom) user ids")
         }
         for u in users { try Validate.userId(u, field: "userIds") }
         let current = room.protectedSenders

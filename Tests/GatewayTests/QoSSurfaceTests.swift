@@ -172,6 +172,11 @@ struct QoSSurfaceTests {
         }
         let nativeSixth = try rest.call("POST", "/v1/rooms/r/protected-senders", ["userIds": ["sixth"]])
         #expect(nativeSixth.status == 400 && nativeSixth.json.int("code") == 1002 && nativeSixth.json.str("field") == "userIds")
+        // A call names at most as many users as a room may protect, removals too (the schema's
+        // maxItems), and the refusal says that bound.
+        let sixIds = try rest.call("DELETE", "/v1/rooms/r/protected-senders?userIds=" + (five + ["sixth"]).joined(separator: ","))
+        #expect(sixIds.status == 400 && sixIds.json.int("code") == 1002 && sixIds.json.str("field") == "userIds"
+                && sixIds.json.str("message")?.contains("1 to \(Limits.maxProtectedSendersPerRoom)") == true, "\(sixIds.text)")
         // Missing users, an unknown room: the vendor's codes and fields.
         let none = try rest.vendor(.rongCloud, "/chatroom/user/whitelist/add.json", [("chatroomId", "r")])
         #expect(none.status == 400 && none.json.int("code") == 1002 && none.json.str("field") == "userId")
