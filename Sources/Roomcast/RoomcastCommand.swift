@@ -85,6 +85,9 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Seconds a request head may take after its first byte before 408 [ROOMCAST_HEADER_TIMEOUT].")
     var headerTimeout: Int = environment("ROOMCAST_HEADER_TIMEOUT").flatMap(Int.init) ?? 10
 
+    @Option(help: "Seconds a request body may take after its head before 408 [ROOMCAST_BODY_TIMEOUT].")
+    var bodyTimeout: Int = environment("ROOMCAST_BODY_TIMEOUT").flatMap(Int.init) ?? 30
+
     @Option(help: "Seconds an idle keep-alive connection is kept [ROOMCAST_KEEPALIVE_TIMEOUT].")
     var keepAliveTimeout: Int = environment("ROOMCAST_KEEPALIVE_TIMEOUT").flatMap(Int.init) ?? 75
 
@@ -251,7 +254,7 @@ struct RoomcastCommand: ParsableCommand {
         }
         guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
         guard wsPath.hasPrefix("/") else { throw ValidationError("--ws-path must start with /") }
-        for (name, v) in [("--header-timeout", headerTimeout), ("--keep-alive-timeout", keepAliveTimeout),
+        for (name, v) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout), ("--keep-alive-timeout", keepAliveTimeout),
                           ("--ping-interval", pingInterval), ("--pong-timeout", pongTimeout), ("--drain-timeout", drainTimeout),
                           ("--connect-timeout", connectTimeout), ("--resume-events", resumeEvents), ("--resume-seconds", resumeSeconds),
                           ("--sse-heartbeat", sseHeartbeat)] {
@@ -399,6 +402,7 @@ struct RoomcastCommand: ParsableCommand {
         c.eventLoops = eventLoops
         c.http.limits.maxBodyBytes = maxBodyBytes
         c.http.headerTimeout = .seconds(headerTimeout)
+        c.http.bodyTimeout = .seconds(bodyTimeout)
         c.http.keepAliveTimeout = .seconds(keepAliveTimeout)
         c.http.maxRequestsPerConnection = maxRequestsPerConnection
         c.webSocket.path = wsPath

@@ -185,6 +185,23 @@ struct BlackBoxHTTPTests {
         }
     }
 
+    // A body that stops coming (a slow POST) gets 408 with its code once --body-timeout has passed
+    // since the head, and a close.
+    @Test func aStalledBodyGets408() async throws {
+        try await offPool { () throws in
+            let (server, port) = try startRoomcast(["--body-timeout", "1"])
+            defer { server.kill9() }
+            let c = try TCPClient(port: port, timeout: 5)
+            try c.send("POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"roomId\"")
+            let start = Date()
+            let r = try c.readResponse()
+            #expect(r.status == 408)
+            #expect(r.text.contains("40800"), "\(r.text)")
+            #expect(Date().timeIntervalSince(start) < 4)
+            #expect(c.waitForClose())
+        }
+    }
+
     @Test func idleKeepAliveIsClosed() async throws {
         try await offPool { () throws in
             let (server, port) = try startRoomcast(["--keep-alive-timeout", "1"])
@@ -222,7 +239,7 @@ struct BlackBoxHTTPTests {
         try await offPool { () throws in
             let process = try RunningProcess(path: try productPath("roomcast"), arguments: ["--help"])
             #expect(process.waitForExit() == 0)
-            for option in ["--host", "--port", "--max-body-bytes", "--header-timeout", "--ws-path", "ROOMCAST_PORT"] {
+            for option in ["--host", "--port", "--max-body-bytes", "--header-timeout", "--body-timeout", "--ws-path", "ROOMCAST_PORT"] {
                 #expect(process.log.contains(option), "\(option)")
             }
         }
