@@ -100,18 +100,14 @@ public final class Connection: EventHandler {
         case deflate(Deflate)
     }
     @exclusivity(unchecked) private var phaseState = PhaseState.none
+    /// The HTTP phase's state, until the connection is upgraded or closed (`endHTTPPhase`).
     private var httpState: HTTPState? {
-        get {
-            if case .http(let state) = phaseState { return state }
-            return nil
-        }
-        set {
-            if let newValue {
-                phaseState = .http(newValue)
-            } else if case .http = phaseState {
-                phaseState = .none
-            }
-        }
+        if case .http(let state) = phaseState { return state }
+        return nil
+    }
+    /// Lets the HTTP phase's state go (a WebSocket's deflate state stays).
+    private func endHTTPPhase() {
+        if case .http = phaseState { phaseState = .none }
     }
     @exclusivity(unchecked) private var ws: WebSocketConnectionStateMachine?
     /// Position in `context.connections`, -1 when not in it. (32 bits: it sits in the padding
@@ -140,20 +136,10 @@ public final class Connection: EventHandler {
         var deflater: MessageDeflater?
         init(_ parameters: PerMessageDeflateParameters) { self.parameters = parameters }
     }
-    /// Set once the HTTP phase is over (`PhaseState`).
+    /// Set at the upgrade, once the HTTP phase is over (`PhaseState`).
     private var deflate: Deflate? {
-        get {
-            if case .deflate(let d) = phaseState { return d }
-            return nil
-        }
-        set {
-            if let newValue {
-                precondition(httpState == nil, "permessage-deflate begins after the HTTP phase ends")
-                phaseState = .deflate(newValue)
-            } else if case .deflate = phaseState {
-                phaseState = .none
-            }
-        }
+        if case .deflate(let d) = phaseState { return d }
+        return nil
     }
     private func updateAcceptsFrames() { acceptsFrames = phase == .webSocket && !closeFrameQueued }
 
@@ -595,8 +581,8 @@ public final class Connection: EventHandler {
         if context.configuration.webSocketSendBufferBytes > 0 { Socket.setSendBuffer(fd, bytes: context.configuration.webSocketSendBufferBytes) }
         // The actions behind the upgrade are not run (`runHTTPActions` holds the state).
         httpState?.actions.removeAll()
-        httpState = nil
-        deflate = negotiated
+        endHTTPPhase()
+        if let negotiated { phaseState = .deflate(negotiated) }
         self.ws = WebSocketConnectionStateMachine(settings: context.webSocketSettings, inflater: inflater, now: context.now)
         wsHandler = handler
         context.metrics.webSocketsOpened.add(1, ordering: .relaxed)
@@ -813,7 +799,7 @@ public final class Connection: EventHandler {
         Socket.shutdownWrite(fd)
         notifyClosed()
         phase = .lingering(deadline: context.now + context.configuration.http.lingerTimeout)
-        httpState = nil
+        endHTTPPhase()
         ws = nil
         // Input already waiting raises no new edge: drain it now.
         readAvailable()
@@ -823,7 +809,7 @@ public final class Connection: EventHandler {
         if phase == .closed { return }
         notifyClosed()
         phase = .closed
-        httpState = nil
+        endHTTPPhase()
         ws = nil
         output.removeAll()
         if let registration { context.loop.deregister(registration) }
