@@ -167,38 +167,38 @@ struct BlackBoxHTTPTests {
         }
     }
 
-    @Test func slowlorisGets408() async throws {
+    /// Starts roomcast with `option` at one second, lets `feed` write a request that never
+    /// completes, and expects 408 (its body naming `code`) within four seconds, then a close.
+    private func expect408(_ option: String, code: String, _ feed: @escaping (TCPClient) throws -> Void) async throws {
         try await offPool { () throws in
-            let (server, port) = try startRoomcast(["--header-timeout", "1"])
+            let (server, port) = try startRoomcast([option, "1"])
             defer { server.kill9() }
             let c = try TCPClient(port: port, timeout: 5)
-            try c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
             let start = Date()
-            for _ in 0..<3 {
-                usleep(300_000)
-                try? c.send("X-Drip: 1\r\n")
-            }
+            try feed(c)
             let r = try c.readResponse()
             #expect(r.status == 408)
+            #expect(r.text.contains(code), "\(r.text)")
             #expect(Date().timeIntervalSince(start) < 4)
             #expect(c.waitForClose())
         }
     }
 
-    // A body that stops coming (a slow POST) gets 408 with its code once --body-timeout has passed
-    // since the head, and a close.
+    @Test func slowlorisGets408() async throws {
+        try await expect408("--header-timeout", code: "40800") { c in
+            try c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            for _ in 0..<3 {
+                usleep(300_000)
+                try? c.send("X-Drip: 1\r\n")
+            }
+        }
+    }
+
+    // A body that stops coming (a slow POST) gets 408 once --body-timeout has passed since the
+    // head, and a close.
     @Test func aStalledBodyGets408() async throws {
-        try await offPool { () throws in
-            let (server, port) = try startRoomcast(["--body-timeout", "1"])
-            defer { server.kill9() }
-            let c = try TCPClient(port: port, timeout: 5)
+        try await expect408("--body-timeout", code: "40800") { c in
             try c.send("POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"roomId\"")
-            let start = Date()
-            let r = try c.readResponse()
-            #expect(r.status == 408)
-            #expect(r.text.contains("40800"), "\(r.text)")
-            #expect(Date().timeIntervalSince(start) < 4)
-            #expect(c.waitForClose())
         }
     }
 
