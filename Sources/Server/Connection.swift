@@ -288,9 +288,21 @@ public final class Connection: EventHandler {
         }
     }
 
+    /// QS-3: when the output last moved: the kernel took more of the queue (or output was first
+    /// queued), or, seen at a tick, the kernel's unacknowledged bytes fell.
+    var lastMoved: Instant { max(lastProgress, progress.lastTaken ?? lastProgress) }
+
     func tick(now: Instant) {
+        guard phase != .closed else { return }
+        // QS-3: while output waits, and while a pong is awaited, the kernel's unacknowledged bytes
+        // say whether the peer still reads: Linux reports the socket writable again only once a
+        // third of its send buffer has drained, which takes a slow reader longer than a send
+        // timeout, and a pong waits behind what the peer has not read.
+        let awaitingPong = phase == .webSocket && ws?.awaitingPong == true
+        let unsent = awaitingPong || !output.isEmpty ? Socket.unsentBytes(fd) : nil
+        let drained = progress.tick(now: now, unsent: unsent, patience: context.configuration.sendTimeout)
         // QS-3: output that made no progress for the send timeout (nginx's send_timeout).
-        if !output.isEmpty, phase != .closed, now - lastProgress > context.configuration.sendTimeout {
+        if !output.isEmpty, now - lastMoved > context.configuration.sendTimeout {
             context.metrics.sendTimeouts.add(1, ordering: .relaxed)
             context.logger.info("closing a connection whose output made no progress for the send timeout",
                                 metadata: ["connection.peer": "\(peer)", "queued": "\(output.heldBytes)"])
@@ -304,10 +316,6 @@ public final class Connection: EventHandler {
             if !state.actions.isEmpty { runHTTPActions() }
         case .webSocket:
             var actions: [WebSocketConnectionAction] = []
-            // QS-3: while a pong is awaited, the kernel's unacknowledged bytes say whether the
-            // peer is still reading (a slow reader takes what sits before the ping at its pace).
-            let unsent = ws!.awaitingPong ? Socket.unsentBytes(fd) : nil
-            let drained = progress.tick(now: now, unsent: unsent, patience: context.configuration.sendTimeout)
             ws!.tick(now: now, outputDrainedAt: drained, into: &actions)
             if !actions.isEmpty { perform(actions) }
         case .lingering(let deadline):

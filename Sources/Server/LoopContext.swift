@@ -252,7 +252,7 @@ final class LoopContext {
         let budget = configuration.maxTotalOutboundBytes
         guard total > budget, held > 0 else { return }
         var share = Int(Double(total - budget) * Double(held) / Double(total)) + 1
-        let stalest = connections.filter { $0.queuedBytes > 0 }.sorted { (a: Connection, b: Connection) in a.lastProgress < b.lastProgress }
+        let stalest = connections.filter { $0.queuedBytes > 0 }.sorted { (a: Connection, b: Connection) in a.lastMoved < b.lastMoved }
         for c in stalest where share > 0 {
             share -= c.queuedBytes
             metrics.shedForBudget.add(1, ordering: .relaxed)

@@ -1,8 +1,10 @@
 import Reactor
 
-/// QS-3: when a WebSocket's peer was last seen taking output, as its pong timeout counts it. A
-/// slow reader's pong waits behind everything it has not read yet, so a late pong alone does not
-/// say the peer is gone. Pure: the connection feeds it what it writes and what the kernel holds.
+/// QS-3: when a connection's peer was last seen taking output, as its pong timeout and its send
+/// timeout count it. A slow reader's pong waits behind everything it has not read yet, so a late
+/// pong alone does not say the peer is gone; and a slow reader's socket turns writable again only
+/// once a third of its send buffer has drained, so a write that waits alone does not say it either.
+/// Pure: the connection feeds it what it writes and what the kernel holds.
 ///
 /// The peer took output when the kernel accepted more of the connection's queue, or when the
 /// kernel's unacknowledged bytes fell between two ticks. A reader slow enough that TCP's receive
@@ -18,7 +20,7 @@ public struct OutputProgress: Sendable {
 
     /// When the peer last visibly took output.
     public var lastTaken: Instant? { taken == .max ? nil : Instant(nanoseconds: taken) }
-    /// The kernel's unacknowledged bytes at the last tick while a pong was awaited.
+    /// The kernel's unacknowledged bytes at the last tick while a pong was awaited or output waited.
     private var lastUnsent: Int? {
         get { unsentAtLastTick == .min ? nil : unsentAtLastTick }
         set { unsentAtLastTick = newValue ?? .min }
@@ -29,8 +31,8 @@ public struct OutputProgress: Sendable {
     /// The kernel accepted some of the queue.
     public mutating func wrote(at now: Instant) { taken = min(now.nanoseconds, .max - 1) }
 
-    /// A tick: the kernel's unacknowledged bytes while a pong is awaited (nil otherwise, or when
-    /// they cannot be read). Returns when the pong timeout should count from.
+    /// A tick: the kernel's unacknowledged bytes while a pong is awaited or output waits (nil
+    /// otherwise, or when they cannot be read). Returns when the pong timeout should count from.
     public mutating func tick(now: Instant, unsent: Int?, patience: Duration) -> Instant? {
         guard let unsent else {
             lastUnsent = nil

@@ -1,7 +1,9 @@
+import Foundation
 import HTTP1
 import Reactor
 import Testing
 import TestKit
+import WebSocket
 @testable import Server
 #if canImport(Glibc)
 import Glibc
@@ -45,6 +47,47 @@ struct OutputBudgetTests {
                 let other = try TCPClient(port: server.port)
                 try other.send(Array("GET /small HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
                 #expect(try other.readResponse().text == "ok")
+            }
+        }
+    }
+
+    /// Sends `count` binary messages of `size` bytes as soon as the WebSocket opens.
+    final class Burst: WebSocketHandler, Sendable {
+        let count: Int, size: Int
+        init(count: Int, size: Int) {
+            self.count = count
+            self.size = size
+        }
+        func webSocketDidOpen(_ connection: Connection) {
+            let payload = [UInt8](repeating: 0x62, count: size)
+            for _ in 0..<count { connection.send(.binary(payload)) }
+        }
+        func webSocket(_ connection: Connection, didReceive message: WebSocketMessage) {}
+        func webSocketDidClose(_ connection: Connection, code: WebSocketCloseCode?) {}
+    }
+
+    // A reader that is slow but steady is not closed for the send timeout. Linux reports its socket
+    // writable again only once a third of the send buffer has drained (a WebSocket's is fixed at
+    // 128 KiB, which the kernel doubles: about 85 KB, five seconds at this pace), so no write
+    // succeeds for longer than the timeout; the kernel's unacknowledged bytes falling between two
+    // ticks count as progress. Once it stops reading, it is closed.
+    @Test func aSlowSteadyReaderIsNotClosedForTheSendTimeout() async throws {
+        try await offPool { () throws in
+            let burst = Burst(count: 64, size: 16 * 1024)
+            try withServer(upgradeHandler: { _, _, _ in .accept(burst) }, configure: { $0.sendTimeout = .seconds(2) }) { server in
+                let ws = try WSClient(port: server.port, path: "/ws", receiveBuffer: 4096)
+                // About 16 KB/s (what a 4 KiB receive buffer holds, four times a second) for 7 s.
+                let end = Date().addingTimeInterval(7)
+                var read = 0
+                while Date() < end {
+                    usleep(250_000)
+                    read += try ws.tcp.readSome().count
+                }
+                #expect(read > 40_000 && read < 200_000, "read \(read) bytes")
+                #expect(server.metrics.sendTimeouts == 0, "a reader that keeps reading is not timed out")
+                #expect(server.metrics.open == 1)
+                // Stopped, it is closed after the send timeout.
+                #expect(eventually(10) { server.metrics.sendTimeouts == 1 }, "closed once it stopped reading")
             }
         }
     }
