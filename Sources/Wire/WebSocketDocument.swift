@@ -343,7 +343,12 @@ public enum WebSocketDocument {
               client chooses, echoed in the answer; a string `id` is not a protocol message, so it closes the
               connection with 4000). Its answer is
               `{"id": 7, "ok": {...}}` or `{"id": 7, "error": {"code": 23406, "message": "...", "field": "roomId"}}`
-              with the codes of [errors.md](errors.md). Answers come in the order commands were sent.
+              with the codes of [errors.md](errors.md). Match answers to commands by `id`: commands that
+              change state (sends, joins, leaves, moderation) take effect, and are answered, in the order
+              they were sent, but an answer the gateway gives at once (an unknown op, an argument it
+              cannot read, a refused token refresh, a rate limit, a full before-send queue) and a query's
+              answer (`room.info`, `room.history`, ...) may come before the answers of commands sent
+              earlier.
               An error's `field` is `args.<name>` when `args` could not be read as the op's arguments (one
               missing, or of the wrong type: `args.roomId`), `args` when `args` is not an object, and the
               argument's own name, as REST names it, when its value is refused (`roomId`, `priority`); a
