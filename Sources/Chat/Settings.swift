@@ -194,7 +194,8 @@ public struct BeforeSendPatch: Equatable, Sendable, Codable {
         var s: BeforeSendSettings
         if let url {
             guard url.utf8.count <= L.maxBeforeSendURLBytes,
-                  url.hasPrefix("http://") || url.hasPrefix("https://"), url.utf8.count > 8 else {
+                  // Schemes are case-insensitive (RFC 3986 §3.1), as the egress check takes them.
+                  url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.utf8.count > 8 else {
                 throw .invalid("beforeSend.url", "beforeSend.url must be an absolute http or https URL of at most \(L.maxBeforeSendURLBytes) bytes (\"\" removes the hook)")
             }
             s = current ?? BeforeSendSettings(url: url)

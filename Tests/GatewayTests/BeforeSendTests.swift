@@ -312,5 +312,7 @@ struct BeforeSendTests {
         let ok = try rest.call("PATCH", "/v1/settings", ["beforeSend": ["url": "https://example.com/hook", "timeoutMs": 50, "signing": "nim"]])
         #expect(ok.status == 200 && ok.json.obj("beforeSend").int("timeoutMs") == 50 && ok.json.obj("beforeSend").str("signing") == "nim")
         #expect(ok.json.obj("beforeSend")["bypassServerMessages"] as? Bool == false)
+        // A scheme in capitals is the same scheme (RFC 3986 §3.1).
+        #expect(try rest.call("PATCH", "/v1/settings", ["beforeSend": ["url": "HTTPS://example.com/hook"]]).status == 200)
     }
 }
