@@ -53,8 +53,9 @@ public enum EventStreamDocument {
             | `close` | `{"code", "reason"}`: the close code and reason a WebSocket would get (websocket.md, "Close codes") | last, before the server ends the stream |
             | `error` | an answer the server could not match to a command (`{"id": null, "error"}`) | rarely |
 
-            A comment line (`: heartbeat`) is sent on a stream that sent nothing for the heartbeat
-            interval (`--sse-heartbeat`, default \(Limits.defaultSSEHeartbeatSeconds) s), so that proxies keep it open.
+            A comment line (`: heartbeat`) keeps proxies from closing a quiet stream: every heartbeat
+            interval (`--sse-heartbeat`, default \(Limits.defaultSSEHeartbeatSeconds) s) the streams are looked at, and one that sent
+            nothing since the last look gets one, so a stream is never silent for more than two intervals.
 
             ### The cursor
 
