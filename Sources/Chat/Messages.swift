@@ -154,15 +154,12 @@ extension ChatDomain {
         let sharedRate = sharedRate(settings)
         let shared = room.sharedBudget.flatMap { $0.rate == Double(sharedRate) ? $0 : nil }
             ?? TokenBucket(rate: sharedRate, burst: max(1, sharedRate / 5), now: now)
-        var taken = shared
-        guard taken.take(now: now, keeping: transient || priority == .low ? (shared.burst / 2).rounded(.down) : 0) else {
-            _ = budget.hasToken(now: now)
-            return (budget, taken, false)
-        }
-        if budget.take(now: now, keeping: floor) { return (budget, taken, true) }
-        var refilled = shared
-        _ = refilled.hasToken(now: now)
-        return (budget, refilled, false)
+        // Taken from both or from neither (a bucket refills from its own clock: one left as it
+        // was is as good as one refilled now).
+        var afterTake = shared
+        guard afterTake.take(now: now, keeping: transient || priority == .low ? (shared.burst / 2).rounded(.down) : 0),
+              budget.take(now: now, keeping: floor) else { return (budget, shared, false) }
+        return (budget, afterTake, true)
     }
 
     /// QS-2: the refusal of a message its room's budget did not take.
