@@ -24,10 +24,12 @@
 # each against nchan's in the same run (target for the paced cases: compact <= 0.75x nchan's CPU
 # per delivery; wire bytes <= 120 per delivery of the short message).
 #
-# Write delay (--write-delay, TR-5): the paced cases also run against a second roomcast with
-# --write-delay BENCH_WRITE_DELAY milliseconds (default 50; target "roomcast-compact-delayed",
-# compact subscribers), whose room events wait up to that long to go out together: the summary
-# prints its CPU per delivery against nchan's and its latency beside the others'.
+# Write delay (--write-delay, TR-5): roomcast runs with its default write delay (30 ms: a loop
+# that wrote room events holds the next normal ones up to that long and writes each connection's
+# together), or BENCH_WRITE_DELAY milliseconds when set. The paced cases also run against a second
+# roomcast with --write-delay 0 (target "roomcast-compact-nodelay", compact subscribers), every
+# event written before its loop sleeps: the summary prints its CPU per delivery against nchan's
+# and its latency beside the others'.
 #
 # roomcast and nchan both get two workers (event loops); the load generator (roomcast-bench,
 # our own reactor, two client loops) shares the same two cores.
@@ -58,13 +60,14 @@ mkdir -p "$work/nginx/logs" "$work/nginx/tmp" "$work/data"
 sed "s/__PORT__/$ng_port/" scripts/nginx-nchan.conf >"$work/nginx/nginx.conf"
 
 "$bin/roomcast" --host 127.0.0.1 --port "$rc_port" --event-loops 2 --data-dir "$work/data" \
+  ${BENCH_WRITE_DELAY:+--write-delay "$BENCH_WRITE_DELAY"} \
   --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast.log" 2>&1 &
 rc=$!
-write_delay=${BENCH_WRITE_DELAY:-50}
+write_delay=${BENCH_WRITE_DELAY:-default}
 rcd_port=$(freeport)
-mkdir -p "$work/data-delayed"
-"$bin/roomcast" --host 127.0.0.1 --port "$rcd_port" --event-loops 2 --data-dir "$work/data-delayed" --write-delay "$write_delay" \
-  --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast-delayed.log" 2>&1 &
+mkdir -p "$work/data-nodelay"
+"$bin/roomcast" --host 127.0.0.1 --port "$rcd_port" --event-loops 2 --data-dir "$work/data-nodelay" --write-delay 0 \
+  --app bench:bench-secret-0123456789 --connects-per-ip 1000000 --log-level warning >"$work/roomcast-nodelay.log" 2>&1 &
 rcd=$!
 nginx -p "$work/nginx" -c nginx.conf
 trap 'kill $rc $rcd 2>/dev/null || true; nginx -p "$work/nginx" -c nginx.conf -s stop 2>/dev/null || true' EXIT
@@ -76,14 +79,14 @@ results="$work/results"
 # The server's processes: roomcast's, or nginx's master and workers (roomcast-bench --server-pids
 # reads their CPU time).
 server_pids() { # target
-  if [ "$1" = roomcast-compact-delayed ]; then echo "$rcd"; elif [ "$1" != nchan ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
+  if [ "$1" = roomcast-compact-nodelay ]; then echo "$rcd"; elif [ "$1" != nchan ]; then echo "$rc"; else local m; m=$(cat "$work/nginx/nginx.pid"); echo "$m $(pgrep -P "$m" | tr '\n' ' ')"; fi
 }
 run() { # target port label args...
   local target=$1 port=$2 label=$3; shift 3
   local out pids
   pids=$(server_pids "$target")
   local as=$target encoding=()
-  if [ "$target" = roomcast-compact ] || [ "$target" = roomcast-compact-delayed ]; then as=roomcast; encoding=(--encoding compact); fi
+  if [ "$target" = roomcast-compact ] || [ "$target" = roomcast-compact-nodelay ]; then as=roomcast; encoding=(--encoding compact); fi
   out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$as" --port "$port" --client-loops 2 --payload-bytes "$payload" \
     --server-pids "$(echo $pids | tr ' ' ',')" "${encoding[@]}" "$@" 2>&1) || true
   echo "$out" | sed "s/^/[$target $label] /"
@@ -103,8 +106,8 @@ run() { # target port label args...
 # target): BENCH_CASES=throughput runs the throughput cases alone, BENCH_CASES=paced the paced
 # cases 1,000 x 100/s and N x 10/s alone.
 targets=${BENCH_TARGETS:-roomcast roomcast-compact nchan}
-paced_targets=${BENCH_TARGETS:-roomcast roomcast-compact roomcast-compact-delayed nchan}
-portof() { case $1 in nchan) echo "$ng_port" ;; roomcast-compact-delayed) echo "$rcd_port" ;; *) echo "$rc_port" ;; esac; }
+paced_targets=${BENCH_TARGETS:-roomcast roomcast-compact roomcast-compact-nodelay nchan}
+portof() { case $1 in nchan) echo "$ng_port" ;; roomcast-compact-nodelay) echo "$rcd_port" ;; *) echo "$rc_port" ;; esac; }
 cases=${BENCH_CASES:-all}
 for p in 4 16; do
   [ "$cases" = paced ] && break
@@ -154,9 +157,10 @@ for label in dict.fromkeys(("throughput-p4", "throughput-p16", "latency-1000-100
     if ("roomcast-compact", label) not in rows or ("nchan", label) not in rows:
         continue
     ncpu, npub, nwire, _ = per_delivery("nchan", label)
-    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-delayed") if (x, label) in rows]:
+    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay") if (x, label) in rows]:
         cpu, pub, wire, delivered = per_delivery(t, label)
-        enc = {"roomcast": "json", "roomcast-compact": "compact"}.get(t, f"compact --write-delay {sys.argv[3]}")
+        delay = "" if sys.argv[3] == "default" else f" --write-delay {sys.argv[3]}"
+        enc = {"roomcast": f"json{delay}", "roomcast-compact": f"compact{delay}"}.get(t, "compact --write-delay 0")
         print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
               f" server CPU per million deliveries {cpu:.2f} whole run, {pub:.2f} publish phase;"
               f" vs nchan {cpu / ncpu:.2f}x whole run, {pub / npub:.2f}x publish phase; delivered {delivered:,}")
@@ -164,7 +168,7 @@ for label in dict.fromkeys(("latency-1000-100", f"latency-{n}-10", f"latency-{n}
     if ("nchan", label) not in rows:
         continue
     rate = label.rsplit("-", 1)[1]
-    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-delayed", "nchan") if (x, label) in rows]:
+    for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay", "nchan") if (x, label) in rows]:
         per, p50, p99, p999 = rows[(t, label)][:4]
         print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms);"
               f" publish errors {rows[(t, label)][8]}")

@@ -282,10 +282,15 @@ final class ClientSession: WebSocketHandler {
     }
 
     /// A fan-out event (the hub's delivery to members, users or sessions), as `send(_:alias:)`;
-    /// a WebSocket may hold it for the write-delay window. Replays (resume, rewind) and answers
-    /// use `send`: they are written before the loop sleeps, with whatever was held before them.
+    /// with `hold`, a WebSocket may hold it for the write-delay window. Events that are never
+    /// dropped (high priority, system: `hold` false), replays (resume, rewind) and answers go as
+    /// `send`: they are written before the loop sleeps, with whatever was held before them.
     @inline(__always)
-    func deliver(_ frame: ByteBlock, alias: CompactEncoding.RoomAlias? = nil) {
+    func deliver(_ frame: ByteBlock, alias: CompactEncoding.RoomAlias? = nil, hold: Bool) {
+        guard hold else {
+            send(frame, alias: alias)
+            return
+        }
         guard compact else {
             connection?.sendEvent(frame, source: frame)
             return

@@ -150,7 +150,7 @@ final class Hub {
             case .deliver(let frame, let audience, let offset, let epoch, let lane):
                 guard let room = audience.room else {
                     events += 1
-                    sent += deliver(frame, to: audience, room: nil, alias: nil)
+                    sent += deliver(frame, to: audience, room: nil, alias: nil, hold: lane.droppable)
                     continue
                 }
                 // QS-5: a transient message is outside the stream: no resume window for it.
@@ -253,6 +253,8 @@ final class Hub {
 
     /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
     /// the session counts what it lost, for its `room.gap`). False: dropped.
+    /// An event that may be dropped may also be held for the write delay; one that is never
+    /// dropped (high priority, system) is never held either.
     @inline(__always)
     private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop?) -> Bool {
         if let drop, let room, s.queuedBytes > marks.limit(drop.lane) {
@@ -261,7 +263,7 @@ final class Hub {
             return false
         }
         if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-        s.deliver(frame, alias: alias)
+        s.deliver(frame, alias: alias, hold: drop != nil)
         return true
     }
 
@@ -278,8 +280,11 @@ final class Hub {
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
     /// `alias`: the room's (TR-5), for members that were told it; events to users or sessions
-    /// (not by membership) keep the room id.
-    private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop? = nil) -> Int {
+    /// (not by membership) keep the room id. A room's event may wait for the write delay when
+    /// `drop` says it may be dropped; an event to users or sessions, when `hold` says so (its lane
+    /// is droppable).
+    private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop? = nil,
+                         hold: Bool = false) -> Int {
         var n = 0
         switch audience {
         case .room(let k):
@@ -288,7 +293,7 @@ final class Hub {
                 // Never dropped: only a pending gap of the room may go out first.
                 for s in members.list {
                     if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-                    s.deliver(frame, alias: alias)
+                    s.deliver(frame, alias: alias, hold: false)
                 }
                 return members.list.count
             }
@@ -347,14 +352,14 @@ final class Hub {
         case .users(let app, let list):
             for u in list {
                 userSessions(app, u)?.forEach { s in
-                    s.deliver(frame)
+                    s.deliver(frame, hold: hold)
                     n += 1
                 }
             }
         case .sessions(let list):
             for sid in list {
                 guard let s = sessions[sid] else { continue }
-                s.deliver(frame)
+                s.deliver(frame, hold: hold)
                 n += 1
             }
         }

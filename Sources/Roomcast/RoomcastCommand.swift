@@ -124,8 +124,8 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "QS-3: bytes all connections together may have queued; past it the connections that made progress least recently are closed first [ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES].")
     var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES").flatMap(Int.init) ?? (1 << 30)
 
-    @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; answers are never held); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
-    var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY").flatMap(Int.init) ?? 0
+    @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; only after a loop wrote events in the window before, and never for high-priority or system events or answers); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
+    var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY").flatMap(Int.init) ?? Limits.defaultWriteDelayMilliseconds
 
     @Option(help: "QS-2: milliseconds the I/O loops may be behind before rooms of 100 or more members refuse all but high-priority messages (42902) [ROOMCAST_FANOUT_LATENCY_BUDGET].")
     var fanoutLatencyBudget: Int = environment("ROOMCAST_FANOUT_LATENCY_BUDGET").flatMap(Int.init) ?? Int(Limits.defaultFanoutLatencyBudgetMilliseconds)

@@ -44,6 +44,32 @@ extension HardeningTests {
         }
     }
 
+    @Test("TR-5, QS-1: a high-priority message is never held: it goes at once, with the held message before it")
+    func writeDelayNeverHoldsHighPriority() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
+            defer { g.stop() }
+            #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "wh"]).status == 201)
+            let ws = try joined(g, offer: nil, user: "reader", room: "wh")
+            #expect(try g.rest().call("POST", "/v1/rooms/wh/messages", ["content": "first-1", "fromUserId": "host"]).status == 201)
+            #expect(try text(ws, timeout: 5).contains("first-1"))
+            // The window opened when first-1 was written, before it was read here: it closes at
+            // most a second after `opened`. A normal message waits for that; a high-priority one does not.
+            let opened = Date()
+            #expect(try g.rest().call("POST", "/v1/rooms/wh/messages", ["content": "held-2", "fromUserId": "host"]).status == 201)
+            #expect(try g.rest().call("POST", "/v1/rooms/wh/messages", ["content": "high-3", "fromUserId": "host", "priority": "high"]).status == 201)
+            let posted = Date().timeIntervalSince(opened)
+            let second = try text(ws, timeout: 5)
+            let third = try text(ws, timeout: 5)
+            let arrived = Date().timeIntervalSince(opened)
+            // In order: the held message goes out with the high-priority one, not after it.
+            #expect(second.contains("held-2") && third.contains("high-3"), "\(second) / \(third)")
+            // Held, both would come at the window's close. A machine so loaded that the two posts
+            // took most of the window cannot tell.
+            if posted < 0.7 { #expect(arrived < 0.9, "held until the window closed: \(arrived) s (posted at \(posted) s)") }
+        }
+    }
+
     @Test("TR-5, QS-3: with --write-delay and the smallest marks, a reader that keeps up loses no low-priority message to holding and gets no room.gap")
     func writeDelayNeverDropsForAReaderThatKeepsUp() async throws {
         try await offPool { () throws in
