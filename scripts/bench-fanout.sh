@@ -7,7 +7,7 @@
 # 1. Throughput: N subscribers in one room; 300 messages published as fast as P concurrent HTTP
 #    publishers get answers (P = 4 and 16); delivered messages/s = deliveries / (last delivery -
 #    first publish). Target: roomcast >= 2x nchan at 10,000 subscribers.
-# 2. Latency: publishes at a fixed rate for 3 s; publish->receive p50/p99/p99.9 (send time is in
+# 2. Latency: publishes at a fixed rate for 3 s (BENCH_PACED_SECONDS); publish->receive p50/p99/p99.9 (send time is in
 #    the message). Target: p99 < 20 ms. Run at 1,000 subscribers x 100/s, N x 10/s and N x 100/s
 #    (the last asks for N x 100 deliveries a second: past what two cores deliver at 10,000).
 #
@@ -121,7 +121,7 @@ paced=("1000 100" "$n 10" "$n 100")
 for c in "${paced[@]}"; do
   read -r subs rate <<<"$c"
   for t in $paced_targets; do
-    run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration 3 --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t"
+    run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration "${BENCH_PACED_SECONDS:-3}" --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t"
   done
 done
 
