@@ -125,7 +125,8 @@ public struct TokenClaims: Codable, Equatable, Sendable {
 /// JWT with the algorithm pinned to HS256 and the app secret as key: `alg: none` and key
 /// confusion (an RS256 header) are refused.
 public enum ClientToken {
-    static let header = base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+    static let headerJSON = Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)
+    static let header = base64URL(headerJSON)
 
     public static func mint(_ claims: TokenClaims, secret: String) -> String {
         let payload = base64URL(Array(try! JSONEncoder().encode(claims)))
@@ -152,7 +153,8 @@ public enum ClientToken {
             let alg: String
             let typ: String?
         }
-        guard let h = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), h.alg == "HS256" else {
+        // The header `mint` writes (nearly every token's) is known without parsing it.
+        guard headerBytes == headerJSON || (try? JSONDecoder().decode(Header.self, from: Data(headerBytes)))?.alg == "HS256" else {
             return .failure(GatewayError(.badToken, "token algorithm must be HS256", field: "token"))
         }
         guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payloadBytes)) else {
@@ -207,8 +209,47 @@ public func base64URL(_ bytes: [UInt8]) -> String {
 
 private let base64URLAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+/// Decodes base64url (RFC 4648 §5), taking the standard alphabet's `+` and `/` too, with or
+/// without its `=` padding (whole or part); nil for anything else: another character, padding
+/// inside or past the last group, a last group of one character or of padding alone. The unused low bits of the last character are not
+/// checked (as Foundation's decoder). Pure, on the bytes: a client token is three of these on every
+/// connect.
 public func base64URLDecode<S: StringProtocol>(_ s: S) -> [UInt8]? {
-    var t = s.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-    while t.count % 4 != 0 { t += "=" }
-    return Data(base64Encoded: t).map { Array($0) }
+    var utf8 = Array(s.utf8)
+    // Padding is optional: strip what there is, then the groups' lengths say what it would be.
+    var pads = 0
+    while let last = utf8.last, last == UInt8(ascii: "=") {
+        utf8.removeLast()
+        pads += 1
+    }
+    let n = utf8.count
+    let tail = n % 4
+    // A last group of one character holds no byte; padding, if given, must be within the last
+    // group (it may be short: "QQ=" is "QQ==").
+    guard tail != 1, pads == 0 || (tail != 0 && tail + pads <= 4) else { return nil }
+    var out = [UInt8]()
+    out.reserveCapacity(n / 4 * 3 + (tail == 0 ? 0 : tail - 1))
+    var acc: UInt32 = 0
+    var bits = 0
+    for c in utf8 {
+        let v = base64URLValue[Int(c)]
+        guard v < 64 else { return nil }
+        acc = acc << 6 | UInt32(v)
+        bits += 6
+        if bits >= 8 {
+            bits -= 8
+            out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+            acc &= (1 << UInt32(bits)) - 1
+        }
+    }
+    return out
 }
+
+/// Each byte's value in either base64 alphabet, or 64 (not a base64 character).
+private let base64URLValue: [UInt8] = {
+    var table = [UInt8](repeating: 64, count: 256)
+    for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8.enumerated() { table[Int(c)] = UInt8(i) }
+    for c in "-+".utf8 { table[Int(c)] = 62 }
+    for c in "_/".utf8 { table[Int(c)] = 63 }
+    return table
+}()
