@@ -551,9 +551,10 @@ public enum Limits {
     /// TR-5: milliseconds a WebSocket's events may wait to be written with the next ones
     /// (`--write-delay`; Centrifugo PRO's `client.write_delay`); 0 holds nothing.
     public static let writeDelayMilliseconds = 0...1000
-    /// TR-5: the default write delay. Only a loop that wrote events in the window before holds
-    /// any, so a room quieter than one event per window is never delayed; events that are never
-    /// dropped (high priority, system) are never held. Past a room's 33 events a second it costs
+    /// TR-5: the default write delay. Only a room that sent a normal, low or transient message in
+    /// the window before has its next ones held, so a room quieter than that is never delayed,
+    /// whatever the other rooms do; events that are never dropped (high priority, system) and
+    /// events to users rather than rooms are never held. Past a room's 33 events a second it costs
     /// at most 30 ms of latency for about half the writes (BENCHMARKS.md, the write delay).
     public static let defaultWriteDelayMilliseconds = 30
     /// QS-2: the seconds a room over its budget asks senders to wait (`Retry-After`).

@@ -12,12 +12,16 @@ protocol SessionTransport: AnyObject {
     /// TR-5: `frame` in the compact encoding, with the JSON `source` it was transcoded from (an
     /// HTTP stream reads the events' names and room positions from the JSON).
     func sendFrame(_ frame: ByteBlock, source: ByteBlock)
-    /// A fan-out event (the hub's delivery): as `sendFrame`, but a WebSocket may hold it for the
-    /// loop's write-delay window (`ServerConfiguration.writeDelay`) to write it with the next ones.
-    func sendEvent(_ frame: ByteBlock, source: ByteBlock)
+    /// A fan-out event (the hub's delivery): as `sendFrame`, but with `hold` a WebSocket may hold
+    /// it for the loop's write-delay window (`ServerConfiguration.writeDelay`) to write it with
+    /// the next ones.
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock, hold: Bool)
     func close(code: WebSocketCloseCode, reason: String)
-    /// Bytes queued for the client and not yet written (QS-3's marks are checked against it).
+    /// Bytes queued for the client and not yet written.
     var queuedBytes: Int { get }
+    /// QS-3: the queued bytes the client has not taken (its marks are checked against them): a
+    /// WebSocket's are what its socket refused at the last write (`Connection.backlogBytes`).
+    var backlogBytes: Int { get }
     /// TR-1, TR-2: the session's membership of a room took effect at this stream position (after
     /// any resume's replay), or ended.
     func joinedRoom(_ roomId: String, epoch: String, offset: Int64)
@@ -26,7 +30,8 @@ protocol SessionTransport: AnyObject {
 
 extension SessionTransport {
     func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
-    func sendEvent(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame, source: source) }
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock, hold: Bool) { sendFrame(frame, source: source) }
+    var backlogBytes: Int { queuedBytes }
     func joinedRoom(_ roomId: String, epoch: String, offset: Int64) {}
     func leftRoom(_ roomId: String) {}
 }
@@ -34,7 +39,7 @@ extension SessionTransport {
 extension Connection: SessionTransport {
     // Its own witness, so a compact WebSocket's deliveries make one direct call.
     func sendFrame(_ frame: ByteBlock, source: ByteBlock) { sendFrame(frame) }
-    func sendEvent(_ frame: ByteBlock, source: ByteBlock) { sendEvent(frame) }
+    func sendEvent(_ frame: ByteBlock, source: ByteBlock, hold: Bool) { sendEvent(frame, hold: hold) }
 }
 
 /// One client WebSocket connection speaking the Roomcast protocol (openapi/websocket.md):
@@ -282,21 +287,17 @@ final class ClientSession: WebSocketHandler {
     }
 
     /// A fan-out event (the hub's delivery to members, users or sessions), as `send(_:alias:)`;
-    /// with `hold`, a WebSocket may hold it for the write-delay window. Events that are never
-    /// dropped (high priority, system: `hold` false), replays (resume, rewind) and answers go as
-    /// `send`: they are written before the loop sleeps, with whatever was held before them.
+    /// with `hold` (a busy room's droppable event), a WebSocket may hold it for the write-delay
+    /// window. Without it (high priority, system, a quiet room's), and replays (resume, rewind)
+    /// and answers (`send`), it is written before the loop sleeps, with whatever was held before.
     @inline(__always)
     func deliver(_ frame: ByteBlock, alias: CompactEncoding.RoomAlias? = nil, hold: Bool) {
-        guard hold else {
-            send(frame, alias: alias)
-            return
-        }
         guard compact else {
-            connection?.sendEvent(frame, source: frame)
+            connection?.sendEvent(frame, source: frame, hold: hold)
             return
         }
         let told = alias.flatMap { a in toldAliases.contains(a.number) ? a : nil }
-        connection?.sendEvent(hub.compactCache.frame(for: frame, alias: told), source: frame)
+        connection?.sendEvent(hub.compactCache.frame(for: frame, alias: told), source: frame, hold: hold)
     }
 
     /// An answer from the engine's stream. TR-5: a join or switch answer that carries an alias
@@ -336,13 +337,27 @@ final class ClientSession: WebSocketHandler {
         toldAliases.removeAll { $0 == a.number }
     }
 
-    /// Bytes queued on the connection (0 once it is gone).
-    var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+    /// QS-3: what the client has not taken of its connection's queue (0 once it is gone).
+    var backlogBytes: Int { connection?.backlogBytes ?? 0 }
 
     /// QS-3: counts a dropped block for the room's next `room.gap`.
+    /// Transient messages are outside the stream (no epoch, no offsets): their losses join the
+    /// pending gap whatever its epoch. A stream loss in another epoch than the pending gap's (the
+    /// room's stream began again) sends the pending gap first, so no count is lost.
     func recordDrop(_ room: RoomKey, _ drop: Hub.Drop) {
+        var g: Gap
+        if let pending = rareBox?.gaps[room] {
+            if drop.first > 0 && !pending.epoch.isEmpty && pending.epoch != drop.epoch {
+                flushGap(room)
+                g = Gap(epoch: drop.epoch)
+            } else {
+                g = pending
+                if g.epoch.isEmpty && drop.first > 0 { g.epoch = drop.epoch }
+            }
+        } else {
+            g = Gap(epoch: drop.epoch)
+        }
         let box = rare
-        var g = box.gaps[room].flatMap { $0.epoch == drop.epoch ? $0 : nil } ?? Gap(epoch: drop.epoch)
         if drop.first > 0 {
             if g.first == 0 { g.first = drop.first }
             g.last = drop.last
@@ -856,7 +871,7 @@ final class ClientSession: WebSocketHandler {
     func tick(now: Int64) {
         // QS-3: what was lost is told even when the room goes quiet, once there is room for it.
         if hasGaps {
-            if queuedBytes <= hub.marks.limit(.low) {
+            if backlogBytes <= hub.marks.limit(.low) {
                 flushGaps()
             } else {
                 if let box = rareBox { for room in box.gaps.keys { box.gaps[room]!.due = true } }

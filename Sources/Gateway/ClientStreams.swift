@@ -125,6 +125,7 @@ class ClientStream: SessionTransport {
     func sendFrame(_ frame: ByteBlock, source: ByteBlock) { take(frame, source: source) }
 
     var queuedBytes: Int { 0 }
+    var backlogBytes: Int { queuedBytes }
 
     func close(code: WebSocketCloseCode, reason: String) {
         guard !ended else { return }
@@ -299,6 +300,7 @@ final class EventStreamTransport: ClientStream, ResponseStreamHandler {
     }
 
     override var queuedBytes: Int { connection?.queuedBytes ?? 0 }
+    override var backlogBytes: Int { connection?.backlogBytes ?? 0 }
 
     override func emit(name: String, data: UnsafeRawBufferPointer) {
         write(EventStreamFormat.event(name: name, data: data, id: cursor))

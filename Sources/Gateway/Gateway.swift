@@ -65,7 +65,7 @@ public final class Gateway: Sendable {
             },
             errorRenderer: GatewayCore.errorRenderer,
             onLoopStart: { loop, index in
-                let hub = core.startHub(loop: loop, index: index)
+                let hub = core.startHub(loop: loop, index: index, writeDelay: serverConfiguration.writeDelay)
                 loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
                 loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
                 loop.scheduleRepeating(every: .seconds(max(1, configuration.sseHeartbeatSeconds))) { hub.heartbeat() }

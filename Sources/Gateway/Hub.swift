@@ -33,12 +33,17 @@ final class Hub {
     private var nextSession: UInt64 = 1
     let clock: @Sendable () -> Int64
     let counters: FanoutCounters
+    /// TR-5: the server's write delay (`ServerConfiguration.writeDelay`): only a room that had an
+    /// event within it may have its next events held (`holdsRoomEvents`).
+    var writeDelay: Duration = .zero
 
     private func userSessions(_ app: String, _ user: String) -> UserSessions? { users[app]?[user] }
 
     /// The sessions of one room on this loop; each session remembers its position (O(1) removal).
     final class RoomMembers {
         var list: [ClientSession] = []
+        /// TR-5: when the room's last droppable event went out on this loop (`holdsRoomEvents`).
+        var lastEvent: Instant?
         /// AU-1: the sessions carrying each tag, so a message to a tag visits its members only.
         var byTag: [String: [ObjectIdentifier: ClientSession]] = [:]
 
@@ -149,8 +154,9 @@ final class Hub {
             switch item {
             case .deliver(let frame, let audience, let offset, let epoch, let lane):
                 guard let room = audience.room else {
+                    // Events to users or sessions are never held: they are not a room's stream.
                     events += 1
-                    sent += deliver(frame, to: audience, room: nil, alias: nil, hold: lane.droppable)
+                    sent += deliver(frame, to: audience, room: nil, alias: nil, hold: false)
                     continue
                 }
                 // QS-5: a transient message is outside the stream: no resume window for it.
@@ -178,11 +184,14 @@ final class Hub {
                 let drop = lane.droppable ? Drop(epoch: epoch, lane: lane, first: inStream ? offset : 0, last: inStream ? last : 0, count: merged) : nil
                 // TR-5: the room's alias, for the compact connections that were told it.
                 let alias = aliases.alias(of: room)
-                sent += deliver(block, to: audience, room: room, alias: alias, drop: drop) * merged
+                // TR-5: a droppable event of a room busy with them on this loop may wait for the
+                // write delay (events that are never dropped are never held, nor counted).
+                let hold = drop != nil && holdsRoomEvents(room)
+                sent += deliver(block, to: audience, room: room, alias: alias, drop: drop, hold: hold) * merged
                 if !observers.isEmpty, let watching = observers[room] {
                     // Observers see the room's whole stream; one that is also a member already
                     // had it by the member rules.
-                    for s in watching where s.roomSlot(room) == nil && offer(block, to: s, room: room, alias: alias, drop: drop) {
+                    for s in watching where s.roomSlot(room) == nil && offer(block, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                         sent += merged
                     }
                 }
@@ -253,17 +262,30 @@ final class Hub {
 
     /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
     /// the session counts what it lost, for its `room.gap`). False: dropped.
-    /// An event that may be dropped may also be held for the write delay; one that is never
-    /// dropped (high priority, system) is never held either.
+    /// TR-5: whether the room had a droppable event (a normal, low or transient message) on this
+    /// loop within the write delay, so this one may wait to be written with the ones after it;
+    /// notes this one. A room with fewer such messages than one per delay is never held, whatever
+    /// the loop's other rooms do.
+    private func holdsRoomEvents(_ room: RoomKey) -> Bool {
+        guard writeDelay > .zero, let members = rooms[room] else { return false }
+        let now = loop.now
+        defer { members.lastEvent = now }
+        guard let last = members.lastEvent else { return false }
+        return now - last < writeDelay
+    }
+
+    /// `hold`: the event may wait for the write delay (`holdsRoomEvents`; never one that is never
+    /// dropped, high priority or system).
     @inline(__always)
-    private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop?) -> Bool {
-        if let drop, let room, s.queuedBytes > marks.limit(drop.lane) {
+    private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop?,
+                       hold: Bool) -> Bool {
+        if let drop, let room, s.backlogBytes > marks.limit(drop.lane) {
             s.recordDrop(room, drop)
             counters.dropped(drop.lane, drop.count)
             return false
         }
         if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-        s.deliver(frame, alias: alias, hold: drop != nil)
+        s.deliver(frame, alias: alias, hold: hold)
         return true
     }
 
@@ -275,16 +297,14 @@ final class Hub {
     /// twice the frames it cannot keep up with.
     @inline(__always)
     private func flushGapIfCaughtUp(_ s: ClientSession, _ room: RoomKey) {
-        if s.queuedBytes <= marks.limit(.low) { s.flushGap(room) } else if s.gapsDue { s.flushGapIfDue(room) }
+        if s.backlogBytes <= marks.limit(.low) { s.flushGap(room) } else if s.gapsDue { s.flushGapIfDue(room) }
     }
 
     /// Sends `frame` to the audience's sessions on this loop; returns how many it reached.
     /// `alias`: the room's (TR-5), for members that were told it; events to users or sessions
-    /// (not by membership) keep the room id. A room's event may wait for the write delay when
-    /// `drop` says it may be dropped; an event to users or sessions, when `hold` says so (its lane
-    /// is droppable).
+    /// (not by membership) keep the room id. `hold`: the event may wait for the write delay.
     private func deliver(_ frame: ByteBlock, to audience: Audience, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop? = nil,
-                         hold: Bool = false) -> Int {
+                         hold: Bool) -> Int {
         var n = 0
         switch audience {
         case .room(let k):
@@ -293,23 +313,23 @@ final class Hub {
                 // Never dropped: only a pending gap of the room may go out first.
                 for s in members.list {
                     if s.hasGaps, let room { flushGapIfCaughtUp(s, room) }
-                    s.deliver(frame, alias: alias, hold: false)
+                    s.deliver(frame, alias: alias, hold: hold)
                 }
                 return members.list.count
             }
-            for s in members.list where offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
+            for s in members.list where offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) { n += 1 }
         case .roomExceptUsers(let k, let excluded):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where !excluded.contains(s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
+            for s in members.list where !excluded.contains(s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) { n += 1 }
         case .roomExceptSession(let k, let sid):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where s.id != sid && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
+            for s in members.list where s.id != sid && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) { n += 1 }
         case .roomUsers(let k, let users, let except):
             // AU-2: the addressed members only.
             guard let members = rooms[k] else { return 0 }
             let wanted = Set(users)
             for s in members.list where wanted.contains(s.userId) && !except.excludes(s.id, user: s.userId)
-                && offer(frame, to: s, room: room, alias: alias, drop: drop) {
+                && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                 n += 1
             }
         case .roomTagged(let k, let tags, let except):
@@ -321,7 +341,7 @@ final class Hub {
                 let names = tags.names
                 if names.count == 1, case .tag(let t) = tags {
                     for s in (members.byTag[t] ?? [:]).values where !except.excludes(s.id, user: s.userId)
-                        && offer(frame, to: s, room: room, alias: alias, drop: drop) {
+                        && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                         n += 1
                     }
                     return n
@@ -329,37 +349,37 @@ final class Hub {
                 var seen = Set<ObjectIdentifier>()
                 for name in names {
                     for (id, s) in members.byTag[name] ?? [:] where seen.insert(id).inserted && tags.matches(s.tags(in: k))
-                        && !except.excludes(s.id, user: s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop) {
+                        && !except.excludes(s.id, user: s.userId) && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                         n += 1
                     }
                 }
                 return n
             }
             for s in members.list where tags.matches(s.tags(in: k)) && !except.excludes(s.id, user: s.userId)
-                && offer(frame, to: s, room: room, alias: alias, drop: drop) {
+                && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                 n += 1
             }
         case .roomMemberDetail(let k, let except, let tags):
             // AU-4: one member's join or departure: not to connections that asked for counts only.
             guard let members = rooms[k] else { return 0 }
             for s in members.list where !except.excludes(s.id, user: s.userId) && !s.memberCountsOnly(in: k)
-                && (tags?.matches(s.tags(in: k)) ?? true) && offer(frame, to: s, room: room, alias: alias, drop: drop) {
+                && (tags?.matches(s.tags(in: k)) ?? true) && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) {
                 n += 1
             }
         case .roomCountsOnly(let k):
             guard let members = rooms[k] else { return 0 }
-            for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, alias: alias, drop: drop) { n += 1 }
+            for s in members.list where s.memberCountsOnly(in: k) && offer(frame, to: s, room: room, alias: alias, drop: drop, hold: hold) { n += 1 }
         case .users(let app, let list):
             for u in list {
                 userSessions(app, u)?.forEach { s in
-                    s.deliver(frame, hold: hold)
+                    s.deliver(frame, hold: false)
                     n += 1
                 }
             }
         case .sessions(let list):
             for sid in list {
                 guard let s = sessions[sid] else { continue }
-                s.deliver(frame, hold: hold)
+                s.deliver(frame, hold: false)
                 n += 1
             }
         }

@@ -17,7 +17,14 @@ public struct OutboundQueue {
     private var front: ByteBlock?
     /// The blocks after `front`, from `head`.
     private var blocks: [ByteBlock] = []
-    private var head = 0
+    // 32 bits each, so `stalled` costs the queue no room.
+    private var head32: Int32 = 0
+    private var head: Int {
+        get { Int(head32) }
+        set { head32 = Int32(truncatingIfNeeded: newValue) }
+    }
+    /// `heldBytes` when the last flush ended: what the socket did not take.
+    private var stalled: Int32 = 0
     /// Bytes of the front block (`front`, or `blocks[head]` when there is none) already written.
     private var headOffset = 0
     public private(set) var pendingBytes = 0
@@ -29,6 +36,10 @@ public struct OutboundQueue {
     /// Memory this queue keeps alive, as a bound counts it: the unwritten bytes plus
     /// `blockOverhead` for each block not completely written.
     public var heldBytes: Int { pendingBytes + ((front == nil ? 0 : 1) + blocks.count - head) * Self.blockOverhead }
+
+    /// What the socket did not take at the last flush (as `heldBytes` counts it): how far behind
+    /// the reader is. Blocks queued since, not yet offered to the socket, are not in it.
+    public var stalledBytes: Int { min(Int(stalled), heldBytes) }
 
     public mutating func append(_ block: ByteBlock) {
         guard block.count > 0 else { return }
@@ -49,6 +60,7 @@ public struct OutboundQueue {
 
     /// Writes as much as the socket takes with `writev`, `iovecs.count` blocks at a time.
     public mutating func flush(fd: Int32, iovecs: UnsafeMutableBufferPointer<iovec>) throws(SyscallError) -> FlushResult {
+        defer { stalled = Int32(clamping: heldBytes) }
         while pendingBytes > 0 {
             var n = 0
             var skip = headOffset
@@ -138,6 +150,7 @@ public struct OutboundQueue {
         }
         pendingBytes -= dropped
         if pendingBytes == 0 { headOffset = 0 }
+        stalled = min(stalled, Int32(clamping: heldBytes))
         return dropped
     }
 
@@ -148,5 +161,6 @@ public struct OutboundQueue {
         head = 0
         headOffset = 0
         pendingBytes = 0
+        stalled = 0
     }
 }

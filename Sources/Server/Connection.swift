@@ -673,6 +673,12 @@ public final class Connection: EventHandler {
     /// Bytes queued for the peer and not yet written (each queued piece counts 64 bytes more).
     public var queuedBytes: Int { output.heldBytes }
 
+    /// The part of `queuedBytes` the socket did not take at the last write (QS-3: how far behind
+    /// the reader is). What was queued since, not yet offered to the socket (this iteration's
+    /// events, or held ones), is not counted: a loop that fell behind and queues several events at
+    /// once does not make a reader that keeps up look slow.
+    public var backlogBytes: Int { output.stalledBytes }
+
     /// Queues an already-encoded frame (fan-out: the same block goes to many connections).
     /// A consumer whose queue passes the bound (ServerConfiguration.maxOutboundBytes) is closed
     /// as slow.
@@ -688,13 +694,19 @@ public final class Connection: EventHandler {
     /// written with the events after it (`LoopContext.holds`). It is never reordered: whatever is
     /// queued later, an answer included, goes out after it, and an answer written sooner takes it
     /// along.
-    public func sendEvent(_ frame: ByteBlock) {
+    ///
+    /// `hold` false: the event is written before the loop sleeps (with whatever is held before
+    /// it), but counts as an event written, so the loop's window opens after it as after any.
+    public func sendEvent(_ frame: ByteBlock, hold: Bool = true) {
         guard acceptsFrames else { return }
         append(frame)
         if !isDirty {
             // Held only while the queue stays small (`ServerConfiguration.maxHeldBytes`).
             let small = output.heldBytes <= context.configuration.maxHeldBytes
-            if isHeld {
+            if !hold {
+                context.wroteEvent()
+                markDirty()
+            } else if isHeld {
                 if !small { markDirty() }
             } else if small && context.holds(self) {
                 isHeld = true

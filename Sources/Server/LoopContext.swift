@@ -161,6 +161,12 @@ final class LoopContext {
         }
     }
 
+    /// An event written at once (`Connection.sendEvent` with `hold` false): as the first event of
+    /// a quiet loop, it opens the window for the events after it.
+    func wroteEvent() {
+        if window == .quiet && configuration.writeDelay > .zero { window = .writing }
+    }
+
     /// The loop is about to sleep after writing events: hold the next ones for a window.
     private func openWindowIfWriting() {
         guard window == .writing else { return }

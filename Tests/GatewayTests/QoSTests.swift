@@ -159,6 +159,32 @@ struct QoSTests {
         #expect(metrics.contains("roomcast_events_dropped_total{class=\"low\"} 3") && metrics.contains("roomcast_events_dropped_total{class=\"normal\"} 2"))
     }
 
+    // QS-3, QS-5: transient messages are outside the stream (their gap counts have no epoch or
+    // offsets); lost alternately with stream messages, every loss is still counted in the one gap.
+    @Test func streamAndTransientLossesMixedAreAllCounted() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let slow = try g.client("slow")
+        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
+        _ = slow.drain()
+        slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
+        for i in 0..<6 { #expect(try Self.send(rest, "r", "m\(i)", extra: i % 2 == 1 ? ["transient": true] : [:]).status == 201) }
+        g.settle()
+        slow.queued.store(0, ordering: .relaxed)
+        #expect(try Self.send(rest, "r", "c0").status == 201)
+        g.settle()
+        let seen = slow.drain()
+        let gaps = seen.filter { $0.str("ev") == "room.gap" }
+        #expect(gaps.count == 1, "\(gaps)")
+        let gap = try #require(gaps.first)
+        #expect(gap.obj("data").obj("dropped").int("normal") == 3 && gap.obj("data").obj("dropped").int("transient") == 3, "\(gap)")
+        #expect(gap.str("epoch")?.isEmpty == false && gap.obj("data").int("fromOffset") != nil, "\(gap)")
+        #expect(Self.contents(seen) == ["c0"])
+    }
+
     // QS-3: a gap is told even when the room goes quiet, once the connection has room again
     // (the hub's one-second tick).
     @Test func aPendingGapIsToldWhenTheRoomGoesQuiet() throws {

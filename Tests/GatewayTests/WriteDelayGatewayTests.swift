@@ -70,6 +70,34 @@ extension HardeningTests {
         }
     }
 
+    @Test("TR-5: only a busy room's events are held: a quiet room's event goes at once while another room on the loop holds")
+    func writeDelayHoldsOnlyBusyRooms() async throws {
+        try await offPool { () throws in
+            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
+            defer { g.stop() }
+            for room in ["busy", "quiet"] { #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": room]).status == 201) }
+            let busy = try joined(g, offer: nil, user: "reader", room: "busy")
+            let quiet = try joined(g, offer: nil, user: "other", room: "quiet")
+            #expect(try g.rest().call("POST", "/v1/rooms/busy/messages", ["content": "first-1", "fromUserId": "host"]).status == 201)
+            #expect(try text(busy, timeout: 5).contains("first-1"))
+            // The loop's window (1 s) opened when first-1 was written, before it was read here.
+            let opened = Date()
+            #expect(try g.rest().call("POST", "/v1/rooms/busy/messages", ["content": "held-2", "fromUserId": "host"]).status == 201)
+            #expect(try g.rest().call("POST", "/v1/rooms/quiet/messages", ["content": "quiet-1", "fromUserId": "host"]).status == 201)
+            let posted = Date().timeIntervalSince(opened)
+            let q = try text(quiet, timeout: 5)
+            let quietArrived = Date().timeIntervalSince(opened)
+            #expect(q.contains("quiet-1"), "\(q)")
+            // The quiet room had no event in the window before: not held (A machine so loaded
+            // that the posts took most of the window cannot tell.)
+            if posted < 0.7 { #expect(quietArrived < 0.9, "the quiet room's event waited \(quietArrived) s (posted at \(posted) s)") }
+            // The busy room's second message was held to the window's close.
+            let b = try text(busy, timeout: 5)
+            #expect(b.contains("held-2"), "\(b)")
+            #expect(Date().timeIntervalSince(opened) >= 0.5, "held-2 was not held")
+        }
+    }
+
     @Test("TR-5, QS-3: with --write-delay and the smallest marks, a reader that keeps up loses no low-priority message to holding and gets no room.gap")
     func writeDelayNeverDropsForAReaderThatKeepsUp() async throws {
         try await offPool { () throws in

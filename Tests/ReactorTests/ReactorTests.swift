@@ -176,6 +176,40 @@ struct ReactorTests {
         #expect(queue.isEmpty && queue.dropUnstarted() == 0)
     }
 
+    // QS-3: a reader is as far behind as what its socket refused at the last flush; what was
+    // queued since (not yet offered to the socket) does not count until a flush refuses it.
+    @Test func stalledBytesAreWhatTheLastFlushLeft() throws {
+        let (a, b) = socketPair()
+        defer { closeDescriptor(a); closeDescriptor(b) }
+        Socket.setBufferSizes(a, receive: 4096, send: 4096)
+        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
+        defer { iov.deallocate() }
+        var queue = OutboundQueue()
+        // Queued and never offered: nothing stalled.
+        for _ in 0..<3 { queue.append(ByteBlock.from([UInt8](repeating: 7, count: 1000))) }
+        #expect(queue.heldBytes > 3000 && queue.stalledBytes == 0)
+        // Everything taken: still nothing.
+        #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
+        #expect(queue.stalledBytes == 0)
+        // A flush the socket cuts short: the rest is stalled; a block queued after it is not, until
+        // the next flush is refused it too.
+        queue.append(ByteBlock.from([UInt8](repeating: 8, count: 500_000)))
+        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+        let stalled = queue.stalledBytes
+        #expect(stalled == queue.heldBytes && stalled > 0)
+        queue.append(ByteBlock.from([UInt8](repeating: 9, count: 1000)))
+        #expect(queue.stalledBytes == stalled && queue.heldBytes == stalled + 1000 + OutboundQueue.blockOverhead)
+        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+        #expect(queue.stalledBytes == queue.heldBytes)
+        // Dropping what had not started leaves at most what is still queued.
+        queue.dropUnstarted()
+        #expect(queue.stalledBytes <= queue.heldBytes)
+        queue.removeAll()
+        #expect(queue.stalledBytes == 0)
+        // The count shares a word with the head index: every connection embeds a queue.
+        #expect(MemoryLayout<OutboundQueue>.size == 40)
+    }
+
     @Test func heldBytesChargesEachQueuedBlock() throws {
         // A bound counts what the queue keeps alive: 1000 two-byte pongs hold far more than 2000
         // bytes, so each block is charged its bookkeeping too.
