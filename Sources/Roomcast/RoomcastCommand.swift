@@ -25,6 +25,19 @@ func environment(_ name: String) -> String? {
     return String(cString: v)
 }
 
+/// A numeric environment variable: nil when unset or empty. A value that is not a number of
+/// that kind stops the program with the variable named, as a bad flag does (exit 64), instead of
+/// being taken as unset.
+func environment<T: FixedWidthInteger>(_ name: String, as type: T.Type) -> T? {
+    guard let text = environment(name), !text.isEmpty else { return nil }
+    guard let value = T(text) else {
+        let range = T.self == Int.self || T.self == Int64.self ? "an integer" : "an integer from \(T.min) to \(T.max)"
+        FileHandle.standardError.write(Data("Error: \(name) must be \(range) (got \"\(text)\")\n".utf8))
+        exit(64)
+    }
+    return value
+}
+
 struct RoomcastCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomcast",
@@ -51,13 +64,13 @@ struct RoomcastCommand: ParsableCommand {
     var host: String = environment("ROOMCAST_HOST") ?? "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one [ROOMCAST_PORT].")
-    var port: UInt16 = environment("ROOMCAST_PORT").flatMap(UInt16.init) ?? 8080
+    var port: UInt16 = environment("ROOMCAST_PORT", as: UInt16.self) ?? 8080
 
     @Option(help: "Event-loop threads, each with its own SO_REUSEPORT listener [ROOMCAST_EVENT_LOOPS]. Default: one per core.")
-    var eventLoops: Int = environment("ROOMCAST_EVENT_LOOPS").flatMap(Int.init) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    var eventLoops: Int = environment("ROOMCAST_EVENT_LOOPS", as: Int.self) ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
 
     @Option(help: "glibc malloc arenas for all threads together (M_ARENA_MAX). 0 (the default): as many as --event-loops, or glibc's MALLOC_ARENA_MAX when that is set. A connection's records are made on its I/O loop and the domain's on the engine thread; with glibc's own choice (eight arenas per core) each thread's arena keeps its own free space, and each idle session added holds about a fifth more memory [ROOMCAST_MALLOC_ARENAS].")
-    var mallocArenas: Int = environment("ROOMCAST_MALLOC_ARENAS").flatMap(Int.init) ?? 0
+    var mallocArenas: Int = environment("ROOMCAST_MALLOC_ARENAS", as: Int.self) ?? 0
 
     static let mallocArenasRange = 0...1024
 
@@ -80,55 +93,55 @@ struct RoomcastCommand: ParsableCommand {
     var backupDir: String = environment("ROOMCAST_BACKUP_DIR") ?? ""
 
     @Option(help: "Largest request body in bytes; larger gets 413 [ROOMCAST_MAX_BODY_BYTES].")
-    var maxBodyBytes: Int = environment("ROOMCAST_MAX_BODY_BYTES").flatMap(Int.init) ?? (1 << 20)
+    var maxBodyBytes: Int = environment("ROOMCAST_MAX_BODY_BYTES", as: Int.self) ?? (1 << 20)
 
     @Option(help: "Seconds a request head may take after its first byte before 408 [ROOMCAST_HEADER_TIMEOUT].")
-    var headerTimeout: Int = environment("ROOMCAST_HEADER_TIMEOUT").flatMap(Int.init) ?? 10
+    var headerTimeout: Int = environment("ROOMCAST_HEADER_TIMEOUT", as: Int.self) ?? 10
 
     @Option(help: "Seconds a request body may take after its head before 408 [ROOMCAST_BODY_TIMEOUT].")
-    var bodyTimeout: Int = environment("ROOMCAST_BODY_TIMEOUT").flatMap(Int.init) ?? 30
+    var bodyTimeout: Int = environment("ROOMCAST_BODY_TIMEOUT", as: Int.self) ?? 30
 
     @Option(help: "Seconds an idle keep-alive connection is kept [ROOMCAST_KEEPALIVE_TIMEOUT].")
-    var keepAliveTimeout: Int = environment("ROOMCAST_KEEPALIVE_TIMEOUT").flatMap(Int.init) ?? 75
+    var keepAliveTimeout: Int = environment("ROOMCAST_KEEPALIVE_TIMEOUT", as: Int.self) ?? 75
 
     @Option(help: "Requests served on one connection before it is closed [ROOMCAST_MAX_REQUESTS_PER_CONNECTION].")
-    var maxRequestsPerConnection: Int = environment("ROOMCAST_MAX_REQUESTS_PER_CONNECTION").flatMap(Int.init) ?? 10_000
+    var maxRequestsPerConnection: Int = environment("ROOMCAST_MAX_REQUESTS_PER_CONNECTION", as: Int.self) ?? 10_000
 
     @Option(help: "Path that upgrades to WebSocket [ROOMCAST_WS_PATH].")
     var wsPath: String = environment("ROOMCAST_WS_PATH") ?? "/ws"
 
     @Option(help: "Largest WebSocket message in bytes; larger closes with 1009 [ROOMCAST_MAX_MESSAGE_BYTES].")
-    var maxMessageBytes: Int = environment("ROOMCAST_MAX_MESSAGE_BYTES").flatMap(Int.init) ?? (1 << 20)
+    var maxMessageBytes: Int = environment("ROOMCAST_MAX_MESSAGE_BYTES", as: Int.self) ?? (1 << 20)
 
     @Option(help: "Seconds without inbound WebSocket traffic before a ping [ROOMCAST_PING_INTERVAL].")
-    var pingInterval: Int = environment("ROOMCAST_PING_INTERVAL").flatMap(Int.init) ?? 25
+    var pingInterval: Int = environment("ROOMCAST_PING_INTERVAL", as: Int.self) ?? 25
 
     @Option(help: "Seconds to wait for a pong before closing [ROOMCAST_PONG_TIMEOUT].")
-    var pongTimeout: Int = environment("ROOMCAST_PONG_TIMEOUT").flatMap(Int.init) ?? 10
+    var pongTimeout: Int = environment("ROOMCAST_PONG_TIMEOUT", as: Int.self) ?? 10
 
     @Option(help: "Bytes a connection may have queued for its client (responses, WebSocket frames): past it the connection is not read until the client catches up, and a WebSocket message past it closes the connection as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
-    var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES").flatMap(Int.init) ?? (4 << 20)
+    var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES", as: Int.self) ?? (4 << 20)
 
     @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. 0 (the default): a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
-    var outboundSoftBytes: Int = environment("ROOMCAST_OUTBOUND_SOFT_BYTES").flatMap(Int.init) ?? 0
+    var outboundSoftBytes: Int = environment("ROOMCAST_OUTBOUND_SOFT_BYTES", as: Int.self) ?? 0
 
     /// The soft mark given, or a sixteenth of the hard bound.
     var effectiveOutboundSoftBytes: Int { outboundSoftBytes > 0 ? outboundSoftBytes : maxOutboundBytes / Limits.outboundSoftFraction }
 
     @Option(help: "QS-3: bytes of kernel send buffer per WebSocket (SO_SNDBUF; what a slow reader has not read waits beyond it in the connection's queue, where it is shed and told as room.gap); 0: the kernel's autotuning [ROOMCAST_WS_SEND_BUFFER].")
-    var wsSendBuffer: Int = environment("ROOMCAST_WS_SEND_BUFFER").flatMap(Int.init) ?? ServerConfiguration().webSocketSendBufferBytes
+    var wsSendBuffer: Int = environment("ROOMCAST_WS_SEND_BUFFER", as: Int.self) ?? ServerConfiguration().webSocketSendBufferBytes
 
     @Option(help: "QS-3: seconds a connection's queued output may make no progress before the connection is closed (nginx's send_timeout) [ROOMCAST_SEND_TIMEOUT].")
-    var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT").flatMap(Int.init) ?? 60
+    var sendTimeout: Int = environment("ROOMCAST_SEND_TIMEOUT", as: Int.self) ?? 60
 
     @Option(help: "QS-3: bytes all connections together may have queued; past it the connections that made progress least recently are closed first [ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES].")
-    var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES").flatMap(Int.init) ?? (1 << 30)
+    var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES", as: Int.self) ?? (1 << 30)
 
     @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; only after a loop wrote events in the window before, and never for high-priority or system events or answers); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
-    var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY").flatMap(Int.init) ?? Limits.defaultWriteDelayMilliseconds
+    var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY", as: Int.self) ?? Limits.defaultWriteDelayMilliseconds
 
     @Option(help: "QS-2: milliseconds the I/O loops may be behind before rooms of 100 or more members refuse all but high-priority messages (42902) [ROOMCAST_FANOUT_LATENCY_BUDGET].")
-    var fanoutLatencyBudget: Int = environment("ROOMCAST_FANOUT_LATENCY_BUDGET").flatMap(Int.init) ?? Int(Limits.defaultFanoutLatencyBudgetMilliseconds)
+    var fanoutLatencyBudget: Int = environment("ROOMCAST_FANOUT_LATENCY_BUDGET", as: Int.self) ?? Int(Limits.defaultFanoutLatencyBudgetMilliseconds)
 
     @Option(name: .customLong("allowed-origin"),
             help: "Origin allowed to open WebSockets (repeatable; `*` or `https://*.example.com` patterns) [ROOMCAST_ALLOWED_ORIGINS, comma-separated]. Default: any.")
@@ -138,7 +151,7 @@ struct RoomcastCommand: ParsableCommand {
     var deflate: Bool = environment("ROOMCAST_DEFLATE") != "0"
 
     @Option(help: "Seconds a shutdown waits for connections to finish [ROOMCAST_DRAIN_TIMEOUT].")
-    var drainTimeout: Int = environment("ROOMCAST_DRAIN_TIMEOUT").flatMap(Int.init) ?? 10
+    var drainTimeout: Int = environment("ROOMCAST_DRAIN_TIMEOUT", as: Int.self) ?? 10
 
     @Flag(help: "Print the OpenAPI document of the REST API and exit.")
     var printOpenapi = false
@@ -169,10 +182,10 @@ struct RoomcastCommand: ParsableCommand {
     var publicURLs: [String] = environment("ROOMCAST_PUBLIC_URLS").map { $0.split(separator: ",").map(String.init) } ?? []
 
     @Option(help: "New WebSocket connections one client IP address may open per second [ROOMCAST_CONNECTS_PER_IP].")
-    var connectsPerIp: Int = environment("ROOMCAST_CONNECTS_PER_IP").flatMap(Int.init) ?? 50
+    var connectsPerIp: Int = environment("ROOMCAST_CONNECTS_PER_IP", as: Int.self) ?? 50
 
     @Option(help: "Seconds after a user's last connection closes before the user.offline webhook is sent; a connection within them sends nothing (0: at once) [ROOMCAST_PRESENCE_GRACE].")
-    var presenceGrace: Int = environment("ROOMCAST_PRESENCE_GRACE").flatMap(Int.init) ?? 5
+    var presenceGrace: Int = environment("ROOMCAST_PRESENCE_GRACE", as: Int.self) ?? 5
 
     @Option(help: "Serve the client library and the console from this directory (a checkout's clients/) instead of the built-in copies, to work on them without a rebuild [ROOMCAST_ASSETS_DIR].")
     var assetsDir: String = environment("ROOMCAST_ASSETS_DIR") ?? ""
@@ -184,19 +197,19 @@ struct RoomcastCommand: ParsableCommand {
     var durability: String = environment("ROOMCAST_DURABILITY") ?? "normal"
 
     @Option(help: "Seconds an expired client token may still be refreshed before the connection closes with 4002 [ROOMCAST_TOKEN_GRACE].")
-    var tokenGrace: Int = environment("ROOMCAST_TOKEN_GRACE").flatMap(Int.init) ?? 60
+    var tokenGrace: Int = environment("ROOMCAST_TOKEN_GRACE", as: Int.self) ?? 60
 
     @Option(help: "Seconds a new WebSocket has to send connect before it is closed with 4001 [ROOMCAST_CONNECT_TIMEOUT].")
-    var connectTimeout: Int = environment("ROOMCAST_CONNECT_TIMEOUT").flatMap(Int.init) ?? 10
+    var connectTimeout: Int = environment("ROOMCAST_CONNECT_TIMEOUT", as: Int.self) ?? 10
 
     @Option(help: "Seconds between heartbeat comments on an idle Server-Sent Events stream (GET /sse) [ROOMCAST_SSE_HEARTBEAT].")
-    var sseHeartbeat: Int = environment("ROOMCAST_SSE_HEARTBEAT").flatMap(Int.init) ?? Limits.defaultSSEHeartbeatSeconds
+    var sseHeartbeat: Int = environment("ROOMCAST_SSE_HEARTBEAT", as: Int.self) ?? Limits.defaultSSEHeartbeatSeconds
 
     @Option(help: "Events kept per room for resuming clients [ROOMCAST_RESUME_EVENTS].")
-    var resumeEvents: Int = environment("ROOMCAST_RESUME_EVENTS").flatMap(Int.init) ?? 1024
+    var resumeEvents: Int = environment("ROOMCAST_RESUME_EVENTS", as: Int.self) ?? 1024
 
     @Option(help: "Seconds events are kept for resuming clients [ROOMCAST_RESUME_SECONDS].")
-    var resumeSeconds: Int = environment("ROOMCAST_RESUME_SECONDS").flatMap(Int.init) ?? 300
+    var resumeSeconds: Int = environment("ROOMCAST_RESUME_SECONDS", as: Int.self) ?? 300
 
     @Option(name: .customLong("webhook"),
             help: "A webhook endpoint: 'APP URL [format=standard|rongcloud|nim] [events=member.joined,...] [secret=whsec_...] [allow-private]' (repeatable) [ROOMCAST_WEBHOOKS, ';'-separated].")
@@ -206,10 +219,10 @@ struct RoomcastCommand: ParsableCommand {
     var webhookRetrySchedule: String = environment("ROOMCAST_WEBHOOK_RETRY_SCHEDULE") ?? ""
 
     @Option(help: "Seconds a webhook attempt may take in all [ROOMCAST_WEBHOOK_TIMEOUT].")
-    var webhookTimeout: Int = environment("ROOMCAST_WEBHOOK_TIMEOUT").flatMap(Int.init) ?? 10
+    var webhookTimeout: Int = environment("ROOMCAST_WEBHOOK_TIMEOUT", as: Int.self) ?? 10
 
     @Option(help: "Webhook attempts in flight at once [ROOMCAST_WEBHOOK_CONCURRENCY].")
-    var webhookConcurrency: Int = environment("ROOMCAST_WEBHOOK_CONCURRENCY").flatMap(Int.init) ?? 256
+    var webhookConcurrency: Int = environment("ROOMCAST_WEBHOOK_CONCURRENCY", as: Int.self) ?? 256
 
     @Option(name: .customLong("webhook-allow-private"),
             help: "Apps whose webhook endpoints may reach loopback, private and link-local addresses (allowPrivateNetwork), comma-separated or repeated; * for every app. Others are refused with 403 [ROOMCAST_WEBHOOK_ALLOW_PRIVATE].")
@@ -222,16 +235,16 @@ struct RoomcastCommand: ParsableCommand {
     var nodeId: String = environment("ROOMCAST_NODE_ID") ?? ""
 
     @Option(help: "Seconds without a node's heartbeat before the cluster ends its sessions [ROOMCAST_NODE_TIMEOUT].")
-    var nodeTimeout: Int = environment("ROOMCAST_NODE_TIMEOUT").flatMap(Int.init) ?? 10
+    var nodeTimeout: Int = environment("ROOMCAST_NODE_TIMEOUT", as: Int.self) ?? 10
 
     @Option(help: "Cluster: the leader publishes a snapshot every this many log entries (at most one a minute), and the log is trimmed below it; 0: never [ROOMCAST_SNAPSHOT_EVERY].")
-    var snapshotEvery: Int = environment("ROOMCAST_SNAPSHOT_EVERY").flatMap(Int.init) ?? 100_000
+    var snapshotEvery: Int = environment("ROOMCAST_SNAPSHOT_EVERY", as: Int.self) ?? 100_000
 
     @Option(help: "Cluster: seconds at least between two snapshots [ROOMCAST_SNAPSHOT_INTERVAL].")
-    var snapshotInterval: Int = environment("ROOMCAST_SNAPSHOT_INTERVAL").flatMap(Int.init) ?? 60
+    var snapshotInterval: Int = environment("ROOMCAST_SNAPSHOT_INTERVAL", as: Int.self) ?? 60
 
     @Option(help: "Testing only: milliseconds added to this node's clock (negative: behind), to check that a skewed clock changes nothing a cluster agrees on; the signature window still applies to signed calls [ROOMCAST_CLOCK_OFFSET_MS].")
-    var clockOffsetMs: Int64 = environment("ROOMCAST_CLOCK_OFFSET_MS").flatMap(Int64.init) ?? 0
+    var clockOffsetMs: Int64 = environment("ROOMCAST_CLOCK_OFFSET_MS", as: Int64.self) ?? 0
 
     func validate() throws {
         do {

@@ -122,12 +122,18 @@ extension HardeningTests {
         }
     }
 
-    @Test("TR-5: a --write-delay outside its bound, or more than half the send timeout, is refused, naming the flag")
+    @Test("TR-5: a --write-delay outside its bound, or more than half the send timeout, or a variable that is not a number, is refused, naming it")
     func writeDelayOutOfBoundsIsRefused() async throws {
         try await offPool { () throws in
             // Held output makes no progress: the delay must stay within half the send timeout.
             let (status, log) = try roomcastRun(["--write-delay", "600", "--send-timeout", "1"])
             #expect(status != nil && status != 0 && log.contains("--write-delay must be at most half of --send-timeout (1 s)"), "\(log)")
+            // A variable that is not a number is refused naming it, not taken as unset.
+            for (name, bad, says) in [("ROOMCAST_WRITE_DELAY", "abc", "an integer"), ("ROOMCAST_SEND_TIMEOUT", "30s", "an integer"),
+                                      ("ROOMCAST_PORT", "70000", "an integer from 0 to 65535")] {
+                let (status, log) = try roomcastRun([], environment: [name: bad])
+                #expect(status == 64 && log.contains("\(name) must be \(says) (got \"\(bad)\")"), "\(name)=\(bad): \(String(describing: status)) \(log)")
+            }
             for bad in ["-1", "\(Limits.writeDelayMilliseconds.upperBound + 1)"] {
                 let (status, log) = try roomcastRun(["--write-delay=\(bad)"])
                 #expect(status != nil && status != 0, "\(bad): \(String(describing: status))")
