@@ -337,8 +337,15 @@ final class ClientSession: WebSocketHandler {
         toldAliases.removeAll { $0 == a.number }
     }
 
-    /// QS-3: what the client has not taken of its connection's queue (0 once it is gone).
-    var backlogBytes: Int { connection?.backlogBytes ?? 0 }
+    /// QS-3: how far behind the client is (0 once its connection is gone): what its socket did
+    /// not take at the last write, or more when what was queued since passes that by more than
+    /// the soft mark (the loop fell behind and queues a burst at once, before it writes: a reader
+    /// is not kept from its marks for that long). So a reader that keeps up is not dropped for
+    /// events that reached it together, and a slow one's queue stays within twice the soft mark.
+    var backlogBytes: Int {
+        guard let c = connection else { return 0 }
+        return max(c.backlogBytes, c.queuedBytes - hub.marks.soft)
+    }
 
     /// QS-3: counts a dropped block for the room's next `room.gap`.
     /// Transient messages are outside the stream (no epoch, no offsets): their losses join the

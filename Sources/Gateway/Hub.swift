@@ -260,8 +260,6 @@ final class Hub {
         let count: Int
     }
 
-    /// Hands `frame` to one session, unless its connection holds more than the lane's mark (then
-    /// the session counts what it lost, for its `room.gap`). False: dropped.
     /// TR-5: whether the room had a droppable event (a normal, low or transient message) on this
     /// loop within the write delay, so this one may wait to be written with the ones after it;
     /// notes this one. A room with fewer such messages than one per delay is never held, whatever
@@ -274,8 +272,10 @@ final class Hub {
         return now - last < writeDelay
     }
 
-    /// `hold`: the event may wait for the write delay (`holdsRoomEvents`; never one that is never
-    /// dropped, high priority or system).
+    /// Hands `frame` to one session, unless it is further behind than the lane's mark (then the
+    /// session counts what it lost, for its `room.gap`). False: dropped. `hold`: the event may
+    /// wait for the write delay (`holdsRoomEvents`; never one that is never dropped, high
+    /// priority or system).
     @inline(__always)
     private func offer(_ frame: ByteBlock, to s: ClientSession, room: RoomKey?, alias: CompactEncoding.RoomAlias?, drop: Drop?,
                        hold: Bool) -> Bool {

@@ -25,17 +25,34 @@ func environment(_ name: String) -> String? {
     return String(cString: v)
 }
 
-/// A numeric environment variable: nil when unset or empty. A value that is not a number of
-/// that kind stops the program with the variable named, as a bad flag does (exit 64), instead of
-/// being taken as unset.
+/// A numeric environment variable: nil when unset or empty, and when it is not a number of that
+/// kind, which is noted for `refuseInvalidEnvironment` (a flag given for it wins; other commands,
+/// `--help` among them, are not stopped by it).
 func environment<T: FixedWidthInteger>(_ name: String, as type: T.Type) -> T? {
     guard let text = environment(name), !text.isEmpty else { return nil }
     guard let value = T(text) else {
-        let range = T.self == Int.self || T.self == Int64.self ? "an integer" : "an integer from \(T.min) to \(T.max)"
-        FileHandle.standardError.write(Data("Error: \(name) must be \(range) (got \"\(text)\")\n".utf8))
-        exit(64)
+        let kind = T.self == Int.self || T.self == Int64.self ? "an integer" : "an integer from \(T.min) to \(T.max)"
+        invalidEnvironment.withLock { $0[name] = "\(name) must be \(kind) (got \"\(text)\")" }
+        return nil
     }
     return value
+}
+
+/// The numeric variables that were not numbers, by name, with what to say.
+let invalidEnvironment = Mutex<[String: String]>([:])
+
+/// Refuses the first numeric variable that was not a number, unless its flag was given as well
+/// (`ROOMCAST_SEND_TIMEOUT`: `--send-timeout`; `ROOMCAST_KEEPALIVE_TIMEOUT`: `--keep-alive-timeout`,
+/// so the two are compared without their separators).
+func refuseInvalidEnvironment(arguments: [String] = CommandLine.arguments) throws {
+    let bad = invalidEnvironment.withLock { $0 }
+    for name in bad.keys.sorted() {
+        let key = name.dropFirst("ROOMCAST_".count).lowercased().replacingOccurrences(of: "_", with: "")
+        let given = arguments.contains { a in
+            a.hasPrefix("--") && a.dropFirst(2).prefix { $0 != "=" }.replacingOccurrences(of: "-", with: "") == key
+        }
+        if !given { throw ValidationError(bad[name]!) }
+    }
 }
 
 struct RoomcastCommand: ParsableCommand {
@@ -122,7 +139,7 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "Bytes a connection may have queued for its client (responses, WebSocket frames): past it the connection is not read until the client catches up, and a WebSocket message past it closes the connection as a slow consumer (4008) [ROOMCAST_MAX_OUTBOUND_BYTES].")
     var maxOutboundBytes: Int = environment("ROOMCAST_MAX_OUTBOUND_BYTES", as: Int.self) ?? (4 << 20)
 
-    @Option(help: "QS-3: bytes a connection may have queued before its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. 0 (the default): a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
+    @Option(help: "QS-3: once what a connection's socket did not take at its last write passes this many bytes (or its queue passes it by this much again), its normal room messages are dropped (low and transient ones past a quarter of it); the client is told what it lost with room.gap. 0 (the default): a sixteenth of --max-outbound-bytes (256 KiB) [ROOMCAST_OUTBOUND_SOFT_BYTES].")
     var outboundSoftBytes: Int = environment("ROOMCAST_OUTBOUND_SOFT_BYTES", as: Int.self) ?? 0
 
     /// The soft mark given, or a sixteenth of the hard bound.
@@ -137,7 +154,7 @@ struct RoomcastCommand: ParsableCommand {
     @Option(help: "QS-3: bytes all connections together may have queued; past it the connections that made progress least recently are closed first [ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES].")
     var maxTotalOutboundBytes: Int = environment("ROOMCAST_MAX_TOTAL_OUTBOUND_BYTES", as: Int.self) ?? (1 << 30)
 
-    @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; only after a loop wrote events in the window before, and never for high-priority or system events or answers); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
+    @Option(help: "TR-5: milliseconds a WebSocket's room events may wait to be written together with the next ones (one write for several events: less CPU per delivery for busy rooms, at most this much more latency; only for a room that sent a normal, low or transient message in the window before, and never for high-priority or system events, events to users, or answers); 0 writes each before the loop sleeps [ROOMCAST_WRITE_DELAY].")
     var writeDelay: Int = environment("ROOMCAST_WRITE_DELAY", as: Int.self) ?? Limits.defaultWriteDelayMilliseconds
 
     @Option(help: "QS-2: milliseconds the I/O loops may be behind before rooms of 100 or more members refuse all but high-priority messages (42902) [ROOMCAST_FANOUT_LATENCY_BUDGET].")
@@ -247,6 +264,7 @@ struct RoomcastCommand: ParsableCommand {
     var clockOffsetMs: Int64 = environment("ROOMCAST_CLOCK_OFFSET_MS", as: Int64.self) ?? 0
 
     func validate() throws {
+        try refuseInvalidEnvironment()
         do {
             _ = try LogLevels.parse(logLevel)
         } catch {

@@ -130,10 +130,15 @@ extension HardeningTests {
             #expect(status != nil && status != 0 && log.contains("--write-delay must be at most half of --send-timeout (1 s)"), "\(log)")
             // A variable that is not a number is refused naming it, not taken as unset.
             for (name, bad, says) in [("ROOMCAST_WRITE_DELAY", "abc", "an integer"), ("ROOMCAST_SEND_TIMEOUT", "30s", "an integer"),
-                                      ("ROOMCAST_PORT", "70000", "an integer from 0 to 65535")] {
+                                      ("ROOMCAST_EVENT_LOOPS", "two", "an integer")] {
                 let (status, log) = try roomcastRun([], environment: [name: bad])
                 #expect(status == 64 && log.contains("\(name) must be \(says) (got \"\(bad)\")"), "\(name)=\(bad): \(String(describing: status)) \(log)")
             }
+            // The flag wins over a bad variable (here refused for its own bound), and --help is not stopped by one.
+            let (flagStatus, flagLog) = try roomcastRun(["--write-delay", "2000"], environment: ["ROOMCAST_WRITE_DELAY": "abc"])
+            #expect(flagStatus == 64 && flagLog.contains("--write-delay must be 0 to") && !flagLog.contains("ROOMCAST_WRITE_DELAY"), "\(flagLog)")
+            let (helpStatus, helpLog) = try roomcastRun(["--help"], environment: ["ROOMCAST_WRITE_DELAY": "abc"])
+            #expect(helpStatus == 0 && helpLog.contains("--write-delay"), "\(String(describing: helpStatus)) \(helpLog.prefix(300))")
             for bad in ["-1", "\(Limits.writeDelayMilliseconds.upperBound + 1)"] {
                 let (status, log) = try roomcastRun(["--write-delay=\(bad)"])
                 #expect(status != nil && status != 0, "\(bad): \(String(describing: status))")
