@@ -59,6 +59,17 @@ func socketPair() -> (Int32, Int32) {
     return (fds[0], fds[1])
 }
 
+/// A socket pair for the output-queue tests (`a` written, `b` read; with `smallBuffers`, 4 KiB
+/// kernel buffers so writes come up short) and iovecs for `OutboundQueue.flush`, released after.
+func withQueueSockets(smallBuffers: Bool = false, iovecs: Int = 8, _ body: (Int32, Int32, UnsafeMutableBufferPointer<iovec>) throws -> Void) rethrows {
+    let (a, b) = socketPair()
+    defer { closeDescriptor(a); closeDescriptor(b) }
+    if smallBuffers { Socket.setBufferSizes(a, receive: 4096, send: 4096) }
+    let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: iovecs)
+    defer { iov.deallocate() }
+    try body(a, b, iov)
+}
+
 @Suite("Reactor", .serialized)
 struct ReactorTests {
     @Test func executeRunsOnTheLoopInOrder() throws {
@@ -120,118 +131,107 @@ struct ReactorTests {
     }
 
     @Test func outboundQueueWritesEverythingAcrossPartialWrites() throws {
-        let (a, b) = socketPair()
-        defer { closeDescriptor(a); closeDescriptor(b) }
-        Socket.setBufferSizes(a, receive: 4096, send: 4096)
-        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
-        defer { iov.deallocate() }
-        var queue = OutboundQueue()
-        var expected: [UInt8] = []
-        for i in 0..<50 {
-            let block = ByteBlock.from((0..<(1000 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
-            expected += block.array
-            queue.append(block)
-        }
-        #expect(queue.pendingBytes == expected.count)
-        var received: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65536)
-        var sawPending = false
-        while !queue.isEmpty || received.count < expected.count {
-            if !queue.isEmpty {
-                if try queue.flush(fd: a, iovecs: iov) == .pending { sawPending = true }
+        try withQueueSockets(smallBuffers: true) { (a, b, iov) throws in
+            var queue = OutboundQueue()
+            var expected: [UInt8] = []
+            for i in 0..<50 {
+                let block = ByteBlock.from((0..<(1000 + i * 37)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
+                expected += block.array
+                queue.append(block)
             }
-            let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
-            if n > 0 { received += buf[0..<n] }
+            #expect(queue.pendingBytes == expected.count)
+            var received: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 65536)
+            var sawPending = false
+            while !queue.isEmpty || received.count < expected.count {
+                if !queue.isEmpty {
+                    if try queue.flush(fd: a, iovecs: iov) == .pending { sawPending = true }
+                }
+                let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+                if n > 0 { received += buf[0..<n] }
+            }
+            #expect(sawPending, "the small socket buffer must force partial writes")
+            #expect(received == expected)
+            #expect(queue.pendingBytes == 0)
         }
-        #expect(sawPending, "the small socket buffer must force partial writes")
-        #expect(received == expected)
-        #expect(queue.pendingBytes == 0)
     }
 
     @Test func droppingUnstartedBlocksKeepsTheStreamWellFramed() throws {
         // A slow consumer's queue: the block mid-write is finished, the rest never start.
-        let (a, b) = socketPair()
-        defer { closeDescriptor(a); closeDescriptor(b) }
-        Socket.setBufferSizes(a, receive: 4096, send: 4096)
-        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
-        defer { iov.deallocate() }
-        var queue = OutboundQueue()
-        let first = ByteBlock.from((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
-        queue.append(first)
-        queue.append(ByteBlock.from([UInt8](repeating: 0xEE, count: 50_000)))
-        queue.append(ByteBlock.from([UInt8](repeating: 0xDD, count: 50_000)))
-        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
-        let written = 300_000 - queue.pendingBytes
-        #expect(written > 0 && written < first.count)
-        #expect(queue.dropUnstarted() == 100_000)
-        #expect(queue.pendingBytes == first.count - written)
-        var received: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65536)
-        while received.count < first.count {
-            if !queue.isEmpty { _ = try queue.flush(fd: a, iovecs: iov) }
-            let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
-            if n > 0 { received += buf[0..<n] }
+        try withQueueSockets(smallBuffers: true) { (a, b, iov) throws in
+            var queue = OutboundQueue()
+            let first = ByteBlock.from((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+            queue.append(first)
+            queue.append(ByteBlock.from([UInt8](repeating: 0xEE, count: 50_000)))
+            queue.append(ByteBlock.from([UInt8](repeating: 0xDD, count: 50_000)))
+            #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+            let written = 300_000 - queue.pendingBytes
+            #expect(written > 0 && written < first.count)
+            #expect(queue.dropUnstarted() == 100_000)
+            #expect(queue.pendingBytes == first.count - written)
+            var received: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 65536)
+            while received.count < first.count {
+                if !queue.isEmpty { _ = try queue.flush(fd: a, iovecs: iov) }
+                let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+                if n > 0 { received += buf[0..<n] }
+            }
+            #expect(received == first.array)
+            #expect(queue.isEmpty && queue.dropUnstarted() == 0)
         }
-        #expect(received == first.array)
-        #expect(queue.isEmpty && queue.dropUnstarted() == 0)
     }
 
     // QS-3: a reader is as far behind as what its socket refused at the last flush; what was
     // queued since (not yet offered to the socket) does not count until a flush refuses it.
     @Test func stalledBytesAreWhatTheLastFlushLeft() throws {
-        let (a, b) = socketPair()
-        defer { closeDescriptor(a); closeDescriptor(b) }
-        Socket.setBufferSizes(a, receive: 4096, send: 4096)
-        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
-        defer { iov.deallocate() }
-        var queue = OutboundQueue()
-        // Queued and never offered: nothing stalled.
-        for _ in 0..<3 { queue.append(ByteBlock.from([UInt8](repeating: 7, count: 1000))) }
-        #expect(queue.heldBytes > 3000 && queue.stalledBytes == 0)
-        // Everything taken: still nothing.
-        #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
-        #expect(queue.stalledBytes == 0)
-        // A flush the socket cuts short: the rest is stalled; a block queued after it is not, until
-        // the next flush is refused it too.
-        queue.append(ByteBlock.from([UInt8](repeating: 8, count: 500_000)))
-        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
-        let stalled = queue.stalledBytes
-        #expect(stalled == queue.heldBytes && stalled > 0)
-        queue.append(ByteBlock.from([UInt8](repeating: 9, count: 1000)))
-        #expect(queue.stalledBytes == stalled && queue.heldBytes == stalled + 1000 + OutboundQueue.blockOverhead)
-        #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
-        #expect(queue.stalledBytes == queue.heldBytes)
-        // Dropping what had not started leaves at most what is still queued.
-        queue.dropUnstarted()
-        #expect(queue.stalledBytes <= queue.heldBytes)
-        queue.removeAll()
-        #expect(queue.stalledBytes == 0)
-        // The count shares a word with the head index: every connection embeds a queue.
-        #expect(MemoryLayout<OutboundQueue>.size == 40)
+        try withQueueSockets(smallBuffers: true) { (a, b, iov) throws in
+            var queue = OutboundQueue()
+            // Queued and never offered: nothing stalled.
+            for _ in 0..<3 { queue.append(ByteBlock.from([UInt8](repeating: 7, count: 1000))) }
+            #expect(queue.heldBytes > 3000 && queue.stalledBytes == 0)
+            // Everything taken: still nothing.
+            #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
+            #expect(queue.stalledBytes == 0)
+            // A flush the socket cuts short: the rest is stalled; a block queued after it is not, until
+            // the next flush is refused it too.
+            queue.append(ByteBlock.from([UInt8](repeating: 8, count: 500_000)))
+            #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+            let stalled = queue.stalledBytes
+            #expect(stalled == queue.heldBytes && stalled > 0)
+            queue.append(ByteBlock.from([UInt8](repeating: 9, count: 1000)))
+            #expect(queue.stalledBytes == stalled && queue.heldBytes == stalled + 1000 + OutboundQueue.blockOverhead)
+            #expect(try queue.flush(fd: a, iovecs: iov) == .pending)
+            #expect(queue.stalledBytes == queue.heldBytes)
+            // Dropping what had not started leaves at most what is still queued.
+            queue.dropUnstarted()
+            #expect(queue.stalledBytes <= queue.heldBytes)
+            queue.removeAll()
+            #expect(queue.stalledBytes == 0)
+            // The count shares a word with the head index: every connection embeds a queue.
+            #expect(MemoryLayout<OutboundQueue>.size == 40)
+        }
     }
 
     @Test func heldBytesChargesEachQueuedBlock() throws {
         // A bound counts what the queue keeps alive: 1000 two-byte pongs hold far more than 2000
         // bytes, so each block is charged its bookkeeping too.
-        let (a, b) = socketPair()
-        defer { closeDescriptor(a); closeDescriptor(b) }
-        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 8)
-        defer { iov.deallocate() }
-        var queue = OutboundQueue()
-        #expect(queue.heldBytes == 0)
-        for _ in 0..<1000 { queue.append(ByteBlock.from([0x8A, 0x00])) }
-        #expect(queue.pendingBytes == 2000)
-        #expect(queue.heldBytes == 2000 + 1000 * OutboundQueue.blockOverhead)
-        // Every pong written and 4 bytes of the next block: a partly written block still counts.
-        queue.append(ByteBlock.from([UInt8](repeating: 1, count: 10)))
-        queue.consume(2 * 1000 + 4)
-        #expect(queue.pendingBytes == 6)
-        #expect(queue.heldBytes == 6 + OutboundQueue.blockOverhead)
-        _ = try queue.flush(fd: a, iovecs: iov)
-        #expect(queue.heldBytes == 0)
-        // An empty block is never queued, so it is never charged.
-        queue.append(ByteBlock.from([UInt8]()))
-        #expect(queue.heldBytes == 0)
+        try withQueueSockets { (a, b, iov) throws in
+            var queue = OutboundQueue()
+            #expect(queue.heldBytes == 0)
+            for _ in 0..<1000 { queue.append(ByteBlock.from([0x8A, 0x00])) }
+            #expect(queue.pendingBytes == 2000)
+            #expect(queue.heldBytes == 2000 + 1000 * OutboundQueue.blockOverhead)
+            // Every pong written and 4 bytes of the next block: a partly written block still counts.
+            queue.append(ByteBlock.from([UInt8](repeating: 1, count: 10)))
+            queue.consume(2 * 1000 + 4)
+            #expect(queue.pendingBytes == 6)
+            #expect(queue.heldBytes == 6 + OutboundQueue.blockOverhead)
+            _ = try queue.flush(fd: a, iovecs: iov)
+            #expect(queue.heldBytes == 0)
+            // An empty block is never queued, so it is never charged.
+            queue.append(ByteBlock.from([UInt8]()))
+            #expect(queue.heldBytes == 0)
+        }
     }
 
     // The front block is held inline and the rest in an array: order, partial writes across the
@@ -267,22 +267,20 @@ struct ReactorTests {
     }
 
     @Test func frontAndArrayAreWrittenInOrderBySocket() throws {
-        let (a, b) = socketPair()
-        defer { closeDescriptor(a); closeDescriptor(b) }
-        let iov = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 2)
-        defer { iov.deallocate() }
-        var queue = OutboundQueue()
-        var expected: [UInt8] = []
-        for i in 0..<5 {
-            let block = ByteBlock.from([UInt8](repeating: UInt8(i), count: i + 1))
-            expected += block.array
-            queue.append(block)
+        try withQueueSockets(iovecs: 2) { (a, b, iov) throws in
+            var queue = OutboundQueue()
+            var expected: [UInt8] = []
+            for i in 0..<5 {
+                let block = ByteBlock.from([UInt8](repeating: UInt8(i), count: i + 1))
+                expected += block.array
+                queue.append(block)
+            }
+            // Two iovecs a call: the front and one array block, then the array alone.
+            #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
+            var buf = [UInt8](repeating: 0, count: 64)
+            let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
+            #expect(Array(buf[0..<max(0, n)]) == expected)
         }
-        // Two iovecs a call: the front and one array block, then the array alone.
-        #expect(try queue.flush(fd: a, iovecs: iov) == .drained)
-        var buf = [UInt8](repeating: 0, count: 64)
-        let n = buf.withUnsafeMutableBytes { Glibc.read(b, $0.baseAddress, $0.count) }
-        #expect(Array(buf[0..<max(0, n)]) == expected)
     }
 
     @Test func aHookWithWorkLeftKeepsTheLoopPollingUntilItIsDone() throws {
