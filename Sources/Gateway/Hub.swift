@@ -33,8 +33,8 @@ final class Hub {
     private var nextSession: UInt64 = 1
     let clock: @Sendable () -> Int64
     let counters: FanoutCounters
-    /// TR-5: the server's write delay (`ServerConfiguration.writeDelay`): only a room that had an
-    /// event within it may have its next events held (`holdsRoomEvents`).
+    /// TR-5: the server's write delay (`ServerConfiguration.writeDelay`): only a room that sent a
+    /// droppable message within it may have its next ones held (`holdsRoomEvents`).
     var writeDelay: Duration = .zero
 
     private func userSessions(_ app: String, _ user: String) -> UserSessions? { users[app]?[user] }
