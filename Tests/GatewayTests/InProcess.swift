@@ -343,6 +343,13 @@ final class SessionClient: SessionTransport, @unchecked Sendable {
     /// What the session sees as queued for this client (QS-3): a test sets it to play a slow reader.
     let queued = Atomic<Int>(0)
     var queuedBytes: Int { queued.load(ordering: .relaxed) }
+    /// What the socket refused at the last write (QS-3, `Connection.backlogBytes`); -1: all of
+    /// `queued` (a reader that is behind by all of it).
+    let refused = Atomic<Int>(-1)
+    var backlogBytes: Int {
+        let r = refused.load(ordering: .relaxed)
+        return r < 0 ? queuedBytes : r
+    }
 
     func sendFrame(_ frame: ByteBlock) {
         // A block may hold several frames back to back (a batch's events merged by the hub).

@@ -185,6 +185,41 @@ struct QoSTests {
         #expect(Self.contents(seen) == ["c0"])
     }
 
+    // QS-3: a reader is as far behind as what its socket refused; bytes queued at once and not
+    // yet offered to the socket (a burst from a loop that fell behind) count only past the soft
+    // mark, so a burst under it drops nothing and a larger one is shed, not held toward 4008.
+    @Test func aBurstNotYetWrittenCountsOnlyPastTheSoftMark() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let c = try g.client("burst")
+        _ = try c.expectOK(try c.command("room.join", ["roomId": "r"]))
+        _ = c.drain()
+        let soft = Limits.defaultOutboundSoftBytes
+        // The socket took everything at its last write; a whole soft mark is queued since.
+        c.refused.store(0, ordering: .relaxed)
+        c.queued.store(soft, ordering: .relaxed)
+        for (i, p) in ["low", "normal"].enumerated() { #expect(try Self.send(rest, "r", "a\(i)", priority: p).status == 201) }
+        g.settle()
+        // Past the soft mark by more than the low mark: low messages go, normal ones still come.
+        c.queued.store(soft + soft / Limits.lowMarkFraction + 1, ordering: .relaxed)
+        for (i, p) in ["low", "normal"].enumerated() { #expect(try Self.send(rest, "r", "b\(i)", priority: p).status == 201) }
+        g.settle()
+        // Past twice the soft mark: normal ones go too; high ones still come.
+        c.queued.store(2 * soft + 1, ordering: .relaxed)
+        for (i, p) in ["normal", "high"].enumerated() { #expect(try Self.send(rest, "r", "c\(i)", priority: p).status == 201) }
+        g.settle()
+        c.queued.store(0, ordering: .relaxed)
+        #expect(try Self.send(rest, "r", "d0").status == 201)
+        g.settle()
+        let seen = c.drain()
+        #expect(Self.contents(seen) == ["a0", "a1", "b1", "c1", "d0"], "\(Self.contents(seen))")
+        let gaps = seen.filter { $0.str("ev") == "room.gap" }.map { $0.obj("data").obj("dropped") }
+        #expect(gaps.count == 1 && gaps.first?.int("low") == 1 && gaps.first?.int("normal") == 1, "\(gaps)")
+    }
+
     // QS-3: a gap is told even when the room goes quiet, once the connection has room again
     // (the hub's one-second tick).
     @Test func aPendingGapIsToldWhenTheRoomGoesQuiet() throws {
