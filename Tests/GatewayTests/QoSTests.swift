@@ -18,6 +18,18 @@ struct QoSTests {
         return try rest.call("POST", "/v1/rooms/\(room)/messages", body)
     }
 
+    /// Room `r` with `user` joined and its frames so far read; `unlimited`: the app's room budget
+    /// at its maximum, so only the marks decide what is dropped.
+    static func member(_ g: InProcessGateway, _ user: String, unlimited: Bool = false) throws -> SessionClient {
+        let rest = g.rest()
+        if unlimited { #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200) }
+        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
+        let c = try g.client(user)
+        _ = try c.expectOK(try c.command("room.join", ["roomId": "r"]))
+        _ = c.drain()
+        return c
+    }
+
     static func contents(_ events: [[String: Any]]) -> [String] {
         events.filter { $0.str("ev") == "room.message" }.compactMap { $0.obj("data").obj("message").str("content") }
     }
@@ -30,10 +42,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let bob = try g.client("bob")
-        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
-        _ = bob.drain()
+        let bob = try Self.member(g, "bob")
         var accepted: [String: Int] = [:]
         var refusals: [RESTClient.Response] = []
         for (priority, n) in [("low", 20), ("normal", 20), ("high", 24)] {
@@ -65,10 +74,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let bob = try g.client("bob")
-        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
-        _ = bob.drain()
+        let bob = try Self.member(g, "bob")
         #expect(try Self.send(rest, "r", "hi", priority: "high", extra: ["messageType": "RC:TxtMsg"]).status == 201)
         let m = try bob.waitFor("room.message").obj("data").obj("message")
         #expect(m.str("priority") == "high" && m.str("messageType") == "RC:TxtMsg" && m["transient"] == nil)
@@ -165,11 +171,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let slow = try g.client("slow")
-        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
-        _ = slow.drain()
+        let slow = try Self.member(g, "slow", unlimited: true)
         slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
         for i in 0..<6 { #expect(try Self.send(rest, "r", "m\(i)", extra: i % 2 == 1 ? ["transient": true] : [:]).status == 201) }
         g.settle()
@@ -192,11 +194,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let c = try g.client("burst")
-        _ = try c.expectOK(try c.command("room.join", ["roomId": "r"]))
-        _ = c.drain()
+        let c = try Self.member(g, "burst", unlimited: true)
         let soft = Limits.defaultOutboundSoftBytes
         // The socket took everything at its last write; a whole soft mark is queued since.
         c.refused.store(0, ordering: .relaxed)
@@ -226,10 +224,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let slow = try g.client("slow")
-        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
-        _ = slow.drain()
+        let slow = try Self.member(g, "slow")
         slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
         #expect(try Self.send(rest, "r", "lost").status == 201)
         g.settle()
@@ -247,10 +242,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let slow = try g.client("slow")
-        _ = try slow.expectOK(try slow.command("room.join", ["roomId": "r"]))
-        _ = slow.drain()
+        let slow = try Self.member(g, "slow")
         slow.queued.store(Limits.defaultOutboundSoftBytes + 1, ordering: .relaxed)
         for (i, p) in ["normal", "high", "normal", "high"].enumerated() { #expect(try Self.send(rest, "r", "a\(i)", priority: p).status == 201) }
         g.settle()
@@ -277,10 +269,7 @@ struct QoSTests {
         let g = try InProcessGateway()
         defer { g.stop() }
         let rest = g.rest()
-        #expect(try rest.call("POST", "/v1/rooms", ["roomId": "r"]).status == 201)
-        let bob = try g.client("bob")
-        _ = try bob.expectOK(try bob.command("room.join", ["roomId": "r"]))
-        _ = bob.drain()
+        let bob = try Self.member(g, "bob")
         #expect(try Self.send(rest, "r", "before").status == 201)
         #expect(try Self.send(rest, "r", "barrage", extra: ["transient": true]).status == 201)
         #expect(try Self.send(rest, "r", "after").status == 201)
