@@ -8,6 +8,12 @@ import WebSocket
 /// loop's window, a command's answer does not and takes the held event before it; the bound is
 /// declared once (`Limits.writeDelayMilliseconds`) and a value past it is refused naming the flag.
 extension HardeningTests {
+    /// A gateway with the longest write delay (1 s, long enough to tell held from not on a loaded
+    /// machine) and one I/O loop, so every connection shares the loop's window.
+    func longWindowGateway(_ extra: [String] = []) throws -> GatewayProcess {
+        try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"] + extra)
+    }
+
     func text(_ ws: WSClient, timeout: Double) throws -> String {
         while true {
             if case .text(let s) = try ws.readFrame(timeout: timeout) { return s }
@@ -17,7 +23,7 @@ extension HardeningTests {
     @Test("TR-5: with --write-delay the hub's room events wait for the window; a command's answer takes the held event first")
     func writeDelayHoldsEventsNotAnswers() async throws {
         try await offPool { () throws in
-            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
+            let g = try longWindowGateway()
             defer { g.stop() }
             #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "wd"]).status == 201)
             let ws = try joined(g, offer: nil, user: "reader", room: "wd")
@@ -47,7 +53,7 @@ extension HardeningTests {
     @Test("TR-5, QS-1: a high-priority message is never held: it goes at once, with the held message before it")
     func writeDelayNeverHoldsHighPriority() async throws {
         try await offPool { () throws in
-            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
+            let g = try longWindowGateway()
             defer { g.stop() }
             #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "wh"]).status == 201)
             let ws = try joined(g, offer: nil, user: "reader", room: "wh")
@@ -73,7 +79,7 @@ extension HardeningTests {
     @Test("TR-5: only a busy room's events are held: a quiet room's event goes at once while another room on the loop holds")
     func writeDelayHoldsOnlyBusyRooms() async throws {
         try await offPool { () throws in
-            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--event-loops", "1"])
+            let g = try longWindowGateway()
             defer { g.stop() }
             for room in ["busy", "quiet"] { #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": room]).status == 201) }
             let busy = try joined(g, offer: nil, user: "reader", room: "busy")
@@ -103,8 +109,7 @@ extension HardeningTests {
         try await offPool { () throws in
             // The low mark is 256 bytes: three held messages would pass it, were the held bytes
             // not bounded (half that mark, by the gateway).
-            let g = try GatewayProcess(extra: ["--write-delay", "\(Limits.writeDelayMilliseconds.upperBound)", "--outbound-soft-bytes", "1024",
-                                               "--event-loops", "1"])
+            let g = try longWindowGateway(["--outbound-soft-bytes", "1024"])
             defer { g.stop() }
             #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": "wl"]).status == 201)
             let ws = try joined(g, offer: nil, user: "reader", room: "wl")
