@@ -77,6 +77,9 @@ final class LoopContext {
     /// delay), `.writing` (this iteration wrote events: the window opens when the loop sleeps) or
     /// `.open` (events wait for it to close).
     private var window = EventWindow.quiet
+    /// An event was written at once (`wroteEvent`) while the window was open: the loop is still
+    /// busy, so the next window opens as after one that held events.
+    private var wroteInWindow = false
     enum EventWindow { case quiet, writing, open }
     private(set) var date = HTTPDate(secondsSince1970: 0)
     private var dateSecond: Int64 = -1
@@ -164,7 +167,11 @@ final class LoopContext {
     /// An event written at once (`Connection.sendEvent` with `hold` false): as the first event of
     /// a quiet loop, it opens the window for the events after it.
     func wroteEvent() {
-        if window == .quiet && configuration.writeDelay > .zero { window = .writing }
+        switch window {
+        case .quiet: if configuration.writeDelay > .zero { window = .writing }
+        case .open: wroteInWindow = true
+        case .writing: break
+        }
     }
 
     /// The loop is about to sleep after writing events: hold the next ones for a window.
@@ -178,7 +185,8 @@ final class LoopContext {
         swap(&releasing, &held)
         for connection in releasing { connection.windowClosed() }
         // What was held is written now (before the loop sleeps): the next events wait for another window.
-        window = releasing.isEmpty ? .quiet : .writing
+        window = releasing.isEmpty && !wroteInWindow ? .quiet : .writing
+        wroteInWindow = false
         releasing.removeAll(keepingCapacity: releasing.count <= Self.flushBudget * 64)
     }
 

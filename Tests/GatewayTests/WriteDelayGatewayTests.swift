@@ -84,7 +84,10 @@ extension HardeningTests {
             for room in ["busy", "quiet"] { #expect(try g.rest().call("POST", "/v1/rooms", ["roomId": room]).status == 201) }
             let busy = try joined(g, offer: nil, user: "reader", room: "busy")
             let quiet = try joined(g, offer: nil, user: "other", room: "quiet")
-            // The window opens when first-1 is written, after this: it cannot close before a second from here.
+            // The joins' events opened the loop's window (a second each, while events come); once one
+            // has closed with nothing held or written, the loop is quiet, and the next window opens when first-1 is written, after `beforeFirst`:
+            // it cannot close before a second from there.
+            Thread.sleep(forTimeInterval: 2.5)
             let beforeFirst = Date()
             #expect(try g.rest().call("POST", "/v1/rooms/busy/messages", ["content": "first-1", "fromUserId": "host"]).status == 201)
             #expect(try text(busy, timeout: 5).contains("first-1"))
