@@ -8,9 +8,10 @@ import Glibc
 #endif
 
 /// Issue 12, CLUSTER.md "Nonces and idempotency keys" and "A user's connections": what used to be
-/// per node is judged through the shared log. In the same serialized suite as the other
-/// three-node tests (one cluster at a time on the machine).
-extension ClusterGatewayTests {
+/// per node is judged through the shared log. With the snapshot tests (ClusterSnapshotTests.swift),
+/// a serialized suite of its own: one of its clusters at a time, beside the other three-node suites.
+@Suite("Cluster of three nodes: keys, a user's connections, snapshots", .serialized)
+struct ClusterAcrossNodesTests {
     /// The log position of the newest entry whose payload holds `text` (nil: none yet).
     static func position(_ c: TestCluster, of text: String) -> Int? {
         guard let db = try? PGConnection(c.url),

@@ -10,8 +10,8 @@ import Glibc
 /// log position and trims the log below it; a node that starts later starts from the snapshot,
 /// not the log's first entry, and is in the same state as the others — sessions connected before
 /// the snapshot, mutes with their deadlines, history beyond the in-memory window, room offsets.
-/// In the same serialized suite as the other three-node tests.
-extension ClusterGatewayTests {
+/// In the serialized suite of ClusterKeysTests.swift.
+extension ClusterAcrossNodesTests {
     static func snapshotPosition(_ c: TestCluster, _ i: Int) throws -> Int {
         ((try c.readyz(i).json["cluster"] as? [String: Any])?["snapshot"] as? NSNumber)?.intValue ?? 0
     }
@@ -66,8 +66,8 @@ extension ClusterGatewayTests {
             let expected = try Self.history(c, node: 0)
             #expect(expected.count == 70)
             #expect(try Self.history(c, node: 3) == expected)
-            #expect(try Self.members(c, node: 3) == ["alice", "bob"])
-            #expect(try Self.members(c, node: 3) == Self.members(c, node: 0))
+            #expect(try ClusterGatewayTests.members(c, node: 3) == ["alice", "bob"])
+            #expect(try ClusterGatewayTests.members(c, node: 3) == ClusterGatewayTests.members(c, node: 0))
             for path in ["/v1/rooms/r/mutes", "/v1/rooms/r/attributes", "/v1/rooms/r"] {
                 #expect(try c[3].rest().call("GET", path).text == c[0].rest().call("GET", path).text, "\(path)")
             }
@@ -89,7 +89,7 @@ extension ClusterGatewayTests {
                 (e.obj("data")["members"] as? [[String: Any]] ?? []).contains { $0.str("userId") == "alice" && $0.str("action") == "quit" }
             }
             try c.settle()
-            let after3 = try Self.members(c, node: 3), after0 = try Self.members(c, node: 0)
+            let after3 = try ClusterGatewayTests.members(c, node: 3), after0 = try ClusterGatewayTests.members(c, node: 0)
             #expect(after3 == ["bob", "carol"])
             #expect(after0 == ["bob", "carol"])
         }
@@ -101,7 +101,7 @@ extension ClusterGatewayTests {
 /// it is and applies only what the log added since, when the log still holds that position. A
 /// run that crashed, a damaged record, or a log trimmed past the position: the node starts from
 /// the snapshot (or the log) as before. Each start ends in the same state as the other nodes.
-extension ClusterGatewayTests {
+extension ClusterAcrossNodesTests {
     static func start(_ c: TestCluster, _ i: Int) throws -> (kind: String, position: Int) {
         let cluster = try c.readyz(i).json["cluster"] as? [String: Any] ?? [:]
         return (cluster["start"] as? String ?? "-", (cluster["startPosition"] as? NSNumber)?.intValue ?? -1)
@@ -120,7 +120,7 @@ extension ClusterGatewayTests {
         // (History answers the first 100.)
         #expect(expected.count == min(messages, 100), sourceLocation: sourceLocation)
         #expect(try Self.history(c, node: i) == expected, sourceLocation: sourceLocation)
-        #expect(try Self.members(c, node: i) == Self.members(c, node: 0), sourceLocation: sourceLocation)
+        #expect(try ClusterGatewayTests.members(c, node: i) == ClusterGatewayTests.members(c, node: 0), sourceLocation: sourceLocation)
         for path in ["/v1/rooms/r/attributes", "/v1/rooms/r"] {
             #expect(try c[i].rest().call("GET", path).text == c[0].rest().call("GET", path).text, "\(path)", sourceLocation: sourceLocation)
         }
