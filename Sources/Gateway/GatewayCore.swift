@@ -278,7 +278,7 @@ final class GatewayCore: Sendable {
                                  idempotency: Idempotency(store: store, clock: clock, engine: engine), role: role)
         window = ResumeWindow(maxEvents: configuration.resumeMaxEvents, maxAgeMilliseconds: configuration.resumeMaxAgeSeconds * 1000, stream: stream)
         metrics = MetricsEndpoint(registry: configuration.metrics, store: store, webhooks: webhooks, beforeSend: beforeSend, server: serverMetrics,
-                                  messages: engine.messageCounters, applyLag: role.applyLag(engine))
+                                  messages: engine.messageCounters, fanoutDelay: hubs.delay, applyLag: role.applyLag(engine))
         operations = try Operations(configuration: configuration, store: store, registry: registry, engine: engine, hubs: hubs,
                                     appsInOwnStore: role.appsInOwnStore, clock: clock, logger: logger)
 

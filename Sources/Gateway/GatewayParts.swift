@@ -50,6 +50,14 @@ final class ReadyFlag: Sendable {
 /// the engine (QS-2's latency budget): a batch's age when its loop gets to it.
 final class HubTable: PublishedSink, FanoutPressure {
     private let table = Mutex<[Int: Entry]>([:])
+    /// QS-7: how long each loop took to get each event out (`roomcast_fanout_delay_seconds`).
+    let delay = FanoutDelay()
+    /// Monotonic nanoseconds (injected by tests).
+    private let nanoseconds: @Sendable () -> UInt64
+
+    init(nanoseconds: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+        self.nanoseconds = nanoseconds
+    }
 
     private final class Entry: Sendable {
         let hub: LoopBound<Hub>
@@ -75,11 +83,15 @@ final class HubTable: PublishedSink, FanoutPressure {
     /// A committed batch, to every hub on its own loop (called on the store's writer thread).
     func deliver(_ batch: [Published]) {
         let stamp = monotonicMilliseconds()
+        let handed = nanoseconds()
+        let lanes = FanoutDelay.lanes(of: batch)
+        let delay = self.delay, nanoseconds = self.nanoseconds
         for entry in table.withLock({ Array($0.values) }) {
             // The first batch of an idle loop starts its backlog's clock.
             if entry.pending.add(1, ordering: .relaxed).newValue == 1 { entry.lastStamp.store(stamp, ordering: .relaxed) }
             entry.hub.loop.execute {
                 entry.hub.value.apply(batch)
+                if let lanes { delay.record(lanes, waitedNanoseconds: nanoseconds() &- handed) }
                 entry.lastStamp.store(stamp, ordering: .relaxed)
                 entry.pending.subtract(1, ordering: .relaxed)
             }
@@ -100,6 +112,93 @@ final class HubTable: PublishedSink, FanoutPressure {
             oldest = max(oldest, now - entry.lastStamp.load(ordering: .relaxed))
         }
         return oldest
+    }
+}
+
+/// QS-7: the server's own share of an event's latency, by class: from the moment a committed batch
+/// is handed to the I/O loops until a loop has applied it, i.e. written each of its events to
+/// every connection of the audience on that loop, or queued it behind what a connection has not
+/// read yet (a normal, low or transient message of a busy room may then wait up to
+/// `--write-delay` more). One observation per event and loop. What the clients' own reading adds
+/// is not in it: on a machine shared with the subscribers, that is where a message waits.
+final class FanoutDelay: Sendable {
+    /// Bucket upper bounds in microseconds (the rendered `le` is in seconds).
+    static let bounds: [Int64] = [1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 150_000, 200_000, 300_000,
+                                  500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000]
+    static let classes: [Lane] = [.system, .high, .normal, .low, .transient]
+
+    struct Histogram: Sendable, Equatable {
+        /// Observations per bucket (not cumulative); the last one is past every bound.
+        var buckets = [Int](repeating: 0, count: FanoutDelay.bounds.count + 1)
+        var count = 0
+        var sumMicroseconds: Int64 = 0
+    }
+
+    private let state = Mutex<[Histogram]>(Array(repeating: Histogram(), count: Lane.allCases.count))
+
+    /// The bucket of a wait: the first bound it does not exceed.
+    static func bucket(microseconds: Int64) -> Int {
+        var low = 0, high = bounds.count
+        while low < high {
+            let mid = (low + high) / 2
+            if microseconds <= bounds[mid] { high = mid } else { low = mid + 1 }
+        }
+        return low
+    }
+
+    /// How many events of each lane the batch holds (nil: no event, nothing to record).
+    static func lanes(of batch: [Published]) -> [Int]? {
+        var counts = [Int](repeating: 0, count: Lane.allCases.count)
+        var any = false
+        for case .deliver(_, _, _, _, let lane) in batch {
+            counts[Int(lane.rawValue)] += 1
+            any = true
+        }
+        return any ? counts : nil
+    }
+
+    /// Records `counts[lane]` events of each lane that waited this long.
+    func record(_ counts: [Int], waitedNanoseconds: UInt64) {
+        let micros = Int64(min(waitedNanoseconds / 1_000, UInt64(Int64.max)))
+        let index = Self.bucket(microseconds: micros)
+        state.withLock { h in
+            for (lane, n) in counts.enumerated() where n > 0 {
+                h[lane].buckets[index] += n
+                h[lane].count += n
+                h[lane].sumMicroseconds &+= micros * Int64(n)
+            }
+        }
+    }
+
+    func histogram(_ lane: Lane) -> Histogram { state.withLock { $0[Int(lane.rawValue)] } }
+
+    /// The Prometheus text of the histogram, one series per class.
+    func render() -> String {
+        let name = "roomcast_fanout_delay_seconds"
+        var text = "# HELP \(name) From a committed event's hand-over to the I/O loops until a loop has written or queued it for every connection of its audience there; one observation per event and loop, by class (QS-7).\n"
+        text += "# TYPE \(name) histogram\n"
+        for lane in Self.classes {
+            let h = histogram(lane)
+            var cumulative = 0
+            for (i, bound) in Self.bounds.enumerated() {
+                cumulative += h.buckets[i]
+                text += "\(name)_bucket{class=\"\(lane.name)\",le=\"\(Self.seconds(bound))\"} \(cumulative)\n"
+            }
+            text += "\(name)_bucket{class=\"\(lane.name)\",le=\"+Inf\"} \(h.count)\n"
+            text += "\(name)_sum{class=\"\(lane.name)\"} \(Self.seconds(h.sumMicroseconds))\n"
+            text += "\(name)_count{class=\"\(lane.name)\"} \(h.count)\n"
+        }
+        return text
+    }
+
+    /// Microseconds as seconds in decimal, exactly ("0.0025", "10").
+    static func seconds(_ micros: Int64) -> String {
+        let whole = micros / 1_000_000, fraction = micros % 1_000_000
+        guard fraction != 0 else { return "\(whole)" }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 6 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)"
     }
 }
 

@@ -23,10 +23,13 @@ final class MetricsEndpoint: Sendable {
 
     /// QS-7: messages admitted and refused at the rooms, by class.
     let messages: MessageCounters
+    /// QS-7: how long the loops took to get events out, by class.
+    let fanoutDelay: FanoutDelay
 
     init(registry: PrometheusCollectorRegistry?, store: Store, webhooks: WebhookService, beforeSend: BeforeSendService, server: ServerMetrics?,
-         messages: MessageCounters, applyLag: (@Sendable () -> Int64)? = nil) {
+         messages: MessageCounters, fanoutDelay: FanoutDelay, applyLag: (@Sendable () -> Int64)? = nil) {
         self.messages = messages
+        self.fanoutDelay = fanoutDelay
         self.server = server
         self.applyLag = applyLag
         self.beforeSend = beforeSend
@@ -101,6 +104,7 @@ final class MetricsEndpoint: Sendable {
                           ("transient", fanout.droppedTransient.load(ordering: .relaxed))] {
             text += "roomcast_events_dropped_total{class=\"\(name)\"} \(n)\n"
         }
+        text += fanoutDelay.render()
         out += Array(text.utf8)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

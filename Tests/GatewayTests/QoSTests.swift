@@ -1,4 +1,5 @@
 import Chat
+import Engine
 import Foundation
 @testable import Gateway
 import Testing
@@ -163,6 +164,72 @@ struct QoSTests {
         // QS-7: the drops are counted.
         let metrics = try rest.call("GET", "/metrics").text
         #expect(metrics.contains("roomcast_events_dropped_total{class=\"low\"} 3") && metrics.contains("roomcast_events_dropped_total{class=\"normal\"} 2"))
+    }
+
+    /// The `roomcast_fanout_delay_seconds` series of one class: its cumulative buckets in order,
+    /// and its count.
+    static func fanoutDelay(_ metrics: String, _ lane: String) -> (buckets: [Int], count: Int) {
+        var buckets: [Int] = [], count = -1
+        for line in metrics.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let n = Int(parts[1]) else { continue }
+            if parts[0].hasPrefix("roomcast_fanout_delay_seconds_bucket{class=\"\(lane)\",") { buckets.append(n) }
+            if parts[0] == "roomcast_fanout_delay_seconds_count{class=\"\(lane)\"}" { count = n }
+        }
+        return (buckets, count)
+    }
+
+    // QS-7: the server's own share of each event's latency (hand-over to the loops → written or
+    // queued for every connection), by class: each message is one observation of its own class
+    // (one loop here), the buckets are cumulative and end at the count.
+    @Test func theFanoutDelayIsMeasuredByClass() throws {
+        let g = try InProcessGateway()
+        defer { g.stop() }
+        let rest = g.rest()
+        let bob = try Self.member(g, "bob", unlimited: true)
+        g.settle()
+        let before = try rest.call("GET", "/metrics").text
+        for (priority, n) in [("high", 3), ("low", 2), ("normal", 1)] {
+            for i in 0..<n { #expect(try Self.send(rest, "r", "\(priority)-\(i)", priority: priority).status == 201) }
+        }
+        #expect(try Self.send(rest, "r", "barrage", extra: ["transient": true]).status == 201)
+        g.settle()
+        #expect(Self.contents(bob.drain()).count == 7)
+        let after = try rest.call("GET", "/metrics").text
+        for (lane, added) in [("high", 3), ("low", 2), ("normal", 1), ("transient", 1)] {
+            let was = Self.fanoutDelay(before, lane), now = Self.fanoutDelay(after, lane)
+            #expect(now.count - was.count == added, "\(lane)")
+            #expect(now.buckets.count == FanoutDelay.bounds.count + 1 && now.buckets.last == now.count, "\(lane)")
+            #expect(zip(now.buckets, now.buckets.dropFirst()).allSatisfy { $0 <= $1 }, "\(lane)")
+        }
+        // Nothing else moved the message classes; room events (the join) are "system".
+        #expect(Self.fanoutDelay(after, "system").count >= 1)
+    }
+
+    // QS-7: a wait lands in the first bucket whose bound it does not exceed; bounds render in
+    // seconds exactly; the histogram text is Prometheus's.
+    @Test func fanoutDelayBucketsAndText() {
+        #expect(FanoutDelay.bucket(microseconds: 0) == 0)
+        #expect(FanoutDelay.bucket(microseconds: 1_000) == 0)
+        #expect(FanoutDelay.bucket(microseconds: 1_001) == 1)
+        #expect(FanoutDelay.bucket(microseconds: 150_000) == FanoutDelay.bounds.firstIndex(of: 150_000))
+        #expect(FanoutDelay.bucket(microseconds: 10_000_001) == FanoutDelay.bounds.count)
+        #expect(FanoutDelay.seconds(2_500) == "0.0025" && FanoutDelay.seconds(10_000_000) == "10" && FanoutDelay.seconds(150_000) == "0.15")
+        let d = FanoutDelay()
+        var counts = [Int](repeating: 0, count: Lane.allCases.count)
+        counts[Int(Lane.high.rawValue)] = 2
+        d.record(counts, waitedNanoseconds: 120_000_000)
+        counts = [Int](repeating: 0, count: Lane.allCases.count)
+        counts[Int(Lane.high.rawValue)] = 1
+        d.record(counts, waitedNanoseconds: 400_000)
+        let text = d.render()
+        #expect(text.contains("# TYPE roomcast_fanout_delay_seconds histogram\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_bucket{class=\"high\",le=\"0.001\"} 1\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_bucket{class=\"high\",le=\"0.1\"} 1\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_bucket{class=\"high\",le=\"0.15\"} 3\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_bucket{class=\"high\",le=\"+Inf\"} 3\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_sum{class=\"high\"} 0.2404\n"))
+        #expect(text.contains("roomcast_fanout_delay_seconds_count{class=\"normal\"} 0\n"))
     }
 
     // QS-3, QS-5: transient messages are outside the stream (their gap counts have no epoch or
