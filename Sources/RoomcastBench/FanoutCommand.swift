@@ -716,6 +716,12 @@ struct BlockingHTTP {
 
     /// One request on a fresh connection; returns the status.
     func request(_ method: String, _ path: String, body: String, headers: [(String, String)]) throws -> Int {
+        try exchange(method, path, body: body, headers: headers).status
+    }
+
+    /// One request on a fresh connection; returns the status and the response's body (read to
+    /// the connection's close; not chunked).
+    func exchange(_ method: String, _ path: String, body: String, headers: [(String, String)]) throws -> (status: Int, body: [UInt8]) {
         let loop = try EventLoop(name: "fanout-setup")
         let conn = OneShot(loop: loop)
         var r = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -728,7 +734,7 @@ struct BlockingHTTP {
         while !conn.done.load(ordering: .acquiring) { usleep(1000) }
         loop.stop()
         t.join()
-        return conn.status
+        return (conn.status, conn.body)
     }
 
     final class OneShot: EventHandler, @unchecked Sendable {
@@ -737,6 +743,8 @@ struct BlockingHTTP {
         let loop: EventLoop
         let done = Atomic<Bool>(false)
         var status = 0
+        /// What followed the response's head.
+        var body: [UInt8] = []
         private var fd: Int32 = -1
         private var registration: RegistrationID?
         private var request: [UInt8] = []
@@ -770,6 +778,10 @@ struct BlockingHTTP {
             default:
                 let head = String(decoding: inbound.prefix(16), as: UTF8.self)
                 status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+                let end: [UInt8] = Array("\r\n\r\n".utf8)
+                if let at = (0..<max(0, inbound.count - 3)).first(where: { inbound[$0..<($0 + 4)].elementsEqual(end) }) {
+                    body = Array(inbound[(at + 4)...])
+                }
                 finish()
             }
         }

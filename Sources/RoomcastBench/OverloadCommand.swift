@@ -291,6 +291,13 @@ struct OverloadCommand: ParsableCommand {
         for runner in runners { onLoop(runner.loop) { runner.beginOverload(total: count) } }
         for runner in runners { onLoop(runner.loop) { runner.pace(bytesPerSecond: slowBytesPerSecond) } }
         usleep(200_000)
+        // The server's own share of the latency (QS-7), when it exports it: read before and after.
+        let metricsClient = BlockingHTTP(address: address)
+        func serverDelay() -> FanoutDelayScrape? {
+            guard target == .roomcast, let r = try? metricsClient.exchange("GET", "/metrics", body: "", headers: []), r.status == 200 else { return nil }
+            return FanoutDelayScrape(String(decoding: r.body, as: UTF8.self))
+        }
+        let delayAtStart = serverDelay()
         let rssAtStart = sampler.current
         let pssAtStart = sampler.currentPSS
         sampler.resetPeak()
@@ -328,6 +335,7 @@ struct OverloadCommand: ParsableCommand {
         } while settledSubs < total && Instant.now() < drainDeadline
         let drainSeconds = seconds(Instant.now() - publishEnd)
         let cpu = FanoutCommand.cpuSeconds(pids) - cpuStart
+        let delayAtEnd = serverDelay()
         let rssPeak = sampler.peak
         let pssPeak = sampler.peakPSS
         let sockPeak = sampler.socketPeakPages
@@ -364,6 +372,14 @@ struct OverloadCommand: ParsableCommand {
         print("overload: " + line("healthy_high", histograms.healthyHigh) + " " + line("healthy_normal", histograms.healthyNormal))
         print("overload: " + line("slow_high", histograms.slowHigh) + " " + line("slow_normal", histograms.slowNormal))
         print("overload: " + report.summary)
+        if let before = delayAtStart, let after = delayAtEnd {
+            // Bucket bounds: "≤ this"; the histogram's resolution is its buckets.
+            let parts = ["high", "normal", "low", "system"].map { lane -> String in
+                let q = after.quantile(0.99, of: lane, since: before)
+                return "server_fanout_\(lane)_count=\(after.count(lane) - before.count(lane)) server_fanout_\(lane)_p99_le_ms=\(q.map { fixed($0 * 1000, 1) } ?? "-")"
+            }
+            print("overload: " + parts.joined(separator: " "))
+        }
         for (reason, n) in report.closeReasons.sorted(by: { $0.value > $1.value }).prefix(6) { print("overload: closed \(n)x: \(reason)") }
         print("overload: drain_seconds=\(fixed(drainSeconds, 2)) settled=\(settledSubs)/\(total) server_cpu_s=\(fixed(cpu, 2)) "
             + "load_generator_cpu_s=\(fixed(FanoutCommand.cpuSeconds([getpid()]), 2)) loadavg_end=\(loadEnd)")
@@ -590,4 +606,37 @@ final class ServerSampler: Sendable {
 func loadAverage() -> String {
     guard let line = ServerSampler.lines("/proc/loadavg").first else { return "?" }
     return line.split(separator: " ").prefix(3).joined(separator: "/")
+}
+
+/// `roomcast_fanout_delay_seconds` (QS-7) as scraped from `/metrics`: per class, the cumulative
+/// count at each bucket bound (seconds; +Inf as infinity).
+struct FanoutDelayScrape {
+    var buckets: [String: [(bound: Double, cumulative: Int)]] = [:]
+
+    init(_ text: String) {
+        let prefix = "roomcast_fanout_delay_seconds_bucket{class=\""
+        for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
+            let rest = line.dropFirst(prefix.count)
+            guard let quote = rest.firstIndex(of: "\""), let leStart = rest.range(of: "le=\""),
+                  let leEnd = rest[leStart.upperBound...].firstIndex(of: "\""),
+                  let space = rest.lastIndex(of: " "), let n = Int(rest[rest.index(after: space)...]) else { continue }
+            let lane = String(rest[..<quote])
+            let le = rest[leStart.upperBound..<leEnd]
+            let bound = le == "+Inf" ? Double.infinity : Double(le) ?? .nan
+            buckets[lane, default: []].append((bound, n))
+        }
+    }
+
+    func count(_ lane: String) -> Int { buckets[lane]?.last?.cumulative ?? 0 }
+
+    /// The smallest bucket bound (seconds) under which a fraction `q` of the observations made
+    /// since `earlier` fall (nil: none were made).
+    func quantile(_ q: Double, of lane: String, since earlier: FanoutDelayScrape) -> Double? {
+        guard let now = buckets[lane] else { return nil }
+        let was = earlier.buckets[lane] ?? []
+        let delta = now.enumerated().map { i, b in (b.bound, b.cumulative - (i < was.count ? was[i].cumulative : 0)) }
+        guard let total = delta.last?.1, total > 0 else { return nil }
+        let need = Int((q * Double(total)).rounded(.up))
+        return delta.first { $0.1 >= need }?.0
+    }
 }
