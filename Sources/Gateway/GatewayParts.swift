@@ -125,9 +125,8 @@ final class FanoutDelay: Sendable {
     /// Bucket upper bounds in microseconds (the rendered `le` is in seconds).
     static let bounds: [Int64] = [1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 150_000, 200_000, 300_000,
                                   500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000]
-    static let classes: [Lane] = [.system, .high, .normal, .low, .transient]
 
-    struct Histogram: Sendable, Equatable {
+    struct Histogram: Sendable {
         /// Observations per bucket (not cumulative); the last one is past every bound.
         var buckets = [Int](repeating: 0, count: FanoutDelay.bounds.count + 1)
         var count = 0
@@ -177,7 +176,7 @@ final class FanoutDelay: Sendable {
         let name = "roomcast_fanout_delay_seconds"
         var text = "# HELP \(name) From a committed event's hand-over to the I/O loops until a loop has written or queued it for every connection of its audience there; one observation per event and loop, by class (QS-7).\n"
         text += "# TYPE \(name) histogram\n"
-        for lane in Self.classes {
+        for lane in Lane.allCases {
             let h = histogram(lane)
             var cumulative = 0
             for (i, bound) in Self.bounds.enumerated() {
