@@ -2,6 +2,7 @@ import Chat
 import Foundation
 import Engine
 import Reactor
+import Server
 import Synchronization
 
 /// The WebSocket URLs the address lookup hands out; set once the port is bound.
@@ -122,28 +123,7 @@ final class HubTable: PublishedSink, FanoutPressure {
 /// `--write-delay` more). One observation per event and loop. What the clients' own reading adds
 /// is not in it: on a machine shared with the subscribers, that is where a message waits.
 final class FanoutDelay: Sendable {
-    /// Bucket upper bounds in microseconds (the rendered `le` is in seconds).
-    static let bounds: [Int64] = [1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 150_000, 200_000, 300_000,
-                                  500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000]
-
-    struct Histogram: Sendable {
-        /// Observations per bucket (not cumulative); the last one is past every bound.
-        var buckets = [Int](repeating: 0, count: FanoutDelay.bounds.count + 1)
-        var count = 0
-        var sumMicroseconds: Int64 = 0
-    }
-
-    private let state = Mutex<[Histogram]>(Array(repeating: Histogram(), count: Lane.allCases.count))
-
-    /// The bucket of a wait: the first bound it does not exceed.
-    static func bucket(microseconds: Int64) -> Int {
-        var low = 0, high = bounds.count
-        while low < high {
-            let mid = (low + high) / 2
-            if microseconds <= bounds[mid] { high = mid } else { low = mid + 1 }
-        }
-        return low
-    }
+    private let lanes = Lane.allCases.map { _ in LatencyBuckets() }
 
     /// How many events of each lane the batch holds (nil: no event, nothing to record).
     static func lanes(of batch: [Published]) -> [Int]? {
@@ -158,46 +138,18 @@ final class FanoutDelay: Sendable {
 
     /// Records `counts[lane]` events of each lane that waited this long.
     func record(_ counts: [Int], waitedNanoseconds: UInt64) {
-        let micros = Int64(min(waitedNanoseconds / 1_000, UInt64(Int64.max)))
-        let index = Self.bucket(microseconds: micros)
-        state.withLock { h in
-            for (lane, n) in counts.enumerated() where n > 0 {
-                h[lane].buckets[index] += n
-                h[lane].count += n
-                h[lane].sumMicroseconds &+= micros * Int64(n)
-            }
-        }
+        for (lane, n) in counts.enumerated() where n > 0 { lanes[lane].record(nanoseconds: waitedNanoseconds, count: n) }
     }
 
-    func histogram(_ lane: Lane) -> Histogram { state.withLock { $0[Int(lane.rawValue)] } }
+    func histogram(_ lane: Lane) -> LatencyBuckets.Snapshot { lanes[Int(lane.rawValue)].snapshot }
 
     /// The Prometheus text of the histogram, one series per class.
     func render() -> String {
         let name = "roomcast_fanout_delay_seconds"
         var text = "# HELP \(name) From a committed event's hand-over to the I/O loops until a loop has written or queued it for every connection of its audience there; one observation per event and loop, by class (QS-7).\n"
         text += "# TYPE \(name) histogram\n"
-        for lane in Lane.allCases {
-            let h = histogram(lane)
-            var cumulative = 0
-            for (i, bound) in Self.bounds.enumerated() {
-                cumulative += h.buckets[i]
-                text += "\(name)_bucket{class=\"\(lane.name)\",le=\"\(Self.seconds(bound))\"} \(cumulative)\n"
-            }
-            text += "\(name)_bucket{class=\"\(lane.name)\",le=\"+Inf\"} \(h.count)\n"
-            text += "\(name)_sum{class=\"\(lane.name)\"} \(Self.seconds(h.sumMicroseconds))\n"
-            text += "\(name)_count{class=\"\(lane.name)\"} \(h.count)\n"
-        }
+        for lane in Lane.allCases { text += histogram(lane).render(name, label: "class=\"\(lane.name)\"") }
         return text
-    }
-
-    /// Microseconds as seconds in decimal, exactly ("0.0025", "10").
-    static func seconds(_ micros: Int64) -> String {
-        let whole = micros / 1_000_000, fraction = micros % 1_000_000
-        guard fraction != 0 else { return "\(whole)" }
-        var digits = String(fraction)
-        digits = String(repeating: "0", count: 6 - digits.count) + digits
-        while digits.hasSuffix("0") { digits.removeLast() }
-        return "\(whole).\(digits)"
     }
 }
 

@@ -70,6 +70,9 @@ final class MetricsEndpoint: Sendable {
             metric("roomcast_send_timeouts_total", "counter", "Connections closed because their output made no progress for the send timeout (QS-3).", s.sendTimeouts)
             metric("roomcast_outbound_shed_total", "counter", "Connections closed because all connections together held more output than the budget (QS-3).", s.shedForBudget)
             metric("roomcast_outbound_bytes", "gauge", "Bytes all connections hold queued for their peers, as of each loop's last sweep.", s.outboundBytes)
+            let name = "roomcast_http_request_duration_seconds"
+            text += "# HELP \(name) HTTP requests from the event-loop iteration that read them until their answer was written or queued (long-polls wait by design).\n"
+            text += "# TYPE \(name) histogram\n" + s.requestDurations.render(name)
         }
         metric("roomcast_events_total", "counter", "Events published (room streams, users, sessions).", fanout.events.load(ordering: .relaxed))
         metric("roomcast_deliveries_total", "counter", "Event frames handed to WebSocket connections.", fanout.deliveries.load(ordering: .relaxed))

@@ -293,9 +293,10 @@ struct OverloadCommand: ParsableCommand {
         usleep(200_000)
         // The server's own share of the latency (QS-7), when it exports it: read before and after.
         let metricsClient = BlockingHTTP(address: address)
-        func serverDelay() -> FanoutDelayScrape? {
+        func serverDelay() -> (fanout: HistogramScrape, requests: HistogramScrape)? {
             guard target == .roomcast, let r = try? metricsClient.exchange("GET", "/metrics", body: "", headers: []), r.status == 200 else { return nil }
-            return FanoutDelayScrape(String(decoding: r.body, as: UTF8.self))
+            let text = String(decoding: r.body, as: UTF8.self)
+            return (HistogramScrape(text, name: "roomcast_fanout_delay_seconds"), HistogramScrape(text, name: "roomcast_http_request_duration_seconds"))
         }
         let delayAtStart = serverDelay()
         let rssAtStart = sampler.current
@@ -374,10 +375,13 @@ struct OverloadCommand: ParsableCommand {
         print("overload: " + report.summary)
         if let before = delayAtStart, let after = delayAtEnd {
             // Bucket bounds: "≤ this"; the histogram's resolution is its buckets.
-            let parts = ["high", "normal", "low", "system"].map { lane -> String in
-                let q = after.quantile(0.99, of: lane, since: before)
-                return "server_fanout_\(lane)_count=\(after.count(lane) - before.count(lane)) server_fanout_\(lane)_p99_le_ms=\(q.map { fixed($0 * 1000, 1) } ?? "-")"
+            var parts = ["high", "normal", "low", "system"].map { lane -> String in
+                let q = after.fanout.quantile(0.99, of: lane, since: before.fanout)
+                return "server_fanout_\(lane)_count=\(after.fanout.count(lane) - before.fanout.count(lane)) server_fanout_\(lane)_p99_le_ms=\(q.map { fixed($0 * 1000, 1) } ?? "-")"
             }
+            // The publishes (and the one /metrics read) as the server timed them.
+            let q = after.requests.quantile(0.99, of: "", since: before.requests)
+            parts.append("server_requests_count=\(after.requests.count("") - before.requests.count("")) server_requests_p99_le_ms=\(q.map { fixed($0 * 1000, 1) } ?? "-")")
             print("overload: " + parts.joined(separator: " "))
         }
         for (reason, n) in report.closeReasons.sorted(by: { $0.value > $1.value }).prefix(6) { print("overload: closed \(n)x: \(reason)") }
@@ -608,32 +612,35 @@ func loadAverage() -> String {
     return line.split(separator: " ").prefix(3).joined(separator: "/")
 }
 
-/// `roomcast_fanout_delay_seconds` (QS-7) as scraped from `/metrics`: per class, the cumulative
-/// count at each bucket bound (seconds; +Inf as infinity).
-struct FanoutDelayScrape {
+/// A histogram as scraped from `/metrics` (`roomcast_fanout_delay_seconds` by class, QS-7;
+/// `roomcast_http_request_duration_seconds`): per series label, the cumulative count at each
+/// bucket bound (seconds; +Inf as infinity). A series without labels is under "".
+struct HistogramScrape {
     var buckets: [String: [(bound: Double, cumulative: Int)]] = [:]
 
-    init(_ text: String) {
-        let prefix = "roomcast_fanout_delay_seconds_bucket{class=\""
+    init(_ text: String, name: String) {
+        let prefix = name + "_bucket{"
         for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
             let rest = line.dropFirst(prefix.count)
-            guard let quote = rest.firstIndex(of: "\""), let leStart = rest.range(of: "le=\""),
-                  let leEnd = rest[leStart.upperBound...].firstIndex(of: "\""),
+            guard let leStart = rest.range(of: "le=\""), let leEnd = rest[leStart.upperBound...].firstIndex(of: "\""),
                   let space = rest.lastIndex(of: " "), let n = Int(rest[rest.index(after: space)...]) else { continue }
-            let lane = String(rest[..<quote])
+            // `class="high",le=...`: the label's value; `le=...` alone: "".
+            var series = ""
+            if let q1 = rest.firstIndex(of: "\""), q1 < leStart.lowerBound,
+               let q2 = rest[rest.index(after: q1)...].firstIndex(of: "\"") { series = String(rest[rest.index(after: q1)..<q2]) }
             let le = rest[leStart.upperBound..<leEnd]
             let bound = le == "+Inf" ? Double.infinity : Double(le) ?? .nan
-            buckets[lane, default: []].append((bound, n))
+            buckets[series, default: []].append((bound, n))
         }
     }
 
-    func count(_ lane: String) -> Int { buckets[lane]?.last?.cumulative ?? 0 }
+    func count(_ series: String) -> Int { buckets[series]?.last?.cumulative ?? 0 }
 
     /// The smallest bucket bound (seconds) under which a fraction `q` of the observations made
     /// since `earlier` fall (nil: none were made).
-    func quantile(_ q: Double, of lane: String, since earlier: FanoutDelayScrape) -> Double? {
-        guard let now = buckets[lane] else { return nil }
-        let was = earlier.buckets[lane] ?? []
+    func quantile(_ q: Double, of series: String, since earlier: HistogramScrape) -> Double? {
+        guard let now = buckets[series] else { return nil }
+        let was = earlier.buckets[series] ?? []
         let delta = now.enumerated().map { i, b in (b.bound, b.cumulative - (i < was.count ? was[i].cumulative : 0)) }
         guard let total = delta.last?.1, total > 0 else { return nil }
         let need = Int((q * Double(total)).rounded(.up))

@@ -122,6 +122,8 @@ public final class Connection: EventHandler {
         var keepAlive: Bool
         var http10: Bool
         var headRequest: Bool
+        /// The loop iteration that read the request (its cached time).
+        var started: Instant
     }
 
     /// The streaming response's handler (TR-1), while one is open.
@@ -368,7 +370,8 @@ public final class Connection: EventHandler {
         guard let state = httpState else { return }
         state.requestSequence &+= 1
         let sequence = state.requestSequence
-        state.inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD)
+        state.inFlight = InFlight(keepAlive: head.keepAlive, http10: head.version == .http1_0, headRequest: head.method == .HEAD,
+                                  started: context.now)
         context.metrics.requests.add(1, ordering: .relaxed)
         // Only `OPTIONS *` has this path (the parser accepts the asterisk-form for nothing else):
         // it asks about the server, not a resource (RFC 9110 §9.3.7).
@@ -494,6 +497,7 @@ public final class Connection: EventHandler {
         state.inFlight = nil
         let keepAlive = request.keepAlive && state.machine.mayKeepAlive && !context.draining && !response.closeConnection && !peerSentEOF
         write(response, http10: request.http10, headRequest: request.headRequest, close: !keepAlive)
+        context.metrics.requestDurations.record(nanoseconds: Instant.now().nanoseconds &- request.started.nanoseconds)
         // The response is queued whatever its size; past the bound, the next pipelined request
         // waits until the peer has read enough (`flush` → `outputDrained`).
         state.machine.responseSent(keepAlive: keepAlive, outputOverBound: output.heldBytes > maxOutboundBytes,

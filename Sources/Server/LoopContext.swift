@@ -23,6 +23,10 @@ public final class LoopMetrics: Sendable {
     public let shedForBudget = Atomic<Int>(0)
     /// What this loop's connections held queued at its last sweep (bytes).
     public let outboundBytes = Atomic<Int>(0)
+    /// How long each HTTP request took, from the loop iteration that read it to its answer being
+    /// written or queued (a long-poll's wait included; event streams, WebSocket upgrades and
+    /// malformed requests are not answers and are not counted).
+    public let requestDurations = LatencyBuckets()
     /// Keeps two loops' counters off one cache line.
     private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
     public init() {}
@@ -44,6 +48,8 @@ public final class ServerMetrics: Sendable {
     public var shedForBudget: Int { loops.reduce(0) { $0 + $1.shedForBudget.load(ordering: .relaxed) } }
     /// What all connections held queued at their loops' last sweeps (bytes).
     public var outboundBytes: Int { loops.reduce(0) { $0 + $1.outboundBytes.load(ordering: .relaxed) } }
+    /// Every loop's request durations together.
+    public var requestDurations: LatencyBuckets.Snapshot { loops.reduce(LatencyBuckets.Snapshot()) { $0 + $1.requestDurations.snapshot } }
 }
 
 /// The server's state on one event loop: its listener, its connections, the writes to flush before

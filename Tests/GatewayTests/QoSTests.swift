@@ -1,6 +1,7 @@
 import Chat
 import Engine
 import Foundation
+import Server
 @testable import Gateway
 import Testing
 import TestKit
@@ -199,7 +200,7 @@ struct QoSTests {
         for (lane, added) in [("high", 3), ("low", 2), ("normal", 1), ("transient", 1)] {
             let was = Self.fanoutDelay(before, lane), now = Self.fanoutDelay(after, lane)
             #expect(now.count - was.count == added, "\(lane)")
-            #expect(now.buckets.count == FanoutDelay.bounds.count + 1 && now.buckets.last == now.count, "\(lane)")
+            #expect(now.buckets.count == LatencyBuckets.bounds.count + 1 && now.buckets.last == now.count, "\(lane)")
             #expect(zip(now.buckets, now.buckets.dropFirst()).allSatisfy { $0 <= $1 }, "\(lane)")
         }
         // Nothing else moved the message classes; room events (the join) are "system".
@@ -207,14 +208,14 @@ struct QoSTests {
     }
 
     // QS-7: a wait lands in the first bucket whose bound it does not exceed; bounds render in
-    // seconds exactly; the histogram text is Prometheus's.
+    // seconds exactly; the histogram text is Prometheus's, one series per class.
     @Test func fanoutDelayBucketsAndText() {
-        #expect(FanoutDelay.bucket(microseconds: 0) == 0)
-        #expect(FanoutDelay.bucket(microseconds: 1_000) == 0)
-        #expect(FanoutDelay.bucket(microseconds: 1_001) == 1)
-        #expect(FanoutDelay.bucket(microseconds: 150_000) == FanoutDelay.bounds.firstIndex(of: 150_000))
-        #expect(FanoutDelay.bucket(microseconds: 10_000_001) == FanoutDelay.bounds.count)
-        #expect(FanoutDelay.seconds(2_500) == "0.0025" && FanoutDelay.seconds(10_000_000) == "10" && FanoutDelay.seconds(150_000) == "0.15")
+        #expect(LatencyBuckets.bucket(microseconds: 0) == 0)
+        #expect(LatencyBuckets.bucket(microseconds: 1_000) == 0)
+        #expect(LatencyBuckets.bucket(microseconds: 1_001) == 1)
+        #expect(LatencyBuckets.bucket(microseconds: 150_000) == LatencyBuckets.bounds.firstIndex(of: 150_000))
+        #expect(LatencyBuckets.bucket(microseconds: 10_000_001) == LatencyBuckets.bounds.count)
+        #expect(LatencyBuckets.seconds(2_500) == "0.0025" && LatencyBuckets.seconds(10_000_000) == "10" && LatencyBuckets.seconds(150_000) == "0.15")
         let d = FanoutDelay()
         var counts = [Int](repeating: 0, count: Lane.allCases.count)
         counts[Int(Lane.high.rawValue)] = 2
@@ -222,6 +223,7 @@ struct QoSTests {
         counts = [Int](repeating: 0, count: Lane.allCases.count)
         counts[Int(Lane.high.rawValue)] = 1
         d.record(counts, waitedNanoseconds: 400_000)
+        #expect(d.histogram(.high).count == 3 && d.histogram(.normal).count == 0)
         let text = d.render()
         #expect(text.contains("# TYPE roomcast_fanout_delay_seconds histogram\n"))
         #expect(text.contains("roomcast_fanout_delay_seconds_bucket{class=\"high\",le=\"0.001\"} 1\n"))
