@@ -64,8 +64,8 @@ public final class Gateway: Sendable {
                 }
             },
             errorRenderer: GatewayCore.errorRenderer,
-            onLoopStart: { loop, index in
-                let hub = core.startHub(loop: loop, index: index, writeDelay: serverConfiguration.writeDelay)
+            onLoopStart: { loop, index, output in
+                let hub = core.startHub(loop: loop, index: index, writeDelay: serverConfiguration.writeDelay, output: output)
                 loop.scheduleRepeating(every: .seconds(1)) { hub.tick() }
                 loop.scheduleRepeating(every: .seconds(30)) { hub.sweepRings() }
                 loop.scheduleRepeating(every: .seconds(max(1, configuration.sseHeartbeatSeconds))) { hub.heartbeat() }

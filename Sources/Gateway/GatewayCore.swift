@@ -338,10 +338,12 @@ final class GatewayCore: Sendable {
 
     /// This loop's hub; call on the loop's thread before it serves.
     @discardableResult
-    func startHub(loop: EventLoop, index: Int, writeDelay: Duration = .zero) -> Hub {
+    /// `output`: the server's loop output (nil in process: what a hub hands over counts as written).
+    func startHub(loop: EventLoop, index: Int, writeDelay: Duration = .zero, output: LoopOutput? = nil) -> Hub {
         let hub = Hub(loopIndex: index, incarnation: engine.log.incarnation, loop: loop, context: context, resumeWindow: window, clock: context.clock,
                       counters: metrics.fanout, marks: marks, aliases: context.roomAliases)
         hub.writeDelay = writeDelay
+        hub.output = output
         hub.restore(restored, at: restoredTimes)
         hubs.set(index, LoopBound(hub, loop: loop))
         return hub

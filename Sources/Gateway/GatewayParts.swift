@@ -91,8 +91,9 @@ final class HubTable: PublishedSink, FanoutPressure {
             // The first batch of an idle loop starts its backlog's clock.
             if entry.pending.add(1, ordering: .relaxed).newValue == 1 { entry.lastStamp.store(stamp, ordering: .relaxed) }
             entry.hub.loop.execute {
-                entry.hub.value.apply(batch)
-                if let lanes { delay.record(lanes, waitedNanoseconds: nanoseconds() &- handed) }
+                let hub = entry.hub.value
+                // A loop that delivered some of the batch observes it once its connections have it.
+                if hub.apply(batch) > 0, let lanes { hub.whenWritten { delay.record(lanes, waitedNanoseconds: nanoseconds() &- handed) } }
                 entry.lastStamp.store(stamp, ordering: .relaxed)
                 entry.pending.subtract(1, ordering: .relaxed)
             }
@@ -117,11 +118,12 @@ final class HubTable: PublishedSink, FanoutPressure {
 }
 
 /// QS-7: the server's own share of an event's latency, by class: from the moment a committed batch
-/// is handed to the I/O loops until a loop has applied it, i.e. written each of its events to
-/// every connection of the audience on that loop, or queued it behind what a connection has not
-/// read yet (a normal, low or transient message of a busy room may then wait up to
-/// `--write-delay` more). One observation per event and loop. What the clients' own reading adds
-/// is not in it: on a machine shared with the subscribers, that is where a message waits.
+/// is handed to the I/O loops until a loop has written it to every connection of its audience on
+/// that loop (handed to the socket, or left queued behind what a connection has not read; the
+/// loop writes a fan-out in slices, and a normal, low or transient message of a busy room may be
+/// held for up to `--write-delay` first, which is not counted). One observation per event for
+/// each loop that delivered some of its batch. What the clients' own reading adds is not in it:
+/// on a machine shared with the subscribers, that is where a message waits.
 final class FanoutDelay: Sendable {
     private let lanes = Lane.allCases.map { _ in LatencyBuckets() }
 
@@ -146,7 +148,7 @@ final class FanoutDelay: Sendable {
     /// The Prometheus text of the histogram, one series per class.
     func render() -> String {
         let name = "roomcast_fanout_delay_seconds"
-        var text = "# HELP \(name) From a committed event's hand-over to the I/O loops until a loop has written or queued it for every connection of its audience there; one observation per event and loop, by class (QS-7).\n"
+        var text = "# HELP \(name) From a committed event's hand-over to the I/O loops until a loop has written it to every connection of its audience there (what a socket refused stays queued; a write-delay hold is not counted); per event and delivering loop, by class (QS-7).\n"
         text += "# TYPE \(name) histogram\n"
         for lane in Lane.allCases { text += histogram(lane).render(name, label: "class=\"\(lane.name)\"") }
         return text

@@ -36,6 +36,8 @@ final class Hub {
     /// TR-5: the server's write delay (`ServerConfiguration.writeDelay`): only a room that sent a
     /// droppable message within it may have its next ones held (`holdsRoomEvents`).
     var writeDelay: Duration = .zero
+    /// The server's output on this loop (nil in process): what `whenWritten` waits for.
+    var output: LoopOutput?
 
     private func userSessions(_ app: String, _ user: String) -> UserSessions? { users[app]?[user] }
 
@@ -139,7 +141,15 @@ final class Hub {
 
     // MARK: The engine's stream
 
-    func apply(_ items: [Published]) {
+    /// Runs `body` once what this loop's connections have queued so far is written (at once in
+    /// process).
+    func whenWritten(_ body: @escaping () -> Void) {
+        if let output { output.whenWritten(body) } else { body() }
+    }
+
+    /// Hands a committed batch to this loop's sessions; returns how many deliveries it made.
+    @discardableResult
+    func apply(_ items: [Published]) -> Int {
         var events = 0
         var sent = 0
         defer {
@@ -236,6 +246,7 @@ final class Hub {
                 _ = disconnect(app: app, user: user, device: device, code: CloseCode(rawValue: code) ?? .disconnectedByApp, reason: reason)
             }
         }
+        return sent
     }
 
     /// Fills the resume windows with the events kept from before a restart (BX-1).

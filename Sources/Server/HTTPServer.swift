@@ -15,7 +15,7 @@ public final class HTTPServer: Sendable {
     private let router: Router
     private let upgradeHandler: UpgradeHandler
     private let errorRenderer: ErrorRenderer
-    private let onLoopStart: @Sendable (EventLoop, Int) -> Void
+    private let onLoopStart: @Sendable (EventLoop, Int, LoopOutput) -> Void
     private let logger: Logger
     private let state = Mutex<State>(State())
     private let drainingLoops = Atomic<Int>(0)
@@ -31,13 +31,14 @@ public final class HTTPServer: Sendable {
     ///   without one, every handshake is refused with 404.
     /// - `errorRenderer`: renders the refusals the server makes by itself (unknown path, wrong
     ///   method, malformed or timed-out requests, refused handshakes).
-    /// - `onLoopStart`: runs on each loop's thread before it serves (per-loop application state).
+    /// - `onLoopStart`: runs on each loop's thread before it serves (per-loop application state),
+    ///   with a handle on that loop's output.
     /// - `metrics`: the counters the server keeps (made beforehand by an owner that reports them,
     ///   `ServerMetrics(for:)`), or new ones.
     public init(configuration: ServerConfiguration, router: Router,
                 upgradeHandler: UpgradeHandler? = nil,
                 errorRenderer: @escaping ErrorRenderer = ServerRefusal.defaultRenderer,
-                onLoopStart: @escaping @Sendable (EventLoop, Int) -> Void = { _, _ in },
+                onLoopStart: @escaping @Sendable (EventLoop, Int, LoopOutput) -> Void = { _, _, _ in },
                 metrics: ServerMetrics? = nil,
                 logger: Logger) throws {
         self.configuration = configuration
@@ -87,7 +88,7 @@ public final class HTTPServer: Sendable {
                     failure.withLock { $0 = "\(error)" }
                 }
                 state.withLock { $0.contexts[index] = LoopBound(context, loop: loop) }
-                onLoopStart(loop, index)
+                onLoopStart(loop, index, LoopOutput(context))
                 ready.add(1, ordering: .releasing)
                 loop.run()
             }

@@ -32,6 +32,19 @@ public final class LoopMetrics: Sendable {
     public init() {}
 }
 
+/// What the application may ask of one loop's output (its thread only; `HTTPServer`'s
+/// `onLoopStart` hands it over).
+public final class LoopOutput {
+    private unowned let context: LoopContext
+    init(_ context: LoopContext) { self.context = context }
+
+    /// Runs `body` on the loop once every connection with output queued now has been written
+    /// (handed to its socket, or what the socket refused left queued); a fan-out to thousands is
+    /// written in slices over several iterations. Output held for the write-delay window is not
+    /// queued yet.
+    public func whenWritten(_ body: @escaping () -> Void) { context.whenWritten(body) }
+}
+
 /// The server's counters: the sum over its loops.
 public final class ServerMetrics: Sendable {
     public let loops: [LoopMetrics]
@@ -73,6 +86,11 @@ final class LoopContext {
     @exclusivity(unchecked) var dirty: [Connection] = []
     /// `dirty[..<dirtyHead]` are written; the rest wait for the next slice.
     private var dirtyHead = 0
+    /// Entries taken off the front of `dirty` so far (written), so `dirtyDropped + dirtyHead` counts
+    /// every entry written and `dirtyDropped + dirty.count` every entry made: `whenWritten`'s marks.
+    private var dirtyDropped = 0
+    /// `whenWritten`'s calls, in order of their marks.
+    private var afterWritten: [(mark: Int, body: () -> Void)] = []
     @exclusivity(unchecked) var dirtyHTTP: [Connection] = []
     /// Connections whose events wait for the write-delay window (`ServerConfiguration.writeDelay`);
     /// each at most once (`Connection.isHeld`), so the list is bounded by the connections.
@@ -214,8 +232,10 @@ final class LoopContext {
                 // most of the list, so the list stays within about twice the dirty connections.
                 if dirtyHead >= Self.flushBudget * 4 && dirtyHead * 2 >= dirty.count {
                     dirty.removeSubrange(0..<dirtyHead)
+                    dirtyDropped += dirtyHead
                     dirtyHead = 0
                 }
+                runWritten()
                 return true
             }
             let connection = dirty[dirtyHead]
@@ -225,9 +245,28 @@ final class LoopContext {
             // An HTTP answer queued by this flush (input resumed) goes out first.
             if !dirtyHTTP.isEmpty { flushHTTP() }
         }
+        dirtyDropped += dirty.count
         dirty.removeAll(keepingCapacity: dirty.count <= Self.flushBudget * 64)
         dirtyHead = 0
+        runWritten()
         return false
+    }
+
+    /// Runs `body` once every connection with output queued now has been written (a fan-out to
+    /// thousands is written in slices over several iterations): its output handed to its socket,
+    /// or what the socket refused left queued. Output held for the write-delay window is not
+    /// queued yet. Loop thread only.
+    func whenWritten(_ body: @escaping () -> Void) {
+        afterWritten.append((dirtyDropped + dirty.count, body))
+    }
+
+    private func runWritten() {
+        guard let first = afterWritten.first, first.mark <= dirtyDropped + dirtyHead else { return }
+        let written = dirtyDropped + dirtyHead
+        let due = afterWritten.prefix { $0.mark <= written }.count
+        let bodies = afterWritten[..<due].map(\.body)
+        afterWritten.removeFirst(due)
+        for body in bodies { body() }
     }
 
     private func flushHTTP() {

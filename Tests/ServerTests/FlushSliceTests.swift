@@ -76,6 +76,28 @@ struct FlushSliceTests {
         }
     }
 
+    // QS-7: `whenWritten` (what roomcast_fanout_delay_seconds waits for) runs once the slice
+    // passes have written every connection that had output queued when it was asked, not before.
+    @Test func whenWrittenWaitsForEverySliceOfTheFanOut() async throws {
+        let seen = Mutex<(queuedWhenAsked: Int, queuedWhenRun: Int)?>(nil)
+        try await sliced(frames: Self.frames(["one"]), sent: { connections in
+            let queued = connections.filter { $0.queuedBytes > 0 }.count
+            connections[0].context.whenWritten {
+                let left = connections.filter { $0.queuedBytes > 0 }.count
+                seen.withLock { $0 = (queued, left) }
+            }
+        }) { clients in
+            for client in clients {
+                let text = try client.readText(timeout: 10)
+                #expect(text == "one")
+            }
+            #expect(eventually(5) { seen.withLock { $0 } != nil })
+            let s = seen.withLock { $0 }
+            #expect(s?.queuedWhenAsked == clients.count, "every connection had the event queued when asked")
+            #expect(s?.queuedWhenRun == 0, "and none had it queued any more when the body ran")
+        }
+    }
+
     @Test func aSteadyFanOutKeepsTheSliceListBounded() async throws {
         // One event per loop iteration, faster than a pass over the connections (three slices):
         // the list of dirty connections never runs empty.
