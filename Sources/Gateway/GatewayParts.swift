@@ -48,7 +48,7 @@ final class ReadyFlag: Sendable {
 
 /// Per-loop hubs, looked up from the upgrade handler; the publisher's sink: each committed batch
 /// reaches every loop's hub once, in commit order. It also measures how far the loops are behind
-/// the engine (QS-2's latency budget): a batch's age when its loop gets to it.
+/// the engine (QS-2's latency budget): a batch's age when its loop has written it.
 final class HubTable: PublishedSink, FanoutPressure {
     private let table = Mutex<[Int: Entry]>([:])
     /// QS-7: how long each loop took to get each event out (`roomcast_fanout_delay_seconds`).
@@ -62,7 +62,7 @@ final class HubTable: PublishedSink, FanoutPressure {
 
     private final class Entry: Sendable {
         let hub: LoopBound<Hub>
-        /// Batches handed to the loop and not yet applied, and the time the last applied one was
+        /// Batches handed to the loop and not yet written, and the time the last written one was
         /// handed over (a backlog is at least as old as that).
         let pending = Atomic<Int>(0)
         let lastStamp = Atomic<Int64>(0)
@@ -92,10 +92,15 @@ final class HubTable: PublishedSink, FanoutPressure {
             if entry.pending.add(1, ordering: .relaxed).newValue == 1 { entry.lastStamp.store(stamp, ordering: .relaxed) }
             entry.hub.loop.execute {
                 let hub = entry.hub.value
-                // A loop that delivered some of the batch observes it once its connections have it.
-                if hub.apply(batch) > 0, let lanes { hub.whenWritten { delay.record(lanes, waitedNanoseconds: nanoseconds() &- handed) } }
-                entry.lastStamp.store(stamp, ordering: .relaxed)
-                entry.pending.subtract(1, ordering: .relaxed)
+                let delivered = hub.apply(batch) > 0
+                // The loop is behind until its connections have the batch (a fan-out is written in
+                // slices): the latency budget and the delay (of a loop that delivered some of the
+                // batch) both count to then.
+                hub.whenWritten {
+                    if delivered, let lanes { delay.record(lanes, waitedNanoseconds: nanoseconds() &- handed) }
+                    entry.lastStamp.store(stamp, ordering: .relaxed)
+                    entry.pending.subtract(1, ordering: .relaxed)
+                }
             }
         }
     }
@@ -105,8 +110,8 @@ final class HubTable: PublishedSink, FanoutPressure {
         for entry in table.withLock({ Array($0.values) }) { entry.hub.loop.execute { body(entry.hub.value) } }
     }
 
-    /// How long the slowest loop has been behind: the age of the last batch it applied while more
-    /// wait (0 when every loop is caught up).
+    /// How long the slowest loop has been behind: the age of the last batch it has written while
+    /// more wait (0 when every loop is caught up).
     func backlogMilliseconds() -> Int64 {
         let now = monotonicMilliseconds()
         var oldest: Int64 = 0
