@@ -10,6 +10,11 @@
 # 2. Latency: publishes at a fixed rate for 3 s (BENCH_PACED_SECONDS); publish->receive p50/p99/p99.9 (send time is in
 #    the message). Target: p99 < 20 ms. Run at 1,000 subscribers x 100/s, N x 10/s and N x 100/s
 #    (the last asks for N x 100 deliveries a second: past what two cores deliver at 10,000).
+#    Each paced case runs BENCH_PACED_ROUNDS times (default 3), its targets one after the other
+#    in each round: a ratio to nchan is taken within a round, and the summary prints the median
+#    of the rounds' ratios with every round's beside it (nchan's CPU per delivery moves by a
+#    fifth or more from one run to the next; one pair is not a measurement). Latencies and rates
+#    are the rounds' medians.
 #
 # Cost: each throughput run also reports the server's CPU-seconds (user + system, from
 # /proc/PID/stat: roomcast's process; nginx's master and workers, sampled by roomcast-bench
@@ -89,7 +94,7 @@ run() { # target port label args...
   if [ "$target" = roomcast-compact ] || [ "$target" = roomcast-compact-nodelay ]; then as=roomcast; encoding=(--encoding compact); fi
   out=$(timeout 300 "$bin/roomcast-bench" fanout --target "$as" --port "$port" --client-loops 2 --payload-bytes "$payload" \
     --server-pids "$(echo $pids | tr ' ' ',')" "${encoding[@]}" "$@" 2>&1) || true
-  echo "$out" | sed "s/^/[$target $label] /"
+  echo "$out" | sed "s/^/[$target $label${round:+ round $round}] /"
   local per p50 p99 p999 delivered wire runcpu pubcpu errors
   per=$(echo "$out" | sed -n 's/.*delivered_per_s=\([0-9]*\).*/\1/p')
   errors=$(echo "$out" | sed -n 's/.*publish_errors=\([0-9]*\).*/\1/p')
@@ -99,7 +104,7 @@ run() { # target port label args...
   runcpu=$(echo "$out" | sed -n 's/^fanout: run_cpu_s=\([0-9.]*\).*/\1/p')
   pubcpu=$(echo "$out" | sed -n 's/.*publish_cpu_s=\([0-9.]*\).*/\1/p')
   read -r p50 p99 p999 < <(echo "$out" | sed -n 's/.*p50=\([0-9.]*\) p99=\([0-9.]*\) p99.9=\([0-9.]*\).*/\1 \2 \3/p')
-  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} ${runcpu:-0} ${pubcpu:-0} ${errors:-nan}" >>"$results"
+  echo "$target $label ${per:-0} ${p50:-nan} ${p99:-nan} ${p999:-nan} ${delivered:-0} ${wire:-0} ${runcpu:-0} ${pubcpu:-0} ${errors:-nan} ${round:-1}" >>"$results"
 }
 
 # BENCH_TARGETS / BENCH_CASES narrow a run while iterating (the summary needs nchan and a roomcast
@@ -118,30 +123,36 @@ done
 [ "${BENCH_CASES:-all}" = throughput ] && { cat "$results"; exit 0; }
 paced=("1000 100" "$n 10" "$n 100")
 [ "$cases" = paced ] && paced=("1000 100" "$n 10")
+rounds=${BENCH_PACED_ROUNDS:-3}
 for c in "${paced[@]}"; do
   read -r subs rate <<<"$c"
-  for t in $paced_targets; do
-    run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration "${BENCH_PACED_SECONDS:-3}" --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t"
+  for round in $(seq 1 "$rounds"); do
+    for t in $paced_targets; do
+      run $t "$(portof $t)" "latency-$subs-$rate" --subscribers "$subs" --rate "$rate" --duration "${BENCH_PACED_SECONDS:-3}" --publishers 4 --pipeline 1 --room "lat$subs-$rate-$t-r$round"
+    done
   done
 done
+round=
 
 python3 - "$results" "$n" "$write_delay" <<'PY'
-import sys
+import statistics, sys
+# rows[(target, label)]: one tuple per run, in round order (the throughput cases run once).
 rows = {}
 for line in open(sys.argv[1]):
-    t, label, per, p50, p99, p999, delivered, wire, cpu, pubcpu, errors = line.split()
-    rows[(t, label)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu), float(pubcpu), errors)
+    t, label, per, p50, p99, p999, delivered, wire, cpu, pubcpu, errors, rnd = line.split()
+    rows.setdefault((t, label), {})[int(rnd)] = (int(per), p50, p99, p999, int(delivered), int(wire), float(cpu), float(pubcpu), errors)
 n = sys.argv[2]
+first = lambda t, label: next(iter(rows[(t, label)].values()))
 for label in ("throughput-p4", "throughput-p16"):
     if ("roomcast", label) not in rows or ("nchan", label) not in rows:
         continue
-    r, g = rows[("roomcast", label)][0], rows[("nchan", label)][0]
+    r, g = first("roomcast", label)[0], first("nchan", label)[0]
     ratio = r / g if g else float("inf")
     print(f"bench-fanout: {label} subscribers={n}: roomcast {r:,} msg/s, nchan {g:,} msg/s, ratio {ratio:.2f}x (target >= 2x);"
-          f" publish errors roomcast {rows[('roomcast', label)][8]}, nchan {rows[('nchan', label)][8]}")
+          f" publish errors roomcast {first('roomcast', label)[8]}, nchan {first('nchan', label)[8]}")
     cost, pub = {}, {}
     for t in ("roomcast", "nchan"):
-        _, _, _, _, delivered, wire, cpu, pubcpu, _ = rows[(t, label)]
+        _, _, _, _, delivered, wire, cpu, pubcpu, _ = first(t, label)
         cost[t] = cpu / delivered * 1e6 if delivered else float("nan")
         pub[t] = pubcpu / delivered * 1e6 if delivered else float("nan")
         print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries"
@@ -149,27 +160,38 @@ for label in ("throughput-p4", "throughput-p16"):
               f" {wire} wire bytes per delivery")
     print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x whole run,"
           f" {pub['roomcast'] / pub['nchan']:.2f}x publish phase")
-def per_delivery(t, label):
-    _, _, _, _, delivered, wire, cpu, pubcpu, _ = rows[(t, label)]
+def per_delivery(run):
+    _, _, _, _, delivered, wire, cpu, pubcpu, _ = run
     return (cpu / delivered * 1e6 if delivered else float("nan"), pubcpu / delivered * 1e6 if delivered else float("nan"), wire, delivered)
-# TR-5: the two encodings, each against nchan in the same run (whole run and publish phase).
+fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
+# TR-5: the two encodings, each against nchan in the same round (whole run and publish phase);
+# the median of the rounds' ratios, every round's beside it.
 for label in dict.fromkeys(("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
     if ("roomcast-compact", label) not in rows or ("nchan", label) not in rows:
         continue
-    ncpu, npub, nwire, _ = per_delivery("nchan", label)
+    nchan = rows[("nchan", label)]
     for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay") if (x, label) in rows]:
-        cpu, pub, wire, delivered = per_delivery(t, label)
+        paired = [(rows[(t, label)][k], nchan[k]) for k in sorted(rows[(t, label)]) if k in nchan]
+        costs = [(per_delivery(a), per_delivery(b)) for a, b in paired]
+        run_ratios = [a[0] / b[0] for a, b in costs]
+        pub_ratios = [a[1] / b[1] for a, b in costs]
+        wire, nwire = costs[0][0][2], costs[0][1][2]
         delay = "" if sys.argv[3] == "default" else f" --write-delay {sys.argv[3]}"
         enc = {"roomcast": f"json{delay}", "roomcast-compact": f"compact{delay}"}.get(t, "compact --write-delay 0")
+        rounds = f" (median of {len(costs)} rounds: {fmt(pub_ratios)})" if len(costs) > 1 else ""
         print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
-              f" server CPU per million deliveries {cpu:.2f} whole run, {pub:.2f} publish phase;"
-              f" vs nchan {cpu / ncpu:.2f}x whole run, {pub / npub:.2f}x publish phase; delivered {delivered:,}")
+              f" server CPU per million deliveries {statistics.median(a[0] for a, _ in costs):.2f} whole run,"
+              f" {statistics.median(a[1] for a, _ in costs):.2f} publish phase (nchan {fmt(b[1] for _, b in costs)});"
+              f" vs nchan {statistics.median(run_ratios):.2f}x whole run, {statistics.median(pub_ratios):.2f}x publish phase{rounds};"
+              f" delivered {sum(a[3] for a, _ in costs):,}")
 for label in dict.fromkeys(("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
     if ("nchan", label) not in rows:
         continue
     rate = label.rsplit("-", 1)[1]
     for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay", "nchan") if (x, label) in rows]:
-        per, p50, p99, p999 = rows[(t, label)][:4]
-        print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={p50} ms p99={p99} ms p99.9={p999} ms (target p99 < 20 ms);"
-              f" publish errors {rows[(t, label)][8]}")
+        runs = list(rows[(t, label)].values())
+        med = lambda i, cast=float: statistics.median(cast(r[i]) for r in runs)
+        per = int(med(0))
+        print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={med(1):.2f} ms p99={med(2):.2f} ms p99.9={med(3):.2f} ms (target p99 < 20 ms);"
+              f" publish errors {sum(int(r[8]) if r[8] != 'nan' else 0 for r in runs)}" + (f" (medians of {len(runs)} rounds)" if len(runs) > 1 else ""))
 PY
