@@ -70,6 +70,76 @@ struct QoSTests {
         #expect(try Self.send(rest, "other", "fine").status == 201)
     }
 
+    // QS-2: a loop with batches not yet written is behind since the newest batch it has written
+    // was handed over (or since the first it was handed when it was caught up); the batch being
+    // written counts; caught up, it is not behind.
+    @Test func aLoopIsBehindAsAConsumersLagIsRead() {
+        let ms: UInt64 = 1_000_000
+        var b = LoopBacklog()
+        #expect(b.behind(now: 500 * ms) == 0 && b.count == 0)
+        b.handed(at: 100 * ms)
+        #expect(b.behind(now: 900 * ms) == 800 * ms, "the fan-out being written counts")
+        b.handed(at: 300 * ms)
+        b.handed(at: 350 * ms)
+        #expect(b.count == 3 && b.behind(now: 420 * ms) == 320 * ms)
+        b.written(handedAt: 100 * ms)
+        #expect(b.behind(now: 420 * ms) == 320 * ms, "still from the newest batch written")
+        b.written(handedAt: 300 * ms)
+        #expect(b.behind(now: 420 * ms) == 120 * ms)
+        b.written(handedAt: 350 * ms)
+        #expect(b.count == 0 && b.behind(now: 420 * ms) == 0)
+        b.written(handedAt: 400 * ms) // more than were handed: nothing changes
+        #expect(b.count == 0 && b.behind(now: 420 * ms) == 0)
+        // Caught up, the next batch starts the clock again; a clock read before it is no age.
+        b.handed(at: 1_000 * ms)
+        #expect(b.behind(now: 500 * ms) == 0 && b.behind(now: 1_030 * ms) == 30 * ms)
+    }
+
+    // QS-2 through the gateway: with the hub's loop held, nothing is written. Once the first
+    // message's batch has waited past the budget, normal, low and transient messages to a room of
+    // `overloadMinAudience` members are refused (42902, Retry-After, the field), a high one still
+    // goes and a smaller room is not held back. Released, each member gets exactly what was
+    // admitted, the refused reach nobody, and the room takes normal messages again.
+    @Test func theLatencyBudgetRefusesWhileALoopIsBehind() throws {
+        let g = try InProcessGateway { $0.fanoutLatencyBudgetMilliseconds = 50 }
+        defer { g.stop() }
+        let rest = g.rest()
+        #expect(try rest.call("PATCH", "/v1/settings", ["roomMessagesPerSecond": 100_000]).status == 200)
+        for room in ["big", "small"] { #expect(try rest.call("POST", "/v1/rooms", ["roomId": room]).status == 201) }
+        var members: [SessionClient] = []
+        for i in 0..<Limits.overloadMinAudience {
+            let c = try g.client("m\(i)")
+            _ = try c.expectOK(try c.command("room.join", ["roomId": "big"]))
+            members.append(c)
+        }
+        let outside = try g.client("outside")
+        _ = try outside.expectOK(try outside.command("room.join", ["roomId": "small"]))
+        for c in members + [outside] { _ = c.drain() }
+
+        let gate = DispatchSemaphore(value: 0)
+        var released = false
+        let release = { if !released { released = true; gate.signal() } }
+        defer { release() }
+        g.loop.execute { _ = gate.wait(timeout: .now() + 60) }
+        #expect(try Self.send(rest, "big", "one").status == 201, "nothing is behind yet")
+        Thread.sleep(forTimeInterval: 0.2)
+        for (content, priority, extra) in [("two", "normal", [:]), ("three", "low", [:]), ("four", nil, ["transient": true])] as [(String, String?, [String: Any])] {
+            let r = try Self.send(rest, "big", content, priority: priority, extra: extra)
+            #expect(r.status == 429 && r.json.int("code") == ErrorCode.roomBusy.rawValue && r.json.str("field") == "roomId", "\(content): \(r.text)")
+            #expect(r.header("Retry-After") != nil && r.text.contains("behind"), "\(content)")
+        }
+        #expect(try Self.send(rest, "big", "five", priority: "high").status == 201)
+        #expect(try Self.send(rest, "small", "six").status == 201, "a room under \(Limits.overloadMinAudience) members is not held back")
+        release()
+        g.settle()
+        for c in members { #expect(Self.contents(c.drain()) == ["one", "five"]) }
+        #expect(Self.contents(outside.drain()) == ["six"])
+        let history = try rest.call("GET", "/v1/rooms/big/messages?limit=20").json["messages"] as? [[String: Any]] ?? []
+        #expect(Set(history.compactMap { $0.str("content") }) == ["one", "five"])
+        #expect(try Self.send(rest, "big", "seven").status == 201, "written, the loop is caught up")
+        #expect(Self.contents(members[0].drain()) == ["seven"])
+    }
+
     // QS-1: the class travels with the message (only when it is not normal), and bad input
     // names its field and changes nothing.
     @Test func theClassIsOnTheMessageAndBadInputNamesTheField() throws {
