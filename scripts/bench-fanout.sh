@@ -26,8 +26,9 @@
 # Encodings (TR-5): roomcast runs twice per case, its subscribers asking for the JSON encoding
 # (target "roomcast") and for the compact one (target "roomcast-compact", subprotocol
 # roomcast.compact.v1); the summary prints wire bytes and server CPU per delivery of both, and
-# each against nchan's in the same run (target for the paced cases: compact <= 0.75x nchan's CPU
-# per delivery; wire bytes <= 120 per delivery of the short message).
+# each against nchan's in the same run, and for the paced cases in the same round (target for
+# the paced cases: compact <= 0.75x nchan's CPU per delivery, the rounds' median; wire bytes <= 120
+# per delivery of the short message).
 #
 # Write delay (--write-delay, TR-5): roomcast runs with its default write delay (30 ms: a loop
 # that wrote room events holds the next normal ones up to that long and writes each connection's
@@ -158,12 +159,22 @@ for label in ("throughput-p4", "throughput-p16"):
         print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries"
               f" (whole run, subscribers' connect and join included); publish phase alone {pubcpu:.2f} CPU-s = {pub[t]:.2f} per million;"
               f" {wire} wire bytes per delivery")
-    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {cost['roomcast'] / cost['nchan']:.2f}x whole run,"
-          f" {pub['roomcast'] / pub['nchan']:.2f}x publish phase")
+    ratio = lambda x, y: x / y if y else float("nan")
+    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {ratio(cost['roomcast'], cost['nchan']):.2f}x whole run,"
+          f" {ratio(pub['roomcast'], pub['nchan']):.2f}x publish phase")
 def per_delivery(run):
     _, _, _, _, delivered, wire, cpu, pubcpu, _ = run
     return (cpu / delivered * 1e6 if delivered else float("nan"), pubcpu / delivered * 1e6 if delivered else float("nan"), wire, delivered)
 fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
+div = lambda x, y: x / y if y else float("nan")
+def median(xs):
+    # Over the rounds that measured something; a failed round (nan) is counted, not sorted in.
+    xs = list(xs)
+    ok = [x for x in xs if x == x]
+    return statistics.median(ok) if ok else float("nan")
+def failed(xs):
+    bad = sum(1 for x in xs if x != x)
+    return f", {bad} failed" if bad else ""
 # TR-5: the two encodings, each against nchan in the same round (whole run and publish phase);
 # the median of the rounds' ratios, every round's beside it.
 for label in dict.fromkeys(("throughput-p4", "throughput-p16", "latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
@@ -173,25 +184,26 @@ for label in dict.fromkeys(("throughput-p4", "throughput-p16", "latency-1000-100
     for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay") if (x, label) in rows]:
         paired = [(rows[(t, label)][k], nchan[k]) for k in sorted(rows[(t, label)]) if k in nchan]
         costs = [(per_delivery(a), per_delivery(b)) for a, b in paired]
-        run_ratios = [a[0] / b[0] for a, b in costs]
-        pub_ratios = [a[1] / b[1] for a, b in costs]
+        run_ratios = [div(a[0], b[0]) for a, b in costs]
+        pub_ratios = [div(a[1], b[1]) for a, b in costs]
         wire, nwire = costs[0][0][2], costs[0][1][2]
         delay = "" if sys.argv[3] == "default" else f" --write-delay {sys.argv[3]}"
         enc = {"roomcast": f"json{delay}", "roomcast-compact": f"compact{delay}"}.get(t, "compact --write-delay 0")
-        rounds = f" (median of {len(costs)} rounds: {fmt(pub_ratios)})" if len(costs) > 1 else ""
+        rounds = f" (median of {len(costs)} rounds: {fmt(pub_ratios)}{failed(pub_ratios)})" if len(costs) > 1 else ""
         print(f"bench-fanout: {label} encoding={enc}: {wire} wire bytes per delivery (nchan {nwire});"
-              f" server CPU per million deliveries {statistics.median(a[0] for a, _ in costs):.2f} whole run,"
-              f" {statistics.median(a[1] for a, _ in costs):.2f} publish phase (nchan {fmt(b[1] for _, b in costs)});"
-              f" vs nchan {statistics.median(run_ratios):.2f}x whole run, {statistics.median(pub_ratios):.2f}x publish phase{rounds};"
-              f" delivered {sum(a[3] for a, _ in costs):,}")
+              f" server CPU per million deliveries {median(a[0] for a, _ in costs):.2f} whole run,"
+              f" {median(a[1] for a, _ in costs):.2f} publish phase (nchan {fmt(b[1] for _, b in costs)});"
+              f" vs nchan {median(run_ratios):.2f}x whole run, {median(pub_ratios):.2f}x publish phase{rounds};"
+              f" delivered {sum(a[3] for a, _ in costs):,}" + (f" in {len(costs)} rounds" if len(costs) > 1 else ""))
 for label in dict.fromkeys(("latency-1000-100", f"latency-{n}-10", f"latency-{n}-100")):
     if ("nchan", label) not in rows:
         continue
     rate = label.rsplit("-", 1)[1]
     for t in [x for x in ("roomcast", "roomcast-compact", "roomcast-compact-nodelay", "nchan") if (x, label) in rows]:
         runs = list(rows[(t, label)].values())
-        med = lambda i, cast=float: statistics.median(cast(r[i]) for r in runs)
-        per = int(med(0))
-        print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per:,} msg/s p50={med(1):.2f} ms p99={med(2):.2f} ms p99.9={med(3):.2f} ms (target p99 < 20 ms);"
-              f" publish errors {sum(int(r[8]) if r[8] != 'nan' else 0 for r in runs)}" + (f" (medians of {len(runs)} rounds)" if len(runs) > 1 else ""))
+        med = lambda i: median(float(r[i]) for r in runs)
+        per = med(0)
+        errors = "nan" if any(r[8] == "nan" for r in runs) else sum(int(r[8]) for r in runs)
+        print(f"bench-fanout: {label} {rate} pub/s {t}: delivered {per if per != per else int(per):,} msg/s p50={med(1):.2f} ms p99={med(2):.2f} ms p99.9={med(3):.2f} ms (target p99 < 20 ms);"
+              f" publish errors {errors}" + (f" (medians of {len(runs)} rounds{failed([float(r[2]) for r in runs])})" if len(runs) > 1 else ""))
 PY
