@@ -62,8 +62,8 @@ final class HubTable: PublishedSink, FanoutPressure {
 
     private final class Entry: Sendable {
         let hub: LoopBound<Hub>
-        /// The batches handed to the loop and not yet written (the store's writer thread adds,
-        /// the loop removes, the engine reads).
+        /// The batches handed to the loop and not yet written (`deliver`'s caller adds, the loop
+        /// removes, the engine reads).
         let backlog = Mutex(LoopBacklog())
         init(_ hub: LoopBound<Hub>) { self.hub = hub }
     }
@@ -80,7 +80,8 @@ final class HubTable: PublishedSink, FanoutPressure {
     /// The hub of `index` with its loop, from any thread.
     func bound(_ index: Int) -> LoopBound<Hub>? { table.withLock { $0[index] }?.hub }
 
-    /// A committed batch, to every hub on its own loop (called on the store's writer thread).
+    /// A committed batch, to every hub on its own loop (called on the store's writer thread; a
+    /// refusal's reply or a reload's `closeAll` comes from the engine's, `Publisher.deliver`).
     func deliver(_ batch: [Published]) {
         let handed = nanoseconds()
         let lanes = FanoutDelay.lanes(of: batch)
@@ -123,13 +124,13 @@ final class HubTable: PublishedSink, FanoutPressure {
 /// write (many thousands of members on a machine that cannot write them that fast) has its normal
 /// messages refused while it is written, and the CPU they would take goes to the ones admitted.
 ///
-/// Two other readings were built and measured, and left (BENCHMARKS.md): the age of the oldest
-/// batch not yet written (younger by one batch's interval), and that age only while a batch waits
-/// behind another (so one slow fan-out alone is not a backlog). At 2,000 + 100 subscribers at
-/// twice the capacity with a 50 ms budget, both refused fewer normal messages (2,163-3,620
-/// against 4,075-5,605) and the high-priority p99 rose from 107-162 ms to 160-258 ms.
+/// Four other readings were built and measured at twice the capacity, and left: the age of the
+/// oldest batch not yet written (younger by one batch's interval), and readings that let one slow
+/// fan-out through (counting only while a batch or an event waits behind another). Each refused
+/// fewer normal messages and let the high-priority p99 rise (BENCHMARKS.md, Overload).
 ///
-/// Two numbers whatever the backlog: batches are counted, not kept.
+/// Two numbers whatever the backlog: batches are counted, not kept. (With two callers of
+/// `HubTable.deliver`, `since` may be a written batch's stamp a few microseconds off the newest.)
 struct LoopBacklog {
     /// Batches handed over and not yet written.
     private(set) var count = 0
