@@ -137,6 +137,7 @@ round=
 
 python3 - "$results" "$n" "$write_delay" <<'PY'
 import statistics, sys
+div = lambda x, y: x / y if y else float("nan")
 # rows[(target, label)]: one tuple per run, in round order (the throughput cases run once).
 rows = {}
 for line in open(sys.argv[1]):
@@ -159,14 +160,12 @@ for label in ("throughput-p4", "throughput-p16"):
         print(f"bench-fanout: {label} {t}: {cpu:.2f} server CPU-s for {delivered:,} deliveries = {cost[t]:.2f} CPU-s per million deliveries"
               f" (whole run, subscribers' connect and join included); publish phase alone {pubcpu:.2f} CPU-s = {pub[t]:.2f} per million;"
               f" {wire} wire bytes per delivery")
-    ratio = lambda x, y: x / y if y else float("nan")
-    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {ratio(cost['roomcast'], cost['nchan']):.2f}x whole run,"
-          f" {ratio(pub['roomcast'], pub['nchan']):.2f}x publish phase")
+    print(f"bench-fanout: {label} CPU per delivery roomcast/nchan = {div(cost['roomcast'], cost['nchan']):.2f}x whole run,"
+          f" {div(pub['roomcast'], pub['nchan']):.2f}x publish phase")
 def per_delivery(run):
     _, _, _, _, delivered, wire, cpu, pubcpu, _ = run
     return (cpu / delivered * 1e6 if delivered else float("nan"), pubcpu / delivered * 1e6 if delivered else float("nan"), wire, delivered)
 fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
-div = lambda x, y: x / y if y else float("nan")
 def median(xs):
     # Over the rounds that measured something; a failed round (nan) is counted, not sorted in.
     xs = list(xs)
